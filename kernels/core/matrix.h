@@ -1,0 +1,82 @@
+// Row-major float matrices: an owning FloatMatrix and a non-owning view.
+//
+//   FloatMatrix features(num_frames, dim);
+//   features.row(t)[d] = 1.0f;
+//   ConstMatrixView view = features.view();
+#ifndef GMMSCORE_KERNELS_CORE_MATRIX_H_
+#define GMMSCORE_KERNELS_CORE_MATRIX_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace gmmscore {
+
+// Non-owning view of `rows` x `cols` floats stored row-major, with rows
+// `stride` floats apart (stride >= cols). The caller keeps the data alive.
+struct ConstMatrixView {
+  const float* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;
+
+  ConstMatrixView() = default;
+  ConstMatrixView(const float* data_in, int64_t rows_in, int64_t cols_in)
+      : data(data_in), rows(rows_in), cols(cols_in), stride(cols_in) {}
+  ConstMatrixView(const float* data_in, int64_t rows_in, int64_t cols_in, int64_t stride_in)
+      : data(data_in), rows(rows_in), cols(cols_in), stride(stride_in) {}
+
+  const float* row(int64_t r) const { return data + r * stride; }
+  float at(int64_t r, int64_t c) const { return data[r * stride + c]; }
+  // Rows [first, first + count) of this view.
+  ConstMatrixView Rows(int64_t first, int64_t count) const {
+    return ConstMatrixView(data + first * stride, count, cols, stride);
+  }
+};
+
+// Owning row-major matrix with contiguous rows (stride == cols).
+class FloatMatrix {
+ public:
+  FloatMatrix() = default;
+  FloatMatrix(int64_t rows, int64_t cols, float fill = 0.0f)
+      : rows_(rows), cols_(cols), data_(static_cast<size_t>(rows * cols), fill) {}
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  bool empty() const { return data_.empty(); }
+
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+  float* row(int64_t r) { return data_.data() + r * cols_; }
+  const float* row(int64_t r) const { return data_.data() + r * cols_; }
+  float& at(int64_t r, int64_t c) { return data_[static_cast<size_t>(r * cols_ + c)]; }
+  float at(int64_t r, int64_t c) const { return data_[static_cast<size_t>(r * cols_ + c)]; }
+
+  absl::Span<float> span() { return absl::MakeSpan(data_); }
+  absl::Span<const float> span() const { return absl::MakeConstSpan(data_); }
+  ConstMatrixView view() const { return ConstMatrixView(data_.data(), rows_, cols_); }
+
+  // Reshapes without preserving contents; keeps the allocation when it fits.
+  void Resize(int64_t rows, int64_t cols) {
+    rows_ = rows;
+    cols_ = cols;
+    data_.resize(static_cast<size_t>(rows * cols));
+  }
+  void Fill(float value) { std::fill(data_.begin(), data_.end(), value); }
+
+  friend bool operator==(const FloatMatrix& a, const FloatMatrix& b) {
+    return a.rows_ == b.rows_ && a.cols_ == b.cols_ && a.data_ == b.data_;
+  }
+
+ private:
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  std::vector<float> data_;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CORE_MATRIX_H_

@@ -1,0 +1,96 @@
+// ScoringBackend: the one interface every way of computing state
+// log-likelihoods sits behind (CPU float32, CUDA fused, CUDA cuBLAS).
+//
+//   std::unique_ptr<ScoringBackend> backend = ...;   // e.g. CreateCpuBackend()
+//   GMM_ASSIGN_OR_RETURN(auto prepared, backend->Prepare(model));
+//   ScoreResult result;
+//   GMM_RETURN_IF_ERROR(backend->Score(*prepared, features.view(), {}, &result));
+//   float ll = result.loglikes.at(frame, state);   // natural log
+//
+// For frames x_t (rows of `features`, T x D) and every state s:
+//   loglikes[t][s]  = log sum_g exp(K_g + u_g . y_t + v_g . y_t^2),  y_t = x_t - c
+//   frame_totals[t] = log sum_s exp(loglikes[t][s])
+#ifndef GMMSCORE_KERNELS_SCORE_SCORING_BACKEND_H_
+#define GMMSCORE_KERNELS_SCORE_SCORING_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/core/matrix.h"
+#include "kernels/model/diag_gmm_model.h"
+
+namespace gmmscore {
+
+// How a CUDA backend computes the likelihoods. CPU backends ignore it.
+enum class Algorithm {
+  kAuto,     // the backend's choice for the shape
+  kFused8,   // the paper's fused kernel, 8 frames per block
+  kFused16,  // the paper's fused kernel, 16 frames per block
+  kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
+};
+
+// "auto", "fused8", "fused16", "gemm".
+absl::string_view AlgorithmName(Algorithm algorithm);
+absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
+
+struct ScoreOptions {
+  Algorithm algorithm = Algorithm::kAuto;
+  // Also compute ScoreResult::frame_totals.
+  bool frame_totals = true;
+};
+
+struct ScoreResult {
+  FloatMatrix loglikes;             // T x S, natural log
+  std::vector<float> frame_totals;  // T (empty unless requested)
+};
+
+// A model made ready for one backend (uploaded, re-laid-out). Immutable.
+class PreparedModel {
+ public:
+  virtual ~PreparedModel() = default;
+  const DiagGmmModel& model() const { return *model_; }
+  const std::shared_ptr<const DiagGmmModel>& shared_model() const { return model_; }
+  // Bytes this preparation holds on the backend's device (0 for the CPU).
+  virtual int64_t device_bytes() const = 0;
+
+ protected:
+  explicit PreparedModel(std::shared_ptr<const DiagGmmModel> model) : model_(std::move(model)) {}
+
+ private:
+  std::shared_ptr<const DiagGmmModel> model_;
+};
+
+class ScoringBackend {
+ public:
+  virtual ~ScoringBackend() = default;
+
+  // "cpu", "cuda:0", ...
+  virtual std::string name() const = 0;
+
+  // Makes `model` ready for scoring on this backend. Several prepared models
+  // may be resident at once. RESOURCE_EXHAUSTED if it does not fit.
+  virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
+      std::shared_ptr<const DiagGmmModel> model) = 0;
+
+  // Scores `features` (T x D, T >= 0) with a model this backend prepared.
+  // Validates the features first (ValidateFeatures). Overwrites *result.
+  // Thread-safe: concurrent calls are allowed (they may serialise).
+  virtual absl::Status Score(const PreparedModel& model, ConstMatrixView features,
+                             const ScoreOptions& options, ScoreResult* result) = 0;
+};
+
+// INVALID_ARGUMENT unless features.cols == model.dim() and every value is
+// finite; the message names the first bad frame and dimension.
+absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features);
+
+// frame_totals[t] = log sum_s exp(loglikes[t][s]), in float64 internally.
+std::vector<float> ComputeFrameTotals(const FloatMatrix& loglikes);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_SCORE_SCORING_BACKEND_H_

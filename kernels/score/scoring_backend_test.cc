@@ -1,0 +1,47 @@
+#include "kernels/score/scoring_backend.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ScoringBackendTest, AlgorithmNamesRoundTrip) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kGemm}) {
+    auto parsed = ParseAlgorithm(AlgorithmName(a));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, a);
+  }
+  EXPECT_THAT(ParseAlgorithm("fused32").status().message(), HasSubstr("unknown algorithm"));
+}
+
+TEST(ScoringBackendTest, ValidateFeaturesNamesTheBadValue) {
+  auto model = GenerateSyntheticModel({.num_states = 2, .dim = 13, .seed = 1});
+  ASSERT_TRUE(model.ok());
+  FloatMatrix features = GenerateSyntheticFeatures(*model, 4, 2);
+  EXPECT_TRUE(ValidateFeatures(*model, features.view()).ok());
+  features.at(2, 7) = NAN;
+  EXPECT_THAT(ValidateFeatures(*model, features.view()).message(),
+              HasSubstr("frame 2, dimension 7"));
+  features.at(2, 7) = INFINITY;
+  EXPECT_EQ(ValidateFeatures(*model, features.view()).code(), absl::StatusCode::kInvalidArgument);
+  FloatMatrix wrong(3, 12);
+  EXPECT_THAT(ValidateFeatures(*model, wrong.view()).message(), HasSubstr("dimension 12"));
+}
+
+TEST(ScoringBackendTest, FrameTotalsAreLogSumExpOverStates) {
+  FloatMatrix ll(2, 3);
+  ll.at(0, 0) = -1000.0f; ll.at(0, 1) = -1000.0f; ll.at(0, 2) = -2000.0f;
+  ll.at(1, 0) = 0.0f;     ll.at(1, 1) = std::log(3.0f); ll.at(1, 2) = -INFINITY;
+  std::vector<float> totals = ComputeFrameTotals(ll);
+  EXPECT_NEAR(totals[0], -1000.0 + std::log(2.0), 1e-3);
+  EXPECT_NEAR(totals[1], std::log(4.0), 1e-6);
+}
+
+}  // namespace
+}  // namespace gmmscore
