@@ -1,0 +1,36 @@
+// Conversions between the wire messages of gmmscore.v1 and engine matrices,
+// shared by the server and the client library.
+//
+//   GMM_ASSIGN_OR_RETURN(FloatMatrix frames, FeaturesFromProto(request.chunk()));
+//   ScoresToProto("spk1", result.loglikes, {}, response.add_scores());
+#ifndef GMMSCORE_PROTO_WIRE_CONVERT_H_
+#define GMMSCORE_PROTO_WIRE_CONVERT_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "gmmscore/v1/scorer.pb.h"
+#include "kernels/core/matrix.h"
+
+namespace gmmscore {
+
+// The frames of `features` as a num_frames x dim matrix. Checks the shape
+// only (values.size() == num_frames * dim, dim > 0 when frames are present);
+// INVALID_ARGUMENT naming the numbers otherwise. Values are not checked.
+absl::StatusOr<FloatMatrix> FeaturesFromProto(const v1::FeatureMatrix& features);
+
+// Overwrites *out with `frames`.
+void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out);
+
+// Overwrites *out with `loglikes` (T x S) under `model`; `frame_totals`
+// (T values, or empty for none) goes to out->frame_totals.
+void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
+                   absl::Span<const float> frame_totals, v1::StateScores* out);
+
+// The loglikes of `scores` as a num_frames x num_states matrix;
+// INVALID_ARGUMENT if the value count does not match.
+absl::StatusOr<FloatMatrix> ScoresFromProto(const v1::StateScores& scores);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_PROTO_WIRE_CONVERT_H_
