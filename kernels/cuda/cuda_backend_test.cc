@@ -1,0 +1,235 @@
+// CUDA backend and kernels against the float64 reference. Skips where no
+// CUDA device answers (CI); runs for real on the GPU machine
+// (tools/gpu_check.sh).
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_model.h"
+#include "kernels/cuda/loglik_launch.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/score/reference_scorer.h"
+
+namespace gmmscore {
+namespace {
+
+using ::testing::HasSubstr;
+
+#define SKIP_WITHOUT_GPU() \
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
+
+struct Shape {
+  int states, min_gaussians, max_gaussians, dim;
+};
+
+std::string ShapeName(const Shape& s) {
+  char name[96];
+  std::snprintf(name, sizeof(name), "S%d_G%dto%d_D%d", s.states, s.min_gaussians, s.max_gaussians, s.dim);
+  return name;
+}
+
+// Runs one algorithm through the launch API into a NaN-poisoned device
+// buffer (0xFF bytes are NaN), so any element the kernel fails to write shows.
+absl::StatusOr<FloatMatrix> LaunchPoisoned(const DeviceModel& resident, Algorithm algorithm,
+                                           const FloatMatrix& features, cudaStream_t stream,
+                                           GemmWorkspace& workspace) {
+  const int64_t frames = features.rows();
+  auto d_features = DeviceBuffer<float>::FromHost(features.data(), frames * features.cols());
+  if (!d_features.ok()) return d_features.status();
+  auto d_out = DeviceBuffer<float>::Allocate(frames * resident.num_states);
+  if (!d_out.ok()) return d_out.status();
+  if (cudaMemset(d_out->data(), 0xFF, d_out->bytes()) != cudaSuccess) return absl::InternalError("memset");
+  absl::Status status = LaunchLoglik(resident, algorithm, d_features->data(), frames, d_out->data(),
+                                     workspace, stream);
+  if (!status.ok()) return status;
+  if (cudaStreamSynchronize(stream) != cudaSuccess) return absl::InternalError("kernel failed");
+  FloatMatrix out(frames, resident.num_states);
+  if (cudaMemcpy(out.data(), d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return absl::InternalError("copy back");
+  }
+  return out;
+}
+
+class CudaKernelShapesTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  const Shape shape = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "model seed " << seed);
+  auto model = GenerateSyntheticModel({.num_states = shape.states, .min_gaussians = shape.min_gaussians,
+                                       .max_gaussians = shape.max_gaussians, .dim = shape.dim, .seed = seed});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto resident = DeviceModel::Upload(*model);
+  ASSERT_TRUE(resident.ok()) << resident.status();
+  auto stream = CudaStream::Create();
+  auto cublas = CublasHandle::Create();
+  ASSERT_TRUE(stream.ok() && cublas.ok());
+  GemmWorkspace workspace;
+  workspace.cublas = cublas->get();
+
+  for (int64_t frames : {1, 7, 8, 9, 16, 100, 1000}) {
+    const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
+    const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
+    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kGemm, Algorithm::kAuto}) {
+      auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
+      ASSERT_TRUE(scores.ok()) << scores.status();
+      const double error = MaxAbsError(*scores, reference);
+      std::printf("max_abs_error %-8s %-18s T=%-5lld %.3g\n", std::string(AlgorithmName(algorithm)).c_str(),
+                  ShapeName(shape).c_str(), static_cast<long long>(frames), error);
+      EXPECT_LE(error, 1e-4) << AlgorithmName(algorithm) << " " << ShapeName(shape) << " T=" << frames;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AwkwardShapes, CudaKernelShapesTest,
+    ::testing::Values(Shape{1, 1, 1, 13}, Shape{63, 1, 1, 36}, Shape{65, 16, 16, 39}, Shape{130, 1, 256, 40},
+                      Shape{257, 1, 32, 13}, Shape{300, 32, 32, 39}, Shape{97, 5, 70, 36}),
+    [](const auto& info) { return ShapeName(info.param); });
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    auto backend = CreateCudaBackend(0);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+  }
+
+  std::shared_ptr<const PreparedModel> Prepare(const SyntheticModelSpec& spec) {
+    auto model = GenerateSyntheticModel(spec);
+    EXPECT_TRUE(model.ok()) << model.status();
+    auto prepared = backend_->Prepare(std::make_shared<const DiagGmmModel>(std::move(*model)));
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    return *prepared;
+  }
+
+  std::unique_ptr<ScoringBackend> backend_;
+};
+
+TEST_F(CudaBackendTest, SeveralResidentModelsScoreCorrectlyInTurn) {
+  std::vector<std::shared_ptr<const PreparedModel>> models = {
+      Prepare({.num_states = 70, .min_gaussians = 1, .max_gaussians = 20, .dim = 39, .seed = 1}),
+      Prepare({.num_states = 33, .min_gaussians = 4, .max_gaussians = 4, .dim = 13, .seed = 2}),
+      Prepare({.num_states = 129, .min_gaussians = 2, .max_gaussians = 9, .dim = 40, .seed = 3})};
+  for (int round = 0; round < 3; ++round) {
+    for (size_t m = 0; m < models.size(); ++m) {
+      const DiagGmmModel& model = models[m]->model();
+      EXPECT_GT(models[m]->device_bytes(), model.num_gaussians() * model.dim() * 8);
+      const FloatMatrix features = GenerateSyntheticFeatures(model, 17 + 30 * round, 100 + m);
+      ScoreResult result;
+      result.loglikes = FloatMatrix(features.rows(), model.num_states(), NAN);
+      ASSERT_TRUE(backend_->Score(*models[m], features.view(), {}, &result).ok());
+      const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view());
+      EXPECT_LE(MaxAbsError(result.loglikes, reference), 1e-4);
+      // Frame totals against the float64 log-sum-exp of the reference.
+      ASSERT_EQ(result.frame_totals.size(), static_cast<size_t>(features.rows()));
+      for (int64_t t = 0; t < features.rows(); ++t) {
+        double max = -INFINITY, sum = 0.0;
+        for (int s = 0; s < model.num_states(); ++s) max = std::max(max, reference[t * model.num_states() + s]);
+        for (int s = 0; s < model.num_states(); ++s) sum += std::exp(reference[t * model.num_states() + s] - max);
+        EXPECT_NEAR(result.frame_totals[t], max + std::log(sum), 1e-4);
+      }
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, EmptyWindowAndNoTotals) {
+  auto prepared = Prepare({.num_states = 5, .dim = 13});
+  ScoreResult result;
+  FloatMatrix none(0, 13);
+  ASSERT_TRUE(backend_->Score(*prepared, none.view(), {}, &result).ok());
+  EXPECT_EQ(result.loglikes.rows(), 0);
+  const FloatMatrix features = GenerateSyntheticFeatures(prepared->model(), 3, 1);
+  ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.frame_totals = false}, &result).ok());
+  EXPECT_TRUE(result.frame_totals.empty());
+  EXPECT_EQ(result.loglikes.rows(), 3);
+}
+
+TEST_F(CudaBackendTest, BadInputIsRejectedAndTheBackendCarriesOn) {
+  auto prepared = Prepare({.num_states = 10, .dim = 39});
+  FloatMatrix features = GenerateSyntheticFeatures(prepared->model(), 8, 5);
+  features.at(3, 20) = NAN;
+  ScoreResult result;
+  absl::Status status = backend_->Score(*prepared, features.view(), {}, &result);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("frame 3, dimension 20"));
+  FloatMatrix wrong(4, 36);
+  EXPECT_EQ(backend_->Score(*prepared, wrong.view(), {}, &result).code(), absl::StatusCode::kInvalidArgument);
+  features.at(3, 20) = 1.0f;
+  EXPECT_TRUE(backend_->Score(*prepared, features.view(), {}, &result).ok());
+}
+
+TEST_F(CudaBackendTest, ConcurrentCallersGetTheirOwnAnswers) {
+  auto prepared = Prepare({.num_states = 200, .min_gaussians = 8, .max_gaussians = 24, .dim = 39, .seed = 9});
+  const DiagGmmModel& model = prepared->model();
+  std::vector<FloatMatrix> inputs;
+  std::vector<ScoreResult> expected(12);
+  for (int i = 0; i < 12; ++i) {
+    inputs.push_back(GenerateSyntheticFeatures(model, 10 + 7 * i, 50 + i));
+    ASSERT_TRUE(backend_->Score(*prepared, inputs[i].view(), {}, &expected[i]).ok());
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(12, 0);
+  for (int i = 0; i < 12; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 20; ++round) {
+        ScoreResult result;
+        if (!backend_->Score(*prepared, inputs[i].view(), {}, &result).ok() ||
+            !(result.loglikes == expected[i].loglikes)) {
+          ++mismatches[i];
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(mismatches[i], 0) << "caller " << i;
+}
+
+TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
+  // 600k Gaussians: the 1 GiB score scratch holds ~447 frames, so 1000
+  // frames run in three slices.
+  auto prepared = Prepare({.num_states = 2400, .min_gaussians = 250, .max_gaussians = 250, .dim = 36, .seed = 4});
+  const DiagGmmModel& model = prepared->model();
+  const FloatMatrix features = GenerateSyntheticFeatures(model, 1000, 8);
+  ScoreResult gemm, fused;
+  ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kGemm}, &gemm).ok());
+  ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused16}, &fused).ok());
+  for (int64_t t : {0, 446, 447, 448, 894, 895, 999}) {
+    const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view().Rows(t, 1));
+    for (int s = 0; s < model.num_states(); ++s) {
+      ASSERT_NEAR(gemm.loglikes.at(t, s), reference[s], 1e-4) << "frame " << t << " state " << s;
+      ASSERT_NEAR(fused.loglikes.at(t, s), reference[s], 1e-4) << "frame " << t << " state " << s;
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, ForeignModelIsRejected) {
+  class OtherModel : public PreparedModel {
+   public:
+    explicit OtherModel(std::shared_ptr<const DiagGmmModel> model) : PreparedModel(std::move(model)) {}
+    int64_t device_bytes() const override { return 0; }
+  };
+  auto model = GenerateSyntheticModel({.num_states = 3, .dim = 13});
+  ASSERT_TRUE(model.ok());
+  OtherModel other(std::make_shared<const DiagGmmModel>(std::move(*model)));
+  FloatMatrix features(2, 13, 1.0f);
+  ScoreResult result;
+  EXPECT_EQ(backend_->Score(other, features.view(), {}, &result).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CudaBackendCreateTest, MissingDeviceIsUnavailable) {
+  auto backend = CreateCudaBackend(CudaDeviceCount() + 3);
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gmmscore

@@ -1,0 +1,184 @@
+// RAII owners for CUDA resources: device and pinned host buffers, streams,
+// events and cuBLAS handles. Move-only; each frees what it owns exactly once.
+//
+//   GMM_ASSIGN_OR_RETURN(auto buffer, DeviceBuffer<float>::Allocate(n));
+//   GMM_RETURN_IF_ERROR(buffer.CopyFromHost(host.data(), n, stream));
+#ifndef GMMSCORE_KERNELS_CUDA_DEVICE_BUFFER_H_
+#define GMMSCORE_KERNELS_CUDA_DEVICE_BUFFER_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gmmscore {
+
+// `count` elements of T in device memory (uninitialised).
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static absl::StatusOr<DeviceBuffer> Allocate(size_t count) {
+    DeviceBuffer buffer;
+    if (count == 0) return buffer;
+    void* ptr = nullptr;
+    GMM_CUDA_RETURN_IF_ERROR(cudaMalloc(&ptr, count * sizeof(T)), "allocate device buffer");
+    buffer.data_ = static_cast<T*>(ptr);
+    buffer.count_ = count;
+    return buffer;
+  }
+  // Allocates and copies `count` elements synchronously from host memory.
+  static absl::StatusOr<DeviceBuffer> FromHost(const T* host, size_t count) {
+    absl::StatusOr<DeviceBuffer> buffer = Allocate(count);
+    if (!buffer.ok() || count == 0) return buffer;
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpy(buffer->data_, host, count * sizeof(T), cudaMemcpyHostToDevice),
+                             "upload to device");
+    return buffer;
+  }
+
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+
+  T* data() const { return data_; }
+  size_t size() const { return count_; }
+  size_t bytes() const { return count_ * sizeof(T); }
+
+ private:
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// `count` elements of page-locked host memory, for asynchronous copies.
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  static absl::StatusOr<PinnedBuffer> Allocate(size_t count) {
+    PinnedBuffer buffer;
+    if (count == 0) return buffer;
+    void* ptr = nullptr;
+    GMM_CUDA_RETURN_IF_ERROR(cudaMallocHost(&ptr, count * sizeof(T)), "allocate pinned buffer");
+    buffer.data_ = static_cast<T*>(ptr);
+    buffer.count_ = count;
+    return buffer;
+  }
+  PinnedBuffer(PinnedBuffer&& other) noexcept { *this = std::move(other); }
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+
+  T* data() const { return data_; }
+  size_t size() const { return count_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t count_ = 0;
+};
+
+// Grows a buffer to at least `count` elements, dropping its contents.
+template <typename Buffer>
+absl::Status EnsureCapacity(Buffer& buffer, size_t count) {
+  if (buffer.size() >= count) return absl::OkStatus();
+  buffer = Buffer();  // free first so the peak is not old + new
+  absl::StatusOr<Buffer> grown = Buffer::Allocate(count + count / 4);
+  if (!grown.ok()) return grown.status();
+  buffer = std::move(*grown);
+  return absl::OkStatus();
+}
+
+class CudaStream {
+ public:
+  static absl::StatusOr<CudaStream> Create() {
+    CudaStream stream;
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream.stream_, cudaStreamNonBlocking),
+                             "create CUDA stream");
+    return stream;
+  }
+  CudaStream() = default;
+  CudaStream(CudaStream&& other) noexcept { std::swap(stream_, other.stream_); }
+  CudaStream& operator=(CudaStream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent {
+ public:
+  static absl::StatusOr<CudaEvent> Create() {
+    CudaEvent event;
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event.event_), "create CUDA event");
+    return event;
+  }
+  CudaEvent() = default;
+  CudaEvent(CudaEvent&& other) noexcept { std::swap(event_, other.event_); }
+  CudaEvent& operator=(CudaEvent&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CublasHandle {
+ public:
+  static absl::StatusOr<CublasHandle> Create() {
+    CublasHandle handle;
+    GMM_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle.handle_), "create cuBLAS handle");
+    return handle;
+  }
+  CublasHandle() = default;
+  CublasHandle(CublasHandle&& other) noexcept { std::swap(handle_, other.handle_); }
+  CublasHandle& operator=(CublasHandle&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  ~CublasHandle() {
+    if (handle_ != nullptr) cublasDestroy(handle_);
+  }
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_DEVICE_BUFFER_H_

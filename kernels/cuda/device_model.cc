@@ -1,0 +1,61 @@
+#include "kernels/cuda/device_model.h"
+
+#include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/cuda/fused_layout.h"
+#include "kernels/cuda/loglik_policy.h"
+
+namespace gmmscore {
+
+int64_t DeviceModel::bytes() const {
+  return static_cast<int64_t>(uv.bytes() + fused_gconsts.bytes() + block_gaussians.bytes() +
+                              block_uv_offset.bytes() + block_gconst_offset.bytes() +
+                              slot_state.bytes() + params.bytes() + state_offsets.bytes() +
+                              center.bytes());
+}
+
+absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
+  const FusedLayout layout = BuildFusedLayout(model, kFusedStatesPerBlock);
+  const ConstMatrixView params = model.params();
+  const int64_t needed =
+      static_cast<int64_t>(layout.uv.size() * sizeof(Float4) + layout.gconsts.size() * sizeof(float) +
+                           params.rows * params.cols * sizeof(float));
+  size_t free_bytes = 0, total_bytes = 0;
+  GMM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "query device memory");
+  if (needed > static_cast<int64_t>(free_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "model needs %d MiB on the device, %d MiB of %d MiB are free", needed >> 20,
+        free_bytes >> 20, total_bytes >> 20));
+  }
+
+  DeviceModel out;
+  out.dim = model.dim();
+  out.dim4 = layout.dim4;
+  out.num_states = model.num_states();
+  out.num_fused_blocks = layout.num_blocks;
+  out.num_gaussians = model.num_gaussians();
+  out.padded_gaussians = layout.padded_gaussians();
+  static_assert(sizeof(Float4) == sizeof(float4));
+  GMM_ASSIGN_OR_RETURN(out.uv, DeviceBuffer<float4>::FromHost(
+                                   reinterpret_cast<const float4*>(layout.uv.data()), layout.uv.size()));
+  GMM_ASSIGN_OR_RETURN(out.fused_gconsts,
+                       DeviceBuffer<float>::FromHost(layout.gconsts.data(), layout.gconsts.size()));
+  GMM_ASSIGN_OR_RETURN(out.block_gaussians, DeviceBuffer<int32_t>::FromHost(
+                                                layout.block_gaussians.data(), layout.block_gaussians.size()));
+  GMM_ASSIGN_OR_RETURN(out.block_uv_offset, DeviceBuffer<int64_t>::FromHost(
+                                                layout.block_uv_offset.data(), layout.block_uv_offset.size()));
+  GMM_ASSIGN_OR_RETURN(out.block_gconst_offset,
+                       DeviceBuffer<int64_t>::FromHost(layout.block_gconst_offset.data(),
+                                                       layout.block_gconst_offset.size()));
+  GMM_ASSIGN_OR_RETURN(out.slot_state,
+                       DeviceBuffer<int32_t>::FromHost(layout.slot_state.data(), layout.slot_state.size()));
+  GMM_ASSIGN_OR_RETURN(out.params,
+                       DeviceBuffer<float>::FromHost(params.data, params.rows * params.cols));
+  GMM_ASSIGN_OR_RETURN(out.state_offsets, DeviceBuffer<int64_t>::FromHost(
+                                              model.state_offsets().data(), model.state_offsets().size()));
+  GMM_ASSIGN_OR_RETURN(out.center,
+                       DeviceBuffer<float>::FromHost(model.center().data(), model.center().size()));
+  return out;
+}
+
+}  // namespace gmmscore

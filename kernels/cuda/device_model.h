@@ -1,0 +1,45 @@
+// A model resident on one CUDA device, in both layouts the kernels read:
+// the fused kernel's blocked float4 layout and the plain Gtot x (1 + 2D)
+// parameter matrix that the cuBLAS two-kernel path multiplies.
+//
+//   GMM_ASSIGN_OR_RETURN(DeviceModel resident, DeviceModel::Upload(model));
+#ifndef GMMSCORE_KERNELS_CUDA_DEVICE_MODEL_H_
+#define GMMSCORE_KERNELS_CUDA_DEVICE_MODEL_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/model/diag_gmm_model.h"
+
+namespace gmmscore {
+
+struct DeviceModel {
+  int dim = 0;
+  int dim4 = 0;
+  int num_states = 0;
+  int num_fused_blocks = 0;
+  int64_t num_gaussians = 0;
+  int64_t padded_gaussians = 0;  // fused kernel's Gaussian evaluations per frame
+  // Fused layout (see fused_layout.h).
+  DeviceBuffer<float4> uv;
+  DeviceBuffer<float> fused_gconsts;
+  DeviceBuffer<int32_t> block_gaussians;
+  DeviceBuffer<int64_t> block_uv_offset;
+  DeviceBuffer<int64_t> block_gconst_offset;
+  DeviceBuffer<int32_t> slot_state;
+  // Two-kernel path.
+  DeviceBuffer<float> params;          // Gtot x (1 + 2D), row-major
+  DeviceBuffer<int64_t> state_offsets; // S + 1
+  DeviceBuffer<float> center;          // D
+
+  int64_t bytes() const;
+
+  // Lays the model out and copies it to the current device. Fails with
+  // RESOURCE_EXHAUSTED, without allocating, when the device lacks the room.
+  static absl::StatusOr<DeviceModel> Upload(const DiagGmmModel& model);
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_DEVICE_MODEL_H_

@@ -1,0 +1,143 @@
+// The fused likelihood kernel (Vanek et al. 2011, Algorithm 1).
+//
+// A block of Policy::kThreads threads scores Policy::kStatesPerBlock states
+// (one per thread) on Policy::kFramesPerBlock frames. The frames, centred
+// (y = x - c) and squared, sit in shared memory where every thread reads the
+// same word (a broadcast, no bank conflicts). Each thread streams its state's
+// Gaussians as float4 pairs (u, v) laid out by BuildFusedLayout so a warp's
+// loads are contiguous, prefetching the next pair while the current one
+// feeds 8 FMAs per frame; a running log-add per frame lives in registers and
+// K is added after the dot products, as in the paper.
+#ifndef GMMSCORE_KERNELS_CUDA_FUSED_LOGLIK_KERNEL_CUH_
+#define GMMSCORE_KERNELS_CUDA_FUSED_LOGLIK_KERNEL_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace gmmscore {
+
+struct FusedKernelArgs {
+  const float4* uv;
+  const float* gconsts;
+  const int32_t* block_gaussians;
+  const int64_t* block_uv_offset;
+  const int64_t* block_gconst_offset;
+  const int32_t* slot_state;
+  const float* center;    // dim
+  const float* features;  // num_frames x dim, row-major
+  int64_t num_frames;
+  int dim;
+  int dim4;
+  int num_states;
+  float* loglikes;  // num_frames x num_states, row-major
+};
+
+// Adds exp(a) to the running sum exp(max) * sum with one exponential and no
+// branch: whichever of a and max is smaller is scaled down to the larger.
+__device__ __forceinline__ void LogAdd(float a, float& max, float& sum) {
+  const float larger = fmaxf(a, max);
+  const float scale = __expf(fminf(a, max) - larger);
+  sum = (a > max) ? fmaf(sum, scale, 1.0f) : sum + scale;
+  max = larger;
+}
+
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)
+    FusedLoglikKernel(const FusedKernelArgs args) {
+  constexpr int kFrames = Policy::kFramesPerBlock;
+  constexpr int kStates = Policy::kStatesPerBlock;
+  static_assert(Policy::kThreads == kStates, "one thread per state");
+  extern __shared__ float4 shared_frames[];  // [2][kFrames][dim4]: y then y^2
+  const int dim4 = args.dim4;
+  float4* y4 = shared_frames;
+  float4* ysq4 = shared_frames + kFrames * dim4;
+
+  const int block = blockIdx.x;
+  const int lane = threadIdx.x;
+  const int64_t first_frame = static_cast<int64_t>(blockIdx.y) * kFrames;
+
+  // Stage the frames: zero beyond the window and in the dimension padding,
+  // so they contribute nothing.
+  float* y = reinterpret_cast<float*>(y4);
+  float* ysq = reinterpret_cast<float*>(ysq4);
+  const int padded_dim = dim4 * 4;
+  for (int i = lane; i < kFrames * padded_dim; i += kStates) {
+    const int f = i / padded_dim;
+    const int d = i - f * padded_dim;
+    const int64_t frame = first_frame + f;
+    float value = 0.0f;
+    if (frame < args.num_frames && d < args.dim) {
+      value = args.features[frame * args.dim + d] - args.center[d];
+    }
+    y[i] = value;
+    ysq[i] = value * value;
+  }
+  __syncthreads();
+
+  float running_max[kFrames];
+  float running_sum[kFrames];
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    running_max[f] = -INFINITY;
+    running_sum[f] = 0.0f;
+  }
+
+  const int gaussians = args.block_gaussians[block];
+  const float4* uv = args.uv + args.block_uv_offset[block] + lane;
+  const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
+
+  for (int g = 0; g < gaussians; ++g) {
+    float acc[kFrames];
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) acc[f] = 0.0f;
+
+    float4 u = __ldg(uv);
+    float4 v = __ldg(uv + kStates);
+    for (int q = 0; q < dim4; ++q) {
+      // Prefetch the next quad (or the next Gaussian's first) before using
+      // this one, to keep a load in flight under the FMAs.
+      const float4* next = uv + 2 * kStates;
+      float4 u_next = u, v_next = v;
+      if (q + 1 < dim4 || g + 1 < gaussians) {
+        u_next = __ldg(next);
+        v_next = __ldg(next + kStates);
+      }
+#pragma unroll
+      for (int f = 0; f < kFrames; ++f) {
+        const float4 a = y4[f * dim4 + q];
+        const float4 b = ysq4[f * dim4 + q];
+        float s = acc[f];
+        s = fmaf(u.x, a.x, s);
+        s = fmaf(u.y, a.y, s);
+        s = fmaf(u.z, a.z, s);
+        s = fmaf(u.w, a.w, s);
+        s = fmaf(v.x, b.x, s);
+        s = fmaf(v.y, b.y, s);
+        s = fmaf(v.z, b.z, s);
+        s = fmaf(v.w, b.w, s);
+        acc[f] = s;
+      }
+      u = u_next;
+      v = v_next;
+      uv = next;
+    }
+    const float k = __ldg(gconst + g * kStates);
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) LogAdd(acc[f] + k, running_max[f], running_sum[f]);
+  }
+
+  const int state = args.slot_state[block * kStates + lane];
+  if (state < 0) return;
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    const int64_t frame = first_frame + f;
+    if (frame < args.num_frames) {
+      args.loglikes[frame * args.num_states + state] = running_max[f] + __logf(running_sum[f]);
+    }
+  }
+}
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_FUSED_LOGLIK_KERNEL_CUH_

@@ -1,0 +1,42 @@
+// Device-side entry points of the likelihood kernels: everything on the
+// caller's stream, device pointers in and out, no host synchronisation.
+// The backend (cuda_backend.cc) and the benchmark call these.
+//
+//   GMM_RETURN_IF_ERROR(LaunchLoglik(resident, Algorithm::kFused16, d_features,
+//                                    num_frames, d_loglikes, workspace, stream));
+#ifndef GMMSCORE_KERNELS_CUDA_LOGLIK_LAUNCH_H_
+#define GMMSCORE_KERNELS_CUDA_LOGLIK_LAUNCH_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_model.h"
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore {
+
+// Scratch of the two-kernel path, grown on demand, one per CUDA stream.
+struct GemmWorkspace {
+  cublasHandle_t cublas = nullptr;      // bound to the launch stream by the caller
+  DeviceBuffer<float> expanded;         // frames x (1 + 2D): [1, y, y^2]
+  DeviceBuffer<float> gaussian_scores;  // frames x Gtot
+};
+
+// Scores `num_frames` frames (row-major num_frames x dim, device memory)
+// into `loglikes` (num_frames x num_states, device memory) with `algorithm`
+// (kAuto resolves through ChooseAlgorithm). `workspace` is used by kGemm only.
+absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
+                          int64_t num_frames, float* loglikes, GemmWorkspace& workspace,
+                          cudaStream_t stream);
+
+// totals[t] = log sum_s exp(loglikes[t][s]).
+absl::Status LaunchFrameTotals(const float* loglikes, int64_t num_frames, int num_states,
+                               float* totals, cudaStream_t stream);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_LOGLIK_LAUNCH_H_

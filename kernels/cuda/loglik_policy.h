@@ -1,0 +1,44 @@
+// Tile sizes of the likelihood kernels, and which algorithm runs when the
+// caller asks for Algorithm::kAuto. Kept apart from the kernels so tuning is
+// one edit here, with the benchmark behind each number beside it.
+#ifndef GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
+#define GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
+
+#include <cstdint>
+
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore {
+
+// The fused kernel (Vanek et al. 2011, Algorithm 1): one thread per state,
+// a block holds `kStatesPerBlock` states and `kFramesPerBlock` frames.
+template <int kFramesPerBlockIn>
+struct FusedPolicy {
+  // 64 threads: the paper found 64 best on every card it tried (section 4.2);
+  // it is also what the layout is built for (FusedLayout::states_per_block).
+  static constexpr int kStatesPerBlock = 64;
+  static constexpr int kFramesPerBlock = kFramesPerBlockIn;
+  static constexpr int kThreads = kStatesPerBlock;
+  // gridDim.y is at most 65535 tiles of frames per launch.
+  static constexpr int64_t kMaxFramesPerLaunch = 65535LL * kFramesPerBlock;
+};
+
+using Fused8Policy = FusedPolicy<8>;
+using Fused16Policy = FusedPolicy<16>;
+
+inline constexpr int kFusedStatesPerBlock = 64;
+
+// The two-kernel path keeps its T x Gtot Gaussian-score matrix under this
+// many bytes by scoring long windows in slices of frames.
+inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
+
+// Algorithm for kAuto. See docs/PERFORMANCE.md ("Policy") for the
+// measurements behind the choice; until they are in, the 16-frame kernel,
+// which reads the model half as often as the 8-frame one, for T >= 16.
+inline Algorithm ChooseAlgorithm(int64_t num_frames) {
+  return num_frames >= 16 ? Algorithm::kFused16 : Algorithm::kFused8;
+}
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_

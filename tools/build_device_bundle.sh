@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the GPU-side binaries here (Debian 12 + nvcc) and bundles them, with
+# the shared libraries ldd lists (not libc/libm/libstdc++/libgcc_s, and not
+# cuBLAS, which the GPU machine's CUDA install provides), into .device/ so the
+# device tool can carry them to a machine without our Debian packages.
+#   tools/build_device_bundle.sh && <device run> tools/gpu_check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=(cuda_backend_test fused_layout_test loglik_bench)
+targets+=($(cat tools/device_extra_targets.txt 2>/dev/null || true))
+cmake -S . -B build-device -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build-device "${targets[@]}"
+rm -rf .device && mkdir -p .device/bin .device/lib
+for t in "${targets[@]}"; do
+  find build-device -type f -name "$t" -perm -u+x -exec cp {} .device/bin/ \;
+done
+for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
+  while read -r lib; do cp -L "$lib" .device/lib/; done
+du -sh .device

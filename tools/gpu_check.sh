@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a carried .device/ bundle (see
+# tools/build_device_bundle.sh): every GPU test for real, then the benchmark
+# with its ceilings, then the PyTorch comparison; prints a short table last.
+# Full logs and CSVs go to $OUT (or /tmp/gmmscore-gpu).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gmmscore-gpu}
+mkdir -p "$OUT"
+cublas_dir=$(dirname "$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.so.13 \
+  2>/dev/null | head -1)" 2>/dev/null)
+if [ -z "$cublas_dir" ] || [ "$cublas_dir" = "." ]; then
+  cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))')
+fi
+export LD_LIBRARY_PATH="$PWD/.device/lib:$cublas_dir:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+
+status=0
+for t in .device/bin/*_test; do
+  echo "=== $t"
+  if "$t" --gtest_color=no > "$OUT/$(basename "$t").log" 2>&1; then
+    grep -E '^\[  (PASSED|SKIPPED)' "$OUT/$(basename "$t").log"
+  else
+    status=1
+    grep -E 'FAILED|Failure|error' "$OUT/$(basename "$t").log" | head -20
+  fi
+  grep -E '^max_abs_error' "$OUT/$(basename "$t").log" | sort -k5 -g | tail -3
+done
+for t in .device/bin/*_test; do grep -hE '^max_abs_error' "$OUT/$(basename "$t").log"; done |
+  awk '{ if ($5 > m[$2]) m[$2] = $5 } END { for (a in m) printf "worst max_abs_error %-8s %.3g\n", a, m[a] }'
+
+echo "=== benchmark"
+.device/bin/loglik_bench ${BENCH_ARGS:-} --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.log" | tail -40 || status=1
+echo "=== PyTorch"
+python3 tools/bench_pytorch.py ${TORCH_ARGS:-} --csv "$OUT/torch.csv" 2>&1 | tee "$OUT/torch.log" | tail -20 || status=1
+python3 tools/summarize_bench.py "$OUT/bench.csv" "$OUT/torch.csv" || status=1
+exit $status
