@@ -1,0 +1,197 @@
+#include "kernels/score/fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// log sum_i exp(terms[i]) in float64; -inf when every term is -inf.
+double LogSumExp(absl::Span<const double> terms) {
+  double max = kNegInf;
+  for (double v : terms) max = std::max(max, v);
+  if (max == kNegInf) return kNegInf;
+  double sum = 0.0;
+  for (double v : terms) sum += std::exp(v - max);
+  return max + std::log(sum);
+}
+
+// log sum_s exp(row[s]) in float64.
+double RowLogSumExp(const float* row, int64_t cols) {
+  double max = kNegInf;
+  for (int64_t s = 0; s < cols; ++s) max = std::max(max, static_cast<double>(row[s]));
+  if (max == kNegInf) return kNegInf;
+  double sum = 0.0;
+  for (int64_t s = 0; s < cols; ++s) sum += std::exp(row[s] - max);
+  return max + std::log(sum);
+}
+
+absl::Status ValidateOptions(int num_models, const FusionOptions& options) {
+  if (num_models < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("fusion needs >= 1 model, got %d", num_models));
+  }
+  if (!options.weights.empty() && static_cast<int>(options.weights.size()) != num_models) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fusion has %d weights for %d models (give one per model, or none for uniform)",
+        options.weights.size(), num_models));
+  }
+  for (size_t m = 0; m < options.weights.size(); ++m) {
+    if (!std::isfinite(options.weights[m]) || options.weights[m] <= 0.0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("fusion weight %d is %g; weights must be finite and > 0", m,
+                          options.weights[m]));
+    }
+  }
+  if (options.window_frames < 1 || options.window_frames > FusionOptions::kMaxWindowFrames) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("fusion window is %d frames; it must be in [1, %d]",
+                        options.window_frames, FusionOptions::kMaxWindowFrames));
+  }
+  if (!std::isfinite(options.acoustic_scale) || options.acoustic_scale < 0.0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fusion acoustic scale is %g; it must be finite and >= 0", options.acoustic_scale));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view FusionMethodName(FusionMethod method) {
+  switch (method) {
+    case FusionMethod::kMax:
+      return "max";
+    case FusionMethod::kLogSumExp:
+      return "logsumexp";
+    case FusionMethod::kPosterior:
+      return "posterior";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<FusionMethod> ParseFusionMethod(absl::string_view name) {
+  for (FusionMethod method :
+       {FusionMethod::kMax, FusionMethod::kLogSumExp, FusionMethod::kPosterior}) {
+    if (name == FusionMethodName(method)) return method;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown fusion method '%s' (expected max, logsumexp or posterior)", name));
+}
+
+absl::StatusOr<ModelFusion> ModelFusion::Create(int num_models, FusionOptions options) {
+  if (absl::Status status = ValidateOptions(num_models, options); !status.ok()) return status;
+  std::vector<double> log_weights(num_models, -std::log(static_cast<double>(num_models)));
+  if (!options.weights.empty()) {
+    double total = 0.0;
+    for (double w : options.weights) total += w;
+    for (int m = 0; m < num_models; ++m) log_weights[m] = std::log(options.weights[m] / total);
+  }
+  return ModelFusion(num_models, std::move(options), std::move(log_weights));
+}
+
+ModelFusion::ModelFusion(int num_models, FusionOptions options, std::vector<double> log_weights)
+    : num_models_(num_models), options_(std::move(options)), log_weights_(std::move(log_weights)) {
+  if (options_.method == FusionMethod::kPosterior) {
+    window_.assign(static_cast<size_t>(options_.window_frames) * num_models_, 0.0);
+  }
+}
+
+void ModelFusion::AdvancePosteriorWindow(absl::Span<const ConstMatrixView> loglikes, int64_t t,
+                                         double* weights_t) {
+  const int num_models = num_models_;
+  double* slot = &window_[static_cast<size_t>(window_next_) * num_models];
+  for (int m = 0; m < num_models; ++m) {
+    slot[m] = log_weights_[m] +
+              options_.acoustic_scale * RowLogSumExp(loglikes[m].row(t), loglikes[m].cols);
+  }
+  const double norm = LogSumExp(absl::MakeConstSpan(slot, num_models));
+  for (int m = 0; m < num_models; ++m) slot[m] = std::exp(slot[m] - norm);
+  window_next_ = (window_next_ + 1) % options_.window_frames;
+  window_size_ = std::min(window_size_ + 1, options_.window_frames);
+
+  // Summed afresh every frame (window x models additions) so that a long
+  // stream accumulates no rounding drift.
+  std::fill(weights_t, weights_t + num_models, 0.0);
+  for (int k = 0; k < window_size_; ++k) {
+    const double* p = &window_[static_cast<size_t>(k) * num_models];
+    for (int m = 0; m < num_models; ++m) weights_t[m] += p[m];
+  }
+  for (int m = 0; m < num_models; ++m) weights_t[m] /= window_size_;
+}
+
+absl::Status ModelFusion::Fuse(absl::Span<const ConstMatrixView> loglikes, FusedScores* out) {
+  if (static_cast<int>(loglikes.size()) != num_models_) {
+    return absl::InvalidArgumentError(absl::StrFormat("fusion of %d models was given %d matrices",
+                                                      num_models_, loglikes.size()));
+  }
+  const int64_t frames = loglikes[0].rows;
+  const int64_t states = loglikes[0].cols;
+  for (const ConstMatrixView& m : loglikes) {
+    if (m.rows != frames || m.cols != states) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "fusion inputs differ in shape: %dx%d vs %dx%d", frames, states, m.rows, m.cols));
+    }
+  }
+  const int num_models = num_models_;
+  const bool weighted = options_.method != FusionMethod::kMax;
+  out->loglikes.Resize(frames, states);
+  out->model_weights.assign(weighted ? frames * num_models : 0, 0.0f);
+  std::vector<int64_t> dominated(num_models, 0);
+  std::vector<double> log_w(log_weights_);
+  std::vector<double> weights_t(num_models);
+  std::vector<double> terms(num_models);
+
+  for (int64_t t = 0; t < frames; ++t) {
+    if (options_.method == FusionMethod::kPosterior) {
+      AdvancePosteriorWindow(loglikes, t, weights_t.data());
+      for (int m = 0; m < num_models; ++m) {
+        log_w[m] = weights_t[m] > 0.0 ? std::log(weights_t[m]) : kNegInf;
+      }
+    }
+    if (weighted) {
+      for (int m = 0; m < num_models; ++m) {
+        out->model_weights[t * num_models + m] = static_cast<float>(std::exp(log_w[m]));
+      }
+    }
+    float* fused = out->loglikes.row(t);
+    int64_t best_state = 0;
+    for (int64_t s = 0; s < states; ++s) {
+      if (weighted) {
+        for (int m = 0; m < num_models; ++m) terms[m] = log_w[m] + loglikes[m].at(t, s);
+        fused[s] = static_cast<float>(LogSumExp(terms));
+      } else {
+        float best = loglikes[0].at(t, s);
+        for (int m = 1; m < num_models; ++m) best = std::max(best, loglikes[m].at(t, s));
+        fused[s] = best;
+      }
+      if (fused[s] > fused[best_state]) best_state = s;
+    }
+    if (states > 0) {
+      int winner = 0;
+      double winner_term = kNegInf;
+      for (int m = 0; m < num_models; ++m) {
+        const double term = (weighted ? log_w[m] : 0.0) + loglikes[m].at(t, best_state);
+        if (term > winner_term) {
+          winner_term = term;
+          winner = m;
+        }
+      }
+      ++dominated[winner];
+    }
+  }
+
+  out->dominant_model = 0;
+  out->model_share.assign(num_models, 0.0f);
+  for (int m = 0; m < num_models; ++m) {
+    if (frames > 0) out->model_share[m] = static_cast<float>(dominated[m]) / frames;
+    if (dominated[m] > dominated[out->dominant_model]) out->dominant_model = m;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gmmscore
