@@ -78,7 +78,8 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
   for (int64_t frames : {1, 7, 8, 9, 16, 100, 1000}) {
     const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
     const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
-    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kGemm, Algorithm::kAuto}) {
+    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kGemm,
+                                Algorithm::kAuto}) {
       auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
       ASSERT_TRUE(scores.ok()) << scores.status();
       const double error = MaxAbsError(*scores, reference);

@@ -53,9 +53,11 @@ __global__ void __launch_bounds__(Policy::kThreads)
   float4* y4 = shared_frames;
   float4* ysq4 = shared_frames + kFrames * dim4;
 
-  const int block = blockIdx.x;
+  // Frame tiles run along x so the tiles that share a block of states are
+  // scheduled together and read its parameters from L2 rather than DRAM.
+  const int block = blockIdx.y;
   const int lane = threadIdx.x;
-  const int64_t first_frame = static_cast<int64_t>(blockIdx.y) * kFrames;
+  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
 
   // Stage the frames: zero beyond the window and in the dimension padding,
   // so they contribute nothing.

@@ -14,6 +14,9 @@ template <typename Policy>
 absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_t num_frames,
                          float* loglikes, cudaStream_t stream) {
   const size_t shared_bytes = 2ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
+  if (model.num_fused_blocks > 65535) {  // gridDim.y limit
+    return absl::InvalidArgumentError("model has more than 65535 x 64 states");
+  }
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     FusedKernelArgs args{};
@@ -30,8 +33,8 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
     args.dim4 = model.dim4;
     args.num_states = model.num_states;
     args.loglikes = loglikes + first * model.num_states;
-    const dim3 grid(model.num_fused_blocks,
-                    static_cast<unsigned>((frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock));
+    const dim3 grid(static_cast<unsigned>((frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock),
+                    model.num_fused_blocks);
     FusedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch fused likelihood kernel");
   }
@@ -83,6 +86,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchFused<Fused8Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kFused16:
       return LaunchFused<Fused16Policy>(model, features, num_frames, loglikes, stream);
+    case Algorithm::kFused32:
+      return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kGemm:
       return LaunchGemm(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kAuto:

@@ -13,17 +13,19 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
     case Algorithm::kAuto: return "auto";
     case Algorithm::kFused8: return "fused8";
     case Algorithm::kFused16: return "fused16";
+    case Algorithm::kFused32: return "fused32";
     case Algorithm::kGemm: return "gemm";
   }
   return "unknown";
 }
 
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kGemm}) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32,
+                       Algorithm::kGemm}) {
     if (name == AlgorithmName(a)) return a;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16 or gemm)"));
+      absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32 or gemm)"));
 }
 
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {

@@ -31,10 +31,11 @@ enum class Algorithm {
   kAuto,     // the backend's choice for the shape
   kFused8,   // the paper's fused kernel, 8 frames per block
   kFused16,  // the paper's fused kernel, 16 frames per block
+  kFused32,  // the fused kernel, 32 frames per block (beyond the paper)
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
-// "auto", "fused8", "fused16", "gemm".
+// "auto", "fused8", "fused16", "fused32", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 

@@ -12,12 +12,13 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ScoringBackendTest, AlgorithmNamesRoundTrip) {
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kGemm}) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32,
+                      Algorithm::kGemm}) {
     auto parsed = ParseAlgorithm(AlgorithmName(a));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, a);
   }
-  EXPECT_THAT(ParseAlgorithm("fused32").status().message(), HasSubstr("unknown algorithm"));
+  EXPECT_THAT(ParseAlgorithm("fused64").status().message(), HasSubstr("unknown algorithm"));
 }
 
 TEST(ScoringBackendTest, ValidateFeaturesNamesTheBadValue) {
