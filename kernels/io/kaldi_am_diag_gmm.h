@@ -1,0 +1,104 @@
+// Kaldi's AmDiagGmm acoustic model in its text form, as
+// `gmm-copy --binary=false final.mdl -` writes it, read into a DiagGmmModel
+// and written back.
+//
+//   GMM_ASSIGN_OR_RETURN(DiagGmmModel model, ReadKaldiAmDiagGmmText("final.mdl.txt"));
+//   GMM_RETURN_IF_ERROR(WriteKaldiAmDiagGmmText(model, "out.mdl.txt"));
+//
+// The text form is
+//   <DIMENSION> D <NUMPDFS> S <DiagGMM> \n
+//   <GCONSTS>  [ g1 .. gG ]\n  <WEIGHTS>  [ w1 .. wG ]\n
+//   <MEANS_INVVARS>  [\n  row 1 \n  ...  row G ]\n  <INV_VARS>  [\n ... ]\n
+//   </DiagGMM> \n   (S blocks in all)
+// optionally preceded by Kaldi's <TransitionModel> ... </TransitionModel>
+// block, which a whole final.mdl starts with and which is skipped. As Kaldi
+// does, the stored <GCONSTS> are ignored and recomputed: each Gaussian becomes
+// weight w, variance 1/inv_var and mean means_invvars/inv_var (in float64)
+// and goes through DiagGmmModelBuilder.
+//
+// Gaussians of weight exactly 0 (which Kaldi allows, giving gconst -inf)
+// contribute nothing to any likelihood and are dropped; a pdf left with none
+// is an error.
+//
+// Errors (all name the file, and the pdf and line where it applies):
+//   NOT_FOUND           the file does not exist
+//   DATA_LOSS           the text ends early (truncated)
+//   INVALID_ARGUMENT    a bad token, a row count or size that disagrees with
+//                       <DIMENSION> or <WEIGHTS>, a non-finite value, an
+//                       inv_var <= 0, a negative weight, weights not summing
+//                       to 1 (DiagGmmModel::kWeightSumTolerance), content
+//                       after the last pdf
+//   UNIMPLEMENTED       a binary Kaldi model ("\0B" header)
+//
+// Thread safety: all functions are reentrant.
+#ifndef GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_
+#define GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/core/matrix.h"
+#include "kernels/model/diag_gmm_model.h"
+
+namespace gmmscore {
+
+// One Kaldi DiagGmm exactly as Kaldi holds it in memory (float32).
+struct KaldiDiagGmm {
+  std::vector<float> weights;  // G
+  FloatMatrix means_invvars;   // G x D: mean / variance
+  FloatMatrix inv_vars;        // G x D: 1 / variance
+};
+
+// A Kaldi AmDiagGmm: one DiagGmm per pdf (our state).
+struct KaldiAmDiagGmm {
+  int dim = 0;
+  std::vector<KaldiDiagGmm> pdfs;
+};
+
+// True when `contents` starts like a Kaldi AmDiagGmm or whole model in text
+// (first token <DIMENSION> or <TransitionModel>).
+bool LooksLikeKaldiText(absl::string_view contents);
+// True when `contents` starts with Kaldi's binary header "\0B".
+bool LooksLikeKaldiBinary(absl::string_view contents);
+
+// Parses the text form held in `contents`; `source_name` (usually the path)
+// prefixes every error. Checks structure and values as listed above, except
+// the weight sum, which KaldiToDiagGmmModel checks.
+absl::StatusOr<KaldiAmDiagGmm> ParseKaldiAmDiagGmmText(std::string contents,
+                                                      absl::string_view source_name);
+
+// Converts to the scoring form (see the file comment). INVALID_ARGUMENT,
+// naming `source_name` and the pdf, when a pdf's weights do not sum to 1 or
+// it has no Gaussian of non-zero weight.
+absl::StatusOr<DiagGmmModel> KaldiToDiagGmmModel(const KaldiAmDiagGmm& kaldi,
+                                                 absl::string_view source_name);
+
+// The Kaldi arrays of `model`: weights, means/var and 1/var rounded to float
+// from DiagGmmModel::Natural (float64).
+KaldiAmDiagGmm DiagGmmModelToKaldi(const DiagGmmModel& model);
+
+// The text Kaldi writes for `kaldi` (AmDiagGmm::Write, binary=false, at the
+// precision a Kaldi output stream uses), byte for byte, gconsts computed as
+// DiagGmm::ComputeGconsts does. Only the AmDiagGmm part: no TransitionModel.
+std::string FormatKaldiAmDiagGmmText(const KaldiAmDiagGmm& kaldi);
+
+// UNIMPLEMENTED, naming `source_name`: binary Kaldi models are not read yet.
+absl::Status KaldiBinaryModelError(absl::string_view source_name);
+
+// Detects the binary header (KaldiBinaryModelError), then parses and converts.
+absl::StatusOr<DiagGmmModel> DecodeKaldiAmDiagGmm(std::string contents,
+                                                  absl::string_view source_name);
+
+// Reads the file at `path` (DecodeKaldiAmDiagGmm on its contents).
+absl::StatusOr<DiagGmmModel> ReadKaldiAmDiagGmmText(const std::string& path);
+
+// Writes FormatKaldiAmDiagGmmText(DiagGmmModelToKaldi(model)) to `path`,
+// atomically (a temporary file renamed into place).
+absl::Status WriteKaldiAmDiagGmmText(const DiagGmmModel& model, const std::string& path);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_

@@ -1,0 +1,58 @@
+#include "kernels/io/model_loader.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/io/internal/input_stream.h"
+#include "kernels/io/kaldi_am_diag_gmm.h"
+#include "kernels/io/native_model_file.h"
+
+namespace gmmscore {
+namespace {
+
+// Enough to hold the first Kaldi token after any leading whitespace.
+constexpr int64_t kSniffBytes = 4096;
+
+}  // namespace
+
+absl::string_view ModelFormatName(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::kNative:
+      return "native";
+    case ModelFormat::kKaldiText:
+      return "kaldi-text";
+    case ModelFormat::kKaldiBinary:
+      return "kaldi-binary";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path) {
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<io_internal::InputStream> in,
+                       io_internal::InputStream::OpenFile(path));
+  std::string prefix(kSniffBytes, '\0');
+  prefix.resize(static_cast<size_t>(in->Read(prefix.data(), kSniffBytes)));
+  GMM_RETURN_IF_ERROR(in->status());
+  if (LooksLikeNativeModel(prefix)) return ModelFormat::kNative;
+  if (LooksLikeKaldiBinary(prefix)) return ModelFormat::kKaldiBinary;
+  if (LooksLikeKaldiText(prefix)) return ModelFormat::kKaldiText;
+  if (prefix.empty()) return absl::InvalidArgumentError(absl::StrCat("model file '", path, "' is empty"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model file '", path,
+      "' is not a recognised model: expected a gmmscore native model or a Kaldi text "
+      "AmDiagGmm (gmm-copy --binary=false)"));
+}
+
+absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
+  GMM_ASSIGN_OR_RETURN(const ModelFormat format, DetectModelFormat(path));
+  switch (format) {
+    case ModelFormat::kNative:
+      return ReadNativeModel(path);
+    case ModelFormat::kKaldiText:
+      return ReadKaldiAmDiagGmmText(path);
+    case ModelFormat::kKaldiBinary:
+      return KaldiBinaryModelError(path);
+  }
+  return absl::InternalError("unhandled model format");
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,37 @@
+// Loads a model from any supported file format, recognised by content rather
+// than by extension.
+//
+//   GMM_ASSIGN_OR_RETURN(DiagGmmModel model, LoadModel(path));
+//   GMM_ASSIGN_OR_RETURN(ModelFormat format, DetectModelFormat(path));
+#ifndef GMMSCORE_KERNELS_IO_MODEL_LOADER_H_
+#define GMMSCORE_KERNELS_IO_MODEL_LOADER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "kernels/model/diag_gmm_model.h"
+
+namespace gmmscore {
+
+enum class ModelFormat {
+  kNative,       // native_model_file.h (starts with kNativeModelMagic)
+  kKaldiText,    // kaldi_am_diag_gmm.h (first token <DIMENSION> or <TransitionModel>)
+  kKaldiBinary,  // Kaldi's binary form (starts "\0B"); recognised, not read yet
+};
+
+// "native", "kaldi-text", "kaldi-binary".
+absl::string_view ModelFormatName(ModelFormat format);
+
+// Looks at the first bytes of `path`. NOT_FOUND if it does not exist;
+// INVALID_ARGUMENT if it is none of the formats above.
+absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path);
+
+// Detects the format and reads the model with that format's reader, whose
+// errors it returns unchanged (see native_model_file.h, kaldi_am_diag_gmm.h).
+// Kaldi binary models give UNIMPLEMENTED. Reentrant.
+absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_IO_MODEL_LOADER_H_
