@@ -1,0 +1,281 @@
+#include "server/batch_scheduler.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore {
+namespace {
+
+using ::testing::ElementsAre;
+
+class FakePrepared : public PreparedModel {
+ public:
+  explicit FakePrepared(std::shared_ptr<const DiagGmmModel> model)
+      : PreparedModel(std::move(model)) {}
+  int64_t device_bytes() const override { return 0; }
+};
+
+// Scores frame x with state s as (s + 1) * sum(x): every row's result depends
+// on that row alone, so a wrong split shows. Records the frames of every call;
+// calls block while the gate is closed.
+class FakeBackend : public ScoringBackend {
+ public:
+  std::string name() const override { return "fake"; }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
+      std::shared_ptr<const DiagGmmModel> model) override {
+    return std::make_shared<FakePrepared>(std::move(model));
+  }
+  absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions&,
+                     ScoreResult* result) override {
+    {
+      absl::MutexLock lock(&mu_);
+      calls_.push_back(features.rows);
+      mu_.Await(absl::Condition(+[](bool* open) { return *open; }, &gate_open_));
+    }
+    GMM_RETURN_IF_ERROR(ValidateFeatures(model.model(), features));
+    const int states = model.model().num_states();
+    result->loglikes.Resize(features.rows, states);
+    result->frame_totals.assign(features.rows, 0.0f);
+    for (int64_t t = 0; t < features.rows; ++t) {
+      float sum = 0.0f;
+      for (int64_t d = 0; d < features.cols; ++d) sum += features.at(t, d);
+      for (int s = 0; s < states; ++s) result->loglikes.at(t, s) = (s + 1) * sum;
+      result->frame_totals[t] = sum;
+    }
+    return absl::OkStatus();
+  }
+  void SetGate(bool open) {
+    absl::MutexLock lock(&mu_);
+    gate_open_ = open;
+  }
+  std::vector<int64_t> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  void WaitForCalls(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&] { return calls_.size() >= n; };
+    mu_.Await(absl::Condition(&enough));
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool gate_open_ = true;
+  std::vector<int64_t> calls_;
+};
+
+// Collects one job's completion.
+struct Outcome {
+  absl::Notification done;
+  absl::StatusOr<ScoreResult> result = absl::UnknownError("not done");
+};
+
+class BatchSchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (uint64_t seed : {1, 2}) {
+      auto model = GenerateSyntheticModel(
+          {.num_states = 3, .min_gaussians = 1, .max_gaussians = 2, .dim = 4, .seed = seed});
+      ASSERT_TRUE(model.ok());
+      auto prepared =
+          backend_.Prepare(std::make_shared<const DiagGmmModel>(std::move(model).value()));
+      ASSERT_TRUE(prepared.ok());
+      models_.push_back(*prepared);
+    }
+  }
+
+  // A job of `frames` frames whose values are all `value`.
+  ScoreJob MakeJob(int model, int64_t frames, float value, Outcome* outcome) {
+    auto features = std::make_shared<FloatMatrix>(frames, 4, value);
+    return ScoreJob{.model = models_[model],
+                    .features = features,
+                    .done = [outcome](absl::StatusOr<ScoreResult> r) {
+                      outcome->result = std::move(r);
+                      outcome->done.Notify();
+                    }};
+  }
+
+  static void ExpectScores(Outcome& outcome, int64_t frames, float value) {
+    outcome.done.WaitForNotification();
+    ASSERT_TRUE(outcome.result.ok()) << outcome.result.status();
+    ASSERT_EQ(outcome.result->loglikes.rows(), frames);
+    for (int64_t t = 0; t < frames; ++t) {
+      for (int s = 0; s < 3; ++s) ASSERT_FLOAT_EQ(outcome.result->loglikes.at(t, s), (s + 1) * 4 * value);
+      ASSERT_FLOAT_EQ(outcome.result->frame_totals[t], 4 * value);
+    }
+  }
+
+  FakeBackend backend_;
+  std::vector<std::shared_ptr<const PreparedModel>> models_;
+};
+
+TEST_F(BatchSchedulerTest, IdleBackendDispatchesAtOnce) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100)});
+  Outcome outcome;
+  const absl::Time start = absl::Now();
+  scheduler.Submit(MakeJob(0, 5, 1.0f, &outcome));
+  ExpectScores(outcome, 5, 1.0f);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, GathersWhileBusyAndGroupsByModel) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 1000,
+                                       .max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 2});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.5f, &first));
+  backend_.WaitForCalls(1);
+  std::vector<Outcome> outcomes(20);
+  for (int i = 0; i < 20; ++i) scheduler.Submit(MakeJob(i % 2, 1 + i % 3, i, &outcomes[i]));
+  backend_.SetGate(true);
+  ExpectScores(first, 1, 0.5f);
+  for (int i = 0; i < 20; ++i) ExpectScores(outcomes[i], 1 + i % 3, i);
+  // One call for the first job, then one per model for the 20 gathered.
+  std::vector<int64_t> calls = backend_.calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0], 1);
+  EXPECT_EQ(calls[1] + calls[2], 39);
+  const BatchSchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.max_group_jobs, 10);
+  EXPECT_EQ(stats.jobs, 21);
+  EXPECT_EQ(stats.group_calls, 3);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, FullBatchDispatchesWithoutWaitingForTheDelay) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 20,
+                                       .max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 2});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  std::vector<Outcome> outcomes(5);
+  for (int i = 0; i < 5; ++i) scheduler.Submit(MakeJob(1, 4, 1.0f, &outcomes[i]));
+  // 20 frames are queued: the second worker dispatches them while the first
+  // call still blocks.
+  backend_.WaitForCalls(2);
+  EXPECT_THAT(backend_.calls(), ElementsAre(1, 20));
+  backend_.SetGate(true);
+  for (Outcome& o : outcomes) ExpectScores(o, 4, 1.0f);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, QueueDelayBoundsTheWaitWhileBusy) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 1000,
+                                       .max_queue_delay = absl::Milliseconds(20),
+                                       .num_workers = 2});
+  backend_.SetGate(false);
+  Outcome first, second;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  scheduler.Submit(MakeJob(0, 2, 1.0f, &second));
+  backend_.WaitForCalls(2);  // would hang if the delay were not honoured
+  EXPECT_THAT(backend_.calls(), ElementsAre(1, 2));
+  backend_.SetGate(true);
+  ExpectScores(second, 2, 1.0f);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, BatchesNeverExceedMaxFramesUnlessOneJobDoes) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 10,
+                                       .max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  std::vector<Outcome> outcomes(4);
+  scheduler.Submit(MakeJob(0, 30, 1.0f, &outcomes[0]));  // alone, over the limit
+  scheduler.Submit(MakeJob(0, 6, 1.0f, &outcomes[1]));
+  scheduler.Submit(MakeJob(0, 4, 1.0f, &outcomes[2]));
+  scheduler.Submit(MakeJob(0, 5, 1.0f, &outcomes[3]));
+  backend_.SetGate(true);
+  ExpectScores(outcomes[0], 30, 1.0f);
+  ExpectScores(outcomes[3], 5, 1.0f);
+  EXPECT_THAT(backend_.calls(), ElementsAre(1, 30, 10, 5));
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, BadJobFailsAloneAndItsNeighboursAreScored) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100)});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  Outcome good_a, bad, good_b;
+  scheduler.Submit(MakeJob(0, 3, 1.0f, &good_a));
+  scheduler.Submit(MakeJob(0, 2, NAN, &bad));
+  scheduler.Submit(MakeJob(0, 3, 2.0f, &good_b));
+  backend_.SetGate(true);
+  ExpectScores(good_a, 3, 1.0f);
+  ExpectScores(good_b, 3, 2.0f);
+  bad.done.WaitForNotification();
+  EXPECT_EQ(bad.result.status().code(), absl::StatusCode::kInvalidArgument);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, CancelledJobsAreNotScored) {
+  BatchScheduler scheduler(&backend_, {.num_workers = 1});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome outcome;
+  ScoreJob job = MakeJob(0, 7, 1.0f, &outcome);
+  job.cancelled = cancelled;
+  scheduler.Submit(std::move(job));
+  cancelled->store(true);
+  backend_.SetGate(true);
+  outcome.done.WaitForNotification();
+  EXPECT_EQ(outcome.result.status().code(), absl::StatusCode::kCancelled);
+  first.done.WaitForNotification();
+  EXPECT_THAT(backend_.calls(), ElementsAre(1));
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, TransformIsAppliedWhilePacking) {
+  BatchScheduler scheduler(&backend_, {});
+  // y = 2 x + 1 in every dimension.
+  std::vector<float> values(4 * 5, 0.0f);
+  for (int i = 0; i < 4; ++i) {
+    values[i * 5 + i] = 2.0f;
+    values[i * 5 + 4] = 1.0f;
+  }
+  auto transform = FeatureTransform::Create(4, 5, values);
+  ASSERT_TRUE(transform.ok());
+  Outcome outcome;
+  ScoreJob job = MakeJob(1, 3, 1.5f, &outcome);
+  job.transform = std::make_shared<const FeatureTransform>(*std::move(transform));
+  scheduler.Submit(std::move(job));
+  ExpectScores(outcome, 3, 4.0f);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, StopScoresWhatIsQueuedThenRefuses) {
+  auto scheduler = std::make_unique<BatchScheduler>(
+      &backend_, BatchSchedulerOptions{.max_queue_delay = absl::Seconds(100)});
+  backend_.SetGate(false);
+  std::vector<Outcome> outcomes(5);
+  for (int i = 0; i < 5; ++i) scheduler->Submit(MakeJob(0, 2, i, &outcomes[i]));
+  backend_.SetGate(true);
+  scheduler->Stop();
+  for (int i = 0; i < 5; ++i) ExpectScores(outcomes[i], 2, i);
+  Outcome late;
+  scheduler->Submit(MakeJob(0, 2, 1.0f, &late));
+  ASSERT_TRUE(late.done.HasBeenNotified());
+  EXPECT_EQ(late.result.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gmmscore

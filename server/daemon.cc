@@ -1,0 +1,65 @@
+#include "server/daemon.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace gmmscore {
+namespace {
+
+// "host:port" -> "host:<port>" with the port actually bound.
+std::string WithPort(const std::string& address, int port) {
+  const size_t colon = address.rfind(':');
+  return absl::StrCat(colon == std::string::npos ? address : address.substr(0, colon), ":", port);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBackend> backend,
+                                                      std::unique_ptr<ModelRepository> repository,
+                                                      const DaemonOptions& options) {
+  std::unique_ptr<Daemon> daemon(new Daemon());
+  daemon->backend_ = std::move(backend);
+  daemon->repository_ = std::move(repository);
+  daemon->scheduler_ = std::make_unique<BatchScheduler>(daemon->backend_.get(), options.scheduler);
+  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(),
+                                                     daemon->scheduler_.get(), options.limits);
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &daemon->port_);
+  builder.RegisterService(daemon->service_.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  daemon->server_ = builder.BuildAndStart();
+  if (daemon->server_ == nullptr || daemon->port_ == 0) {
+    {
+      absl::MutexLock lock(&daemon->drain_mu_);
+      daemon->drained_ = true;
+    }
+    daemon->scheduler_->Stop();
+    return absl::UnavailableError(
+        absl::StrFormat("cannot listen on %s (address in use, or not HOST:PORT?)",
+                        options.listen_address));
+  }
+  daemon->address_ = WithPort(options.listen_address, daemon->port_);
+  return daemon;
+}
+
+Daemon::~Daemon() { Drain(absl::ZeroDuration()); }
+
+void Daemon::Drain(absl::Duration timeout) {
+  absl::MutexLock lock(&drain_mu_);
+  if (drained_) return;
+  drained_ = true;
+  service_->Drain();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
+  scheduler_->Stop();
+  server_->Wait();
+}
+
+}  // namespace gmmscore

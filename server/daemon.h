@@ -1,0 +1,81 @@
+// Daemon: a running gmmscored in one object: the scoring backend, the model
+// repository, the batch scheduler, the AcousticScorer service and the gRPC
+// server listening for it. gmmscored_main.cc is flags around this; the
+// integration tests run it in-process.
+//
+//   GMM_ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
+//       Daemon::Start(std::move(backend), std::move(repository),
+//                     {.listen_address = "127.0.0.1:0"}));
+//   ... daemon->port() ...
+//   daemon->Drain(absl::Seconds(10));
+#ifndef GMMSCORE_SERVER_DAEMON_H_
+#define GMMSCORE_SERVER_DAEMON_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "kernels/score/scoring_backend.h"
+#include "server/batch_scheduler.h"
+#include "server/model_repository.h"
+#include "server/scorer_service.h"
+
+namespace gmmscore {
+
+struct DaemonOptions {
+  // HOST:PORT to listen on (insecure credentials); port 0 picks a free one.
+  std::string listen_address = "127.0.0.1:50051";
+  BatchSchedulerOptions scheduler;
+  ServiceLimits limits;
+  // Largest request or response message, bytes.
+  int max_message_bytes = 256 << 20;
+};
+
+class Daemon {
+ public:
+  // Takes ownership of `backend` and of `repository` (prepared on it).
+  // UNAVAILABLE if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(std::unique_ptr<ScoringBackend> backend,
+                                                       std::unique_ptr<ModelRepository> repository,
+                                                       const DaemonOptions& options);
+  // Drain(absl::ZeroDuration()) unless drained already.
+  ~Daemon();
+
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // The port actually bound.
+  int port() const { return port_; }
+  // "HOST:PORT" with the bound port.
+  const std::string& address() const { return address_; }
+
+  // Stops accepting RPCs, lets live streams answer what they accepted (they
+  // end with UNAVAILABLE), waits up to `timeout` for RPCs in flight, cancels
+  // the rest, then finishes the scheduler's queue. Idempotent, thread-safe.
+  void Drain(absl::Duration timeout);
+
+  const ModelRepository& repository() const { return *repository_; }
+  const ScorerService& service() const { return *service_; }
+  BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
+
+ private:
+  Daemon() = default;
+
+  // Destroyed in reverse order: the server first, the backend last.
+  std::unique_ptr<ScoringBackend> backend_;
+  std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  std::unique_ptr<ScorerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  absl::Mutex drain_mu_;
+  bool drained_ ABSL_GUARDED_BY(drain_mu_) = false;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_DAEMON_H_

@@ -1,0 +1,140 @@
+// gmmscored: the GMM acoustic-likelihood scoring daemon (gRPC service
+// gmmscore.v1.AcousticScorer, proto/gmmscore/v1/scorer.proto).
+//
+//   gmmscored --model_repository /srv/models --listen 0.0.0.0:50051 --backend auto
+//
+// Flags around Daemon (daemon.h); SIGTERM or SIGINT drains and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "kernels/score/backend_factory.h"
+#include "server/daemon.h"
+#include "server/log.h"
+
+ABSL_FLAG(std::string, model_repository, "",
+          "Directory of models to serve (required). Every regular file in it is one model, "
+          "named by its file name without the extension (spk1.mdl -> 'spk1'); the format "
+          "(native or Kaldi text AmDiagGmm) is detected from the content. All are loaded and "
+          "prepared on the backend at start; names starting with '.' are skipped.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "HOST:PORT to serve on, without TLS. 0.0.0.0:PORT or [::]:PORT for all interfaces; "
+          "port 0 picks a free port (logged).");
+ABSL_FLAG(std::string, backend, "auto",
+          "Scoring backend: 'auto' (CUDA device 0 when a GPU is present, else CPU), 'cpu', "
+          "'cuda' or 'cuda:N'. Results are the same on all of them.");
+ABSL_FLAG(int64_t, max_batch_frames, 4096,
+          "Batching: while the backend is busy, chunks from all streams gather until they hold "
+          "this many frames (or --max_queue_delay_us passes); one dispatch scores at most this "
+          "many frames, one backend call per model.");
+ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
+          "Batching: the longest a chunk waits for company while the backend is busy, in "
+          "microseconds. When the backend is idle a chunk is dispatched at once.");
+ABSL_FLAG(int32_t, scheduler_workers, 2,
+          "Threads issuing backend calls; model groups of one dispatch are scored concurrently "
+          "(on CUDA their copies and kernels overlap).");
+ABSL_FLAG(int64_t, max_chunk_frames, 1000,
+          "Most frames in one stream chunk; larger chunks end the stream with INVALID_ARGUMENT.");
+ABSL_FLAG(int32_t, max_chunks_in_flight, 8,
+          "Per stream: chunks accepted but not yet answered before the server stops reading "
+          "(flow control pushes back on the client).");
+ABSL_FLAG(int64_t, max_streams, 4096,
+          "Most live StreamScore streams; more are refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, max_request_frames, 100000, "Most frames in one unary Score request.");
+ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
+ABSL_FLAG(int32_t, drain_timeout_s, 10,
+          "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
+
+namespace gmmscore {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
+  const std::string dir = absl::GetFlag(FLAGS_model_repository);
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("--model_repository is required (see --help)");
+  }
+  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
+      CreateBackend(absl::GetFlag(FLAGS_backend));
+  if (!backend.ok()) return backend.status();
+  LogInfo("backend: %s", (*backend)->name());
+
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
+      ModelRepository::LoadDirectory(dir, backend->get());
+  if (!repository.ok()) return repository.status();
+  for (const ServedModel& served : (*repository)->models()) {
+    const DiagGmmModel& model = served.model();
+    LogInfo("model '%s' from %s (%s): %d dims, %d states, %d Gaussians, %.1f MiB host, "
+            "%.1f MiB on %s, loaded in %s",
+            served.name, served.source, served.format, model.dim(), model.num_states(),
+            model.num_gaussians(), model.ByteSize() / 1048576.0,
+            served.prepared->device_bytes() / 1048576.0, (*repository)->device(),
+            absl::FormatDuration(served.load_time));
+  }
+
+  DaemonOptions options;
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.scheduler.max_batch_frames = absl::GetFlag(FLAGS_max_batch_frames);
+  options.scheduler.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  options.scheduler.num_workers = absl::GetFlag(FLAGS_scheduler_workers);
+  options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
+  options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
+  options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
+  options.limits.max_request_frames = absl::GetFlag(FLAGS_max_request_frames);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  if (options.scheduler.max_batch_frames < 1 || options.scheduler.num_workers < 1 ||
+      options.limits.max_chunk_frames < 1 || options.limits.max_chunks_in_flight < 1 ||
+      options.limits.max_streams < 1 || options.max_message_bytes < 1) {
+    return absl::InvalidArgumentError("batching and limit flags must be >= 1 (see --help)");
+  }
+  return Daemon::Start(*std::move(backend), *std::move(repository), options);
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "the GMM acoustic-likelihood scoring daemon (gRPC gmmscore.v1.AcousticScorer).\n\n"
+      "  gmmscored --model_repository DIR --listen HOST:PORT [--backend auto|cpu|cuda]\n\n"
+      "Serves every model file in DIR. Clients stream feature chunks (StreamScore) and get "
+      "per-state log-likelihoods back, fused over several models if asked; chunks of all "
+      "streams are batched into one backend call per model. SIGTERM/SIGINT: stop accepting, "
+      "answer what is in flight, exit 0.");
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the stop signals in every thread (gRPC's included, started below)
+  // so that only sigwait() sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = StartFromFlags();
+  if (!daemon.ok()) {
+    LogError("cannot start: %s", daemon.status().ToString());
+    return 1;
+  }
+  LogInfo("listening on %s (%d models on %s; batches of <= %d frames, <= %d us queueing)",
+          (*daemon)->address(), (*daemon)->repository().models().size(),
+          (*daemon)->repository().device(), absl::GetFlag(FLAGS_max_batch_frames),
+          absl::GetFlag(FLAGS_max_queue_delay_us));
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  LogInfo("%s: draining (up to %d s)", signal == SIGTERM ? "SIGTERM" : "SIGINT",
+          absl::GetFlag(FLAGS_drain_timeout_s));
+  (*daemon)->Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s)));
+  const BatchSchedulerStats stats = (*daemon)->scheduler_stats();
+  LogInfo("stopped: %d chunks scored in %d backend calls (%d frames)", stats.jobs,
+          stats.group_calls, stats.frames);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gmmscore
+
+int main(int argc, char** argv) { return gmmscore::Main(argc, argv); }

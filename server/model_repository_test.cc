@@ -1,0 +1,99 @@
+#include "server/model_repository.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/io/native_model_file.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ModelRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("repo_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void WriteModel(const std::string& file, uint64_t seed, int states = 4) {
+    auto model = GenerateSyntheticModel(
+        {.num_states = states, .min_gaussians = 2, .max_gaussians = 3, .dim = 5, .seed = seed});
+    ASSERT_TRUE(model.ok());
+    ASSERT_TRUE(WriteNativeModel(*model, (dir_ / file).string()).ok());
+  }
+
+  fs::path dir_;
+  std::unique_ptr<ScoringBackend> backend_ = CreateCpuBackend({.num_threads = 1});
+};
+
+TEST_F(ModelRepositoryTest, LoadsEveryFileNamedByItsStem) {
+  WriteModel("spk1.gmm", 1);
+  WriteModel("spk2", 2, 6);
+  WriteModel(".hidden.gmm", 3);
+  fs::create_directories(dir_ / "subdir");
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  ASSERT_EQ((*repo)->models().size(), 2u);
+  EXPECT_EQ((*repo)->models()[0].name, "spk1");
+  EXPECT_EQ((*repo)->models()[0].format, "native");
+  EXPECT_EQ((*repo)->models()[1].name, "spk2");
+  EXPECT_EQ((*repo)->models()[1].model().num_states(), 6);
+  EXPECT_EQ((*repo)->device(), "cpu");
+  auto found = (*repo)->Find("spk2");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ((*found)->name, "spk2");
+}
+
+TEST_F(ModelRepositoryTest, UnknownNameListsTheServedModels) {
+  WriteModel("a.gmm", 1);
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get());
+  ASSERT_TRUE(repo.ok());
+  absl::Status status = (*repo)->Find("b").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("no model named 'b' (this server serves: a)"),
+            std::string::npos)
+      << status;
+}
+
+TEST_F(ModelRepositoryTest, DuplicateStemsAreRejected) {
+  WriteModel("a.gmm", 1);
+  WriteModel("a.bin", 2);
+  absl::Status status = ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("two models are named 'a'"), std::string::npos) << status;
+}
+
+TEST_F(ModelRepositoryTest, BadFilesAndDirectoriesAreNamed) {
+  EXPECT_EQ(ModelRepository::LoadDirectory((dir_ / "missing").string(), backend_.get())
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);  // empty
+  std::ofstream(dir_ / "junk.txt") << "not a model\n";
+  absl::Status status = ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("junk.txt"), std::string::npos) << status;
+}
+
+TEST_F(ModelRepositoryTest, FromModelsChecksNames) {
+  auto model = GenerateSyntheticModel({.num_states = 2, .dim = 3});
+  ASSERT_TRUE(model.ok());
+  auto shared = std::make_shared<const DiagGmmModel>(*std::move(model));
+  EXPECT_TRUE(ModelRepository::FromModels({{"x", shared}}, backend_.get()).ok());
+  EXPECT_FALSE(ModelRepository::FromModels({{"x", shared}, {"x", shared}}, backend_.get()).ok());
+  EXPECT_FALSE(ModelRepository::FromModels({{"", shared}}, backend_.get()).ok());
+  EXPECT_FALSE(ModelRepository::FromModels({}, backend_.get()).ok());
+}
+
+}  // namespace
+}  // namespace gmmscore

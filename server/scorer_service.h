@@ -1,0 +1,67 @@
+// ScorerService: the gmmscore.v1.AcousticScorer service on the gRPC callback
+// API. ListModels answers from the repository; Score and StreamScore send
+// their frames through the shared BatchScheduler, so unary requests and live
+// streams are batched together.
+//
+//   ScorerService service(repository.get(), scheduler.get(), {});
+//   builder.RegisterService(&service);
+//   ...
+//   service.Drain();  // live streams answer what they accepted, then UNAVAILABLE
+//
+// Thread safety: all methods are thread-safe.
+#ifndef GMMSCORE_SERVER_SCORER_SERVICE_H_
+#define GMMSCORE_SERVER_SCORER_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "server/batch_scheduler.h"
+#include "server/model_repository.h"
+#include "server/stream_reactor.h"
+#include "server/stream_registry.h"
+
+namespace gmmscore {
+
+struct ServiceLimits {
+  int64_t max_chunk_frames = 1000;     // frames in one stream chunk
+  int max_chunks_in_flight = 8;        // per stream, accepted but unanswered
+  int64_t max_streams = 4096;          // live StreamScore RPCs
+  int64_t max_request_frames = 100000;  // frames in one Score request
+};
+
+class ScorerService final : public v1::AcousticScorer::CallbackService {
+ public:
+  // `repository` and `scheduler` must outlive the service and every RPC.
+  ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
+                const ServiceLimits& limits);
+
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
+                                  const v1::ScoreRequest* request,
+                                  v1::ScoreResponse* response) override;
+  grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>* StreamScore(
+      grpc::CallbackServerContext* context) override;
+
+  // New streams are refused with UNAVAILABLE; live ones stop reading, answer
+  // what they accepted and end with UNAVAILABLE.
+  void Drain();
+
+  int64_t live_streams() const { return registry_.live_streams(); }
+  // Stream reactors not yet deleted (a stream's reactor outlives its RPC
+  // until its last scheduler job returns).
+  int64_t reactors_alive() const { return reactors_alive_.load(); }
+
+ private:
+  const ModelRepository* const repository_;
+  BatchScheduler* const scheduler_;
+  const ServiceLimits limits_;
+  StreamRegistry registry_;
+  std::atomic<int64_t> reactors_alive_{0};
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_SCORER_SERVICE_H_

@@ -1,0 +1,189 @@
+#include "server/scoring_plan.h"
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
+#include "proto/wire_convert.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr int kDefaultWindowFrames = 50;
+
+absl::StatusOr<FusionOptions> FusionFromProto(const v1::FusionOptions& proto) {
+  FusionOptions options;
+  switch (proto.method()) {
+    case v1::FUSION_METHOD_UNSPECIFIED:
+    case v1::FUSION_METHOD_MAX:
+      options.method = FusionMethod::kMax;
+      break;
+    case v1::FUSION_METHOD_LOG_SUM_EXP:
+      options.method = FusionMethod::kLogSumExp;
+      break;
+    case v1::FUSION_METHOD_POSTERIOR:
+      options.method = FusionMethod::kPosterior;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrFormat("fusion.method %d is not a known FusionMethod", proto.method()));
+  }
+  options.weights.assign(proto.weights().begin(), proto.weights().end());
+  options.window_frames =
+      proto.window_frames() == 0 ? kDefaultWindowFrames
+                                 : static_cast<int>(std::min<uint32_t>(
+                                       proto.window_frames(), FusionOptions::kMaxWindowFrames + 1));
+  options.acoustic_scale = proto.acoustic_scale() == 0.0f ? 1.0 : proto.acoustic_scale();
+  return options;
+}
+
+absl::StatusOr<std::shared_ptr<const FeatureTransform>> TransformFromProto(
+    const v1::AffineTransform& proto, int dim) {
+  if (proto.rows() == 0 && proto.cols() == 0 && proto.values().empty()) return nullptr;
+  if (static_cast<int>(proto.rows()) != dim) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "transform has %d rows but the models have dimension %d", proto.rows(), dim));
+  }
+  absl::StatusOr<FeatureTransform> transform =
+      FeatureTransform::Create(proto.rows(), proto.cols(), proto.values());
+  if (!transform.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("transform: ", transform.status().message()));
+  }
+  return std::make_shared<const FeatureTransform>(*std::move(transform));
+}
+
+absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<std::string>& names,
+                                     const v1::FusionOptions& fusion,
+                                     const v1::AffineTransform& transform,
+                                     const v1::OutputOptions& output,
+                                     const ModelRepository& repository) {
+  if (names.empty()) {
+    return absl::InvalidArgumentError("no models named; name at least one model to score with");
+  }
+  ScoringPlan plan;
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& name : names) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrFormat("model '%s' is named twice", name));
+    }
+    GMM_ASSIGN_OR_RETURN(const ServedModel* model, repository.Find(name));
+    plan.models.push_back(model);
+  }
+  const DiagGmmModel& first = plan.models.front()->model();
+  plan.dim = first.dim();
+  plan.num_states = first.num_states();
+  for (const ServedModel* model : plan.models) {
+    if (model->model().dim() != plan.dim) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "models '%s' (dimension %d) and '%s' (dimension %d) cannot score the same frames",
+          plan.models.front()->name, plan.dim, model->name, model->model().dim()));
+    }
+    if (model->model().num_states() != plan.num_states) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "models '%s' (%d states) and '%s' (%d states) cannot be fused; fused models must "
+          "share one state set",
+          plan.models.front()->name, plan.num_states, model->name, model->model().num_states()));
+    }
+  }
+  if (plan.models.size() > 1) {
+    GMM_ASSIGN_OR_RETURN(FusionOptions options, FusionFromProto(fusion));
+    // Checked here so that a bad config fails at once, not at the first chunk.
+    absl::StatusOr<ModelFusion> check = ModelFusion::Create(plan.models.size(), options);
+    if (!check.ok()) return check.status();
+    plan.fusion = std::move(options);
+  }
+  GMM_ASSIGN_OR_RETURN(plan.transform, TransformFromProto(transform, plan.dim));
+  plan.fused_only = output.fused_only();
+  plan.frame_totals = output.frame_totals();
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<ScoringPlan> PlanForStream(const v1::StreamConfig& config,
+                                          const ModelRepository& repository) {
+  return MakePlan(config.models(), config.fusion(), config.transform(), config.output(),
+                  repository);
+}
+
+absl::StatusOr<ScoringPlan> PlanForRequest(const v1::ScoreRequest& request,
+                                           const ModelRepository& repository) {
+  return MakePlan(request.models(), request.fusion(), request.transform(), request.output(),
+                  repository);
+}
+
+absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::FeatureMatrix& features,
+                                                               const ScoringPlan& plan,
+                                                               const FrameLimits& limits) {
+  const int64_t frames = features.num_frames();
+  if (frames == 0 && !limits.allow_empty) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "chunk at frame %d has no frames; a chunk carries at least one frame",
+        limits.first_frame));
+  }
+  if (frames > limits.max_frames) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "chunk at frame %d has %d frames; this server accepts at most %d frames per chunk",
+        limits.first_frame, frames, limits.max_frames));
+  }
+  if (frames > 0 && static_cast<int>(features.dim()) != plan.dim) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "chunk at frame %d has dimension %d but model '%s' has dimension %d", limits.first_frame,
+        features.dim(), plan.models.front()->name, plan.dim));
+  }
+  absl::StatusOr<FloatMatrix> matrix = FeaturesFromProto(features);
+  if (!matrix.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat("chunk at frame %d: %s", limits.first_frame,
+                                                      matrix.status().message()));
+  }
+  if (frames == 0) matrix->Resize(0, plan.dim);
+  for (int64_t t = 0; t < frames; ++t) {
+    const float* row = matrix->row(t);
+    for (int d = 0; d < plan.dim; ++d) {
+      if (!std::isfinite(row[d])) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "frame %d (row %d of the chunk at frame %d), dimension %d is %g; features must be "
+            "finite",
+            limits.first_frame + t, t, limits.first_frame, d, row[d]));
+      }
+    }
+  }
+  return std::make_shared<const FloatMatrix>(*std::move(matrix));
+}
+
+namespace internal {
+
+absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                             ModelFusion* fusion,
+                             google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
+                             v1::StateScores* fused, v1::FusionReport* report) {
+  const bool send_models = fusion == nullptr || !plan.fused_only;
+  if (send_models) {
+    for (size_t m = 0; m < results.size(); ++m) {
+      ScoresToProto(plan.models[m]->name, results[m].loglikes,
+                    plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals)
+                                      : absl::Span<const float>(),
+                    scores->Add());
+    }
+  }
+  if (fusion == nullptr) return absl::OkStatus();
+
+  std::vector<ConstMatrixView> views;
+  for (const ScoreResult& r : results) views.push_back(r.loglikes.view());
+  FusedScores out;
+  GMM_RETURN_IF_ERROR(fusion->Fuse(views, &out));
+  const std::vector<float> totals =
+      plan.frame_totals ? ComputeFrameTotals(out.loglikes) : std::vector<float>();
+  ScoresToProto("fused", out.loglikes, totals, fused);
+  report->set_dominant_model_index(out.dominant_model);
+  report->set_dominant_model(plan.models[out.dominant_model]->name);
+  report->mutable_model_share()->Add(out.model_share.begin(), out.model_share.end());
+  report->mutable_model_weights()->Add(out.model_weights.begin(), out.model_weights.end());
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+}  // namespace gmmscore

@@ -1,0 +1,89 @@
+// ScoringPlan: what a stream config (or a Score request) asks for, checked
+// against the models served: the models, the fusion, the transform and the
+// output options. Also the checks on incoming frames and the assembly of an
+// answer from per-model results. No gRPC calls in here, only messages.
+//
+//   GMM_ASSIGN_OR_RETURN(ScoringPlan plan, PlanForStream(config, repository));
+//   GMM_ASSIGN_OR_RETURN(auto frames, CheckFrames(request.chunk(), plan, {...}));
+//   ... score frames with every plan.models[i] ...
+//   GMM_RETURN_IF_ERROR(FillAnswer(plan, results, fusion.get(), &response));
+#ifndef GMMSCORE_SERVER_SCORING_PLAN_H_
+#define GMMSCORE_SERVER_SCORING_PLAN_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "gmmscore/v1/scorer.pb.h"
+#include "kernels/core/matrix.h"
+#include "kernels/score/feature_transform.h"
+#include "kernels/score/fusion.h"
+#include "kernels/score/scoring_backend.h"
+#include "server/model_repository.h"
+
+namespace gmmscore {
+
+struct ScoringPlan {
+  std::vector<const ServedModel*> models;  // >= 1, distinct, in the order named
+  int dim = 0;                              // shared by all models
+  int num_states = 0;                       // shared by all models
+  std::optional<FusionOptions> fusion;      // set iff models.size() > 1
+  std::shared_ptr<const FeatureTransform> transform;  // null: none
+  bool fused_only = false;
+  bool frame_totals = false;
+};
+
+// INVALID_ARGUMENT: no models, a repeated name, models of different
+// dimension or (with several) state count, bad fusion options or transform;
+// NOT_FOUND: a name the repository does not serve. Messages name the field.
+absl::StatusOr<ScoringPlan> PlanForStream(const v1::StreamConfig& config,
+                                          const ModelRepository& repository);
+absl::StatusOr<ScoringPlan> PlanForRequest(const v1::ScoreRequest& request,
+                                           const ModelRepository& repository);
+
+struct FrameLimits {
+  int64_t first_frame = 0;  // the chunk's position in its stream, for messages
+  int64_t max_frames = 0;   // most frames accepted
+  bool allow_empty = false;
+};
+
+// The frames of `features` once they pass every check: count in
+// [allow_empty ? 0 : 1, max_frames], dim == plan.dim, value count, every value
+// finite. INVALID_ARGUMENT otherwise, naming the stream frame and dimension
+// of the first bad value.
+absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::FeatureMatrix& features,
+                                                               const ScoringPlan& plan,
+                                                               const FrameLimits& limits);
+
+// Fills response->scores, ->fused and ->fusion from results[i] (plan.models[i]'s
+// T x S scores) and `fusion` (non-null iff plan.fusion is set; advanced by
+// these frames). Response is v1::StreamScoreResponse or v1::ScoreResponse.
+template <typename Response>
+absl::Status FillAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                        ModelFusion* fusion, Response* response);
+
+namespace internal {
+absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                             ModelFusion* fusion,
+                             google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
+                             v1::StateScores* fused, v1::FusionReport* report);
+}  // namespace internal
+
+template <typename Response>
+absl::Status FillAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                        ModelFusion* fusion, Response* response) {
+  if (fusion == nullptr) {
+    return internal::FillAnswerParts(plan, results, nullptr, response->mutable_scores(), nullptr,
+                                     nullptr);
+  }
+  return internal::FillAnswerParts(plan, results, fusion, response->mutable_scores(),
+                                   response->mutable_fused(), response->mutable_fusion());
+}
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_SCORING_PLAN_H_

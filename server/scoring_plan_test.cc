@@ -1,0 +1,164 @@
+#include "server/scoring_plan.h"
+
+#include <cmath>
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore {
+namespace {
+
+class ScoringPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models;
+    auto add = [&](const std::string& name, int states, int dim, uint64_t seed) {
+      auto model = GenerateSyntheticModel({.num_states = states, .min_gaussians = 1,
+                                           .max_gaussians = 2, .dim = dim, .seed = seed});
+      ASSERT_TRUE(model.ok());
+      models.emplace_back(name, std::make_shared<const DiagGmmModel>(*std::move(model)));
+    };
+    add("a", 4, 3, 1);
+    add("b", 4, 3, 2);
+    add("c", 5, 3, 3);
+    add("d", 4, 2, 4);
+    auto repo = ModelRepository::FromModels(std::move(models), backend_.get());
+    ASSERT_TRUE(repo.ok());
+    repo_ = *std::move(repo);
+  }
+
+  absl::Status Plan(const v1::StreamConfig& config) {
+    return PlanForStream(config, *repo_).status();
+  }
+
+  std::unique_ptr<ScoringBackend> backend_ = CreateCpuBackend({.num_threads = 1});
+  std::unique_ptr<ModelRepository> repo_;
+};
+
+v1::StreamConfig Config(std::initializer_list<const char*> models) {
+  v1::StreamConfig config;
+  for (const char* m : models) config.add_models(m);
+  return config;
+}
+
+void ExpectError(const absl::Status& status, absl::StatusCode code, const std::string& text) {
+  EXPECT_EQ(status.code(), code) << status;
+  EXPECT_NE(status.message().find(text), std::string::npos) << status;
+}
+
+TEST_F(ScoringPlanTest, ResolvesModelsAndDefaults) {
+  v1::StreamConfig config = Config({"b", "a"});
+  config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->models[0]->name, "b");
+  EXPECT_EQ(plan->dim, 3);
+  EXPECT_EQ(plan->num_states, 4);
+  ASSERT_TRUE(plan->fusion.has_value());
+  EXPECT_EQ(plan->fusion->method, FusionMethod::kPosterior);
+  EXPECT_EQ(plan->fusion->window_frames, 50);
+  EXPECT_EQ(plan->fusion->acoustic_scale, 1.0);
+  EXPECT_EQ(plan->transform, nullptr);
+  auto single = PlanForStream(Config({"c"}), *repo_);
+  ASSERT_TRUE(single.ok());
+  EXPECT_FALSE(single->fusion.has_value());
+}
+
+TEST_F(ScoringPlanTest, RejectsBadConfigs) {
+  ExpectError(Plan(Config({})), absl::StatusCode::kInvalidArgument, "no models named");
+  ExpectError(Plan(Config({"a", "zzz"})), absl::StatusCode::kNotFound, "no model named 'zzz'");
+  ExpectError(Plan(Config({"a", "a"})), absl::StatusCode::kInvalidArgument, "named twice");
+  ExpectError(Plan(Config({"a", "c"})), absl::StatusCode::kInvalidArgument, "share one state set");
+  ExpectError(Plan(Config({"a", "d"})), absl::StatusCode::kInvalidArgument, "dimension");
+  v1::StreamConfig weights = Config({"a", "b"});
+  weights.mutable_fusion()->set_method(v1::FUSION_METHOD_LOG_SUM_EXP);
+  weights.mutable_fusion()->add_weights(1.0f);
+  ExpectError(Plan(weights), absl::StatusCode::kInvalidArgument, "1 weights for 2 models");
+  v1::StreamConfig negative = Config({"a", "b"});
+  negative.mutable_fusion()->add_weights(1.0f);
+  negative.mutable_fusion()->add_weights(-1.0f);
+  ExpectError(Plan(negative), absl::StatusCode::kInvalidArgument, "weight 1");
+  v1::StreamConfig transform = Config({"a"});
+  transform.mutable_transform()->set_rows(3);
+  transform.mutable_transform()->set_cols(4);
+  ExpectError(Plan(transform), absl::StatusCode::kInvalidArgument, "transform");
+  transform.mutable_transform()->set_rows(2);
+  ExpectError(Plan(transform), absl::StatusCode::kInvalidArgument,
+              "transform has 2 rows but the models have dimension 3");
+}
+
+TEST_F(ScoringPlanTest, AcceptsATransform) {
+  v1::StreamConfig config = Config({"a"});
+  config.mutable_transform()->set_rows(3);
+  config.mutable_transform()->set_cols(4);
+  for (int i = 0; i < 12; ++i) config.mutable_transform()->add_values(i % 5 == 0 ? 1.0f : 0.0f);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_NE(plan->transform, nullptr);
+  EXPECT_EQ(plan->transform->dim(), 3);
+}
+
+TEST_F(ScoringPlanTest, ChecksFrames) {
+  auto plan = PlanForStream(Config({"a"}), *repo_);
+  ASSERT_TRUE(plan.ok());
+  const FrameLimits limits{.first_frame = 100, .max_frames = 4};
+  v1::FeatureMatrix chunk;
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "chunk at frame 100 has no frames");
+  EXPECT_TRUE(CheckFrames(chunk, *plan, {.max_frames = 4, .allow_empty = true}).ok());
+  chunk.set_num_frames(5);
+  chunk.set_dim(3);
+  chunk.mutable_values()->Resize(15, 0.0f);
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "has 5 frames; this server accepts at most 4");
+  chunk.set_num_frames(2);
+  chunk.set_dim(2);
+  chunk.mutable_values()->Resize(4, 0.0f);
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "has dimension 2 but model 'a' has dimension 3");
+  chunk.set_dim(3);
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "carries 4 values");
+  chunk.mutable_values()->Resize(6, 0.0f);
+  chunk.set_values(4, NAN);
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "frame 101 (row 1 of the chunk at frame 100), dimension 1 is nan");
+  chunk.set_values(4, 0.5f);
+  auto frames = CheckFrames(chunk, *plan, limits);
+  ASSERT_TRUE(frames.ok());
+  EXPECT_EQ((*frames)->at(1, 1), 0.5f);
+}
+
+TEST_F(ScoringPlanTest, FillsAnswersWithAndWithoutFusion) {
+  v1::StreamConfig config = Config({"a", "b"});
+  config.mutable_output()->set_frame_totals(true);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok());
+  std::vector<ScoreResult> results(2);
+  for (int m = 0; m < 2; ++m) {
+    results[m].loglikes = FloatMatrix(2, 4, -1.0f - m);
+    results[m].frame_totals = {0.5f, 0.5f};
+  }
+  auto fusion = ModelFusion::Create(2, *plan->fusion);
+  ASSERT_TRUE(fusion.ok());
+  v1::StreamScoreResponse response;
+  ASSERT_TRUE(FillAnswer(*plan, results, &*fusion, &response).ok());
+  ASSERT_EQ(response.scores_size(), 2);
+  EXPECT_EQ(response.scores(1).model(), "b");
+  EXPECT_EQ(response.scores(1).frame_totals_size(), 2);
+  EXPECT_EQ(response.fused().model(), "fused");
+  EXPECT_FLOAT_EQ(response.fused().loglikes(0), -1.0f);  // max
+  EXPECT_EQ(response.fusion().dominant_model(), "a");
+  EXPECT_EQ(response.fusion().model_share_size(), 2);
+
+  plan->fused_only = true;
+  v1::ScoreResponse fused_only;
+  ASSERT_TRUE(FillAnswer(*plan, results, &*fusion, &fused_only).ok());
+  EXPECT_EQ(fused_only.scores_size(), 0);
+  EXPECT_TRUE(fused_only.has_fused());
+}
+
+}  // namespace
+}  // namespace gmmscore

@@ -1,0 +1,281 @@
+#include "server/stream_reactor.h"
+
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "proto/rpc_status.h"
+#include "server/log.h"
+
+namespace gmmscore {
+
+StreamScoreReactor::StreamScoreReactor(const StreamEnvironment& env, std::string peer)
+    : env_(env), peer_(std::move(peer)) {
+  if (env_.reactors_alive != nullptr) env_.reactors_alive->fetch_add(1);
+  Actions actions;
+  const bool registered = env_.registry->Add(this);
+  {
+    absl::MutexLock lock(&mu_);
+    registered_ = registered;
+    if (!registered) {
+      EndLocked(env_.registry->draining()
+                    ? absl::UnavailableError("the server is shutting down")
+                    : absl::ResourceExhaustedError(
+                          "the server is at its limit of live streams; retry later"));
+    }
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+StreamScoreReactor::~StreamScoreReactor() {
+  if (env_.reactors_alive != nullptr) env_.reactors_alive->fetch_sub(1);
+}
+
+void StreamScoreReactor::OnReadDone(bool ok) {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    read_in_flight_ = false;
+    if (!ok) {
+      EndLocked(absl::OkStatus());  // half-close (or a dead call: OnCancel follows)
+    } else if (!finished_) {
+      HandleRequestLocked(&actions);
+    }
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::HandleRequestLocked(Actions* actions) {
+  absl::Status status;
+  switch (request_.request_case()) {
+    case v1::StreamScoreRequest::kConfig:
+      status = HandleConfigLocked(request_.config());
+      break;
+    case v1::StreamScoreRequest::kChunk:
+      status = HandleChunkLocked(request_.chunk(), actions);
+      break;
+    default:
+      status = absl::InvalidArgumentError(
+          "request carries neither a config nor a chunk; set one of them");
+  }
+  if (!status.ok()) {
+    LogInfo("stream %s (%s): ending: %s", stream_id_, peer_, status.ToString());
+    EndLocked(status);
+  }
+}
+
+absl::Status StreamScoreReactor::HandleConfigLocked(const v1::StreamConfig& config) {
+  if (plan_.has_value()) {
+    return absl::FailedPreconditionError(
+        "a second config; a stream carries exactly one config, in its first message");
+  }
+  if (end_status_.has_value()) return absl::OkStatus();  // draining: ignore
+  absl::StatusOr<ScoringPlan> plan = PlanForStream(config, *env_.repository);
+  if (!plan.ok()) return plan.status();
+  if (plan->fusion.has_value()) {
+    absl::StatusOr<ModelFusion> fusion = ModelFusion::Create(plan->models.size(), *plan->fusion);
+    if (!fusion.ok()) return fusion.status();
+    fusion_.emplace(*std::move(fusion));
+  }
+  plan_ = *std::move(plan);
+  stream_id_ = config.stream_id().empty() ? peer_ : config.stream_id();
+  return absl::OkStatus();
+}
+
+absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chunk,
+                                                   Actions* actions) {
+  if (!plan_.has_value()) {
+    return absl::FailedPreconditionError(
+        "a chunk before the config; the first message of a stream must be a StreamConfig");
+  }
+  absl::StatusOr<std::shared_ptr<const FloatMatrix>> frames =
+      CheckFrames(chunk, *plan_,
+                  {.first_frame = next_frame_, .max_frames = env_.max_chunk_frames});
+  if (!frames.ok()) return frames.status();
+
+  auto pending = std::make_shared<Chunk>();
+  const int num_models = static_cast<int>(plan_->models.size());
+  pending->first_frame = next_frame_;
+  pending->remaining = num_models;
+  pending->results.resize(num_models);
+  next_frame_ += (*frames)->rows();
+  pending_.push_back(pending);
+  for (int m = 0; m < num_models; ++m) {
+    ++refs_;
+    actions->jobs.push_back(
+        {.model = plan_->models[m]->prepared,
+         .features = *frames,
+         .transform = plan_->transform,
+         .cancelled = cancelled_,
+         .done = [this, pending, m](absl::StatusOr<ScoreResult> result) {
+           OnScored(pending, m, std::move(result));
+         }});
+  }
+  return absl::OkStatus();
+}
+
+void StreamScoreReactor::OnScored(const std::shared_ptr<Chunk>& chunk, int model,
+                                  absl::StatusOr<ScoreResult> result) {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (result.ok()) {
+      chunk->results[model] = *std::move(result);
+    } else if (chunk->status.ok()) {
+      chunk->status = result.status();
+    }
+    --chunk->remaining;
+    actions.delete_self = UnrefLocked();
+    if (!actions.delete_self) AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::OnWriteDone(bool ok) {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    write_in_flight_ = false;
+    if (!ok) {
+      pending_.clear();
+      EndLocked(absl::CancelledError("the client went away while an answer was being sent"));
+    }
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::OnCancel() {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_->store(true, std::memory_order_release);
+    pending_.clear();
+    end_status_ = absl::CancelledError("the stream was cancelled");
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::OnDone() {
+  bool registered;
+  {
+    absl::MutexLock lock(&mu_);
+    registered = registered_;
+  }
+  if (registered) env_.registry->Remove(this);
+  bool delete_self;
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    cancelled_->store(true, std::memory_order_release);  // nobody will read the answers now
+    delete_self = UnrefLocked();
+  }
+  if (delete_self) delete this;
+}
+
+void StreamScoreReactor::AddHold() {
+  absl::MutexLock lock(&mu_);
+  ++refs_;
+}
+
+void StreamScoreReactor::ReleaseHold() {
+  bool delete_self;
+  {
+    absl::MutexLock lock(&mu_);
+    delete_self = UnrefLocked();
+  }
+  if (delete_self) delete this;
+}
+
+void StreamScoreReactor::Drain() {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    EndLocked(absl::UnavailableError("the server is shutting down"));
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::EndLocked(absl::Status status) {
+  if (!end_status_.has_value()) end_status_ = std::move(status);
+}
+
+bool StreamScoreReactor::UnrefLocked() { return --refs_ == 0; }
+
+void StreamScoreReactor::AdvanceLocked(Actions* actions) {
+  if (finished_) return;
+  // The next answer, if its chunk is complete and the write token is free.
+  if (!write_in_flight_ && !pending_.empty() && pending_.front()->remaining == 0) {
+    std::shared_ptr<Chunk> head = std::move(pending_.front());
+    pending_.pop_front();
+    if (head->status.ok()) {
+      write_in_flight_ = true;
+      answered_frames_ = head->first_frame + head->results.front().loglikes.rows();
+      actions->answer = std::move(head);
+    } else {
+      // Chunks after a failed one cannot be answered in order: end here.
+      pending_.clear();
+      end_status_ = absl::Status(
+          head->status.code(), absl::StrFormat("scoring the chunk at frame %d failed: %s",
+                                               head->first_frame, head->status.message()));
+    }
+  }
+  // The next read, while there is room for another chunk.
+  if (!read_in_flight_ && !end_status_.has_value() &&
+      static_cast<int>(pending_.size()) < env_.max_chunks_in_flight) {
+    read_in_flight_ = true;
+    actions->start_read = true;
+  }
+  // The end, once every answer due was written.
+  if (end_status_.has_value() && pending_.empty() && !write_in_flight_) {
+    finished_ = true;
+    absl::Status status = *end_status_;
+    if (draining_ && status.code() == absl::StatusCode::kUnavailable) {
+      status = absl::UnavailableError(absl::StrFormat(
+          "the server is shutting down; frames [0, %d) of this stream were answered; reconnect "
+          "to continue",
+          answered_frames_));
+    }
+    actions->finish = ToGrpcStatus(status);
+  }
+}
+
+absl::Status StreamScoreReactor::BuildAnswer(const Chunk& chunk) {
+  response_.Clear();
+  response_.set_first_frame(chunk.first_frame);
+  return FillAnswer(*plan_, chunk.results, fusion_.has_value() ? &*fusion_ : nullptr, &response_);
+}
+
+void StreamScoreReactor::Perform(Actions actions) {
+  if (actions.delete_self) {
+    delete this;
+    return;
+  }
+  for (ScoreJob& job : actions.jobs) env_.scheduler->Submit(std::move(job));
+  if (actions.start_read) StartRead(&request_);
+  if (actions.answer != nullptr) {
+    // plan_ is fixed before any chunk is accepted, and fusion_/response_
+    // belong to the holder of the write token: no lock needed here.
+    const absl::Status built = BuildAnswer(*actions.answer);
+    if (built.ok()) {
+      StartWrite(&response_);
+    } else {
+      Actions more;
+      {
+        absl::MutexLock lock(&mu_);
+        write_in_flight_ = false;
+        pending_.clear();
+        end_status_ = built;
+        AdvanceLocked(&more);
+      }
+      Perform(std::move(more));
+    }
+  }
+  if (actions.finish.has_value()) Finish(*std::move(actions.finish));
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,148 @@
+// StreamScoreReactor: one live StreamScore RPC (gRPC callback API). It owns
+// the stream's plan, fusion state and buffers; reads the config and then the
+// chunks, checks each, hands its frames to the BatchScheduler (one job per
+// model) and writes the answers in chunk order as results come back.
+//
+//   grpc::ServerBidiReactor<Req, Resp>* StreamScore(grpc::CallbackServerContext* c) {
+//     return new StreamScoreReactor(env, c->peer());
+//   }
+//
+// Rules it keeps: no reaction blocks, and no gRPC call is made while its own
+// mutex is held (decisions are taken under the mutex, then carried out);
+// one write in flight at a time, its message alive until OnWriteDone; up to
+// max_chunks_in_flight chunks accepted but not yet answered (then reading
+// pauses, which pushes back on the client through HTTP/2 flow control);
+// Finish exactly once. It deletes itself once OnDone has run and no
+// scheduler job or drain still refers to it.
+//
+// How a stream ends:
+//   client half-close    answer every accepted chunk, then OK
+//   bad message          answer the chunks accepted before it, then its
+//                        error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION)
+//   scoring failure      answer the chunks before the failed one, then its error
+//   drain (SIGTERM)      answer the accepted chunks, then UNAVAILABLE
+//   cancellation         queued jobs are skipped, CANCELLED
+#ifndef GMMSCORE_SERVER_STREAM_REACTOR_H_
+#define GMMSCORE_SERVER_STREAM_REACTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpcpp/support/server_callback.h"
+#include "kernels/score/fusion.h"
+#include "server/batch_scheduler.h"
+#include "server/model_repository.h"
+#include "server/scoring_plan.h"
+#include "server/stream_registry.h"
+
+namespace gmmscore {
+
+// What every stream of a service shares. Everything pointed to outlives the
+// streams.
+struct StreamEnvironment {
+  const ModelRepository* repository = nullptr;
+  BatchScheduler* scheduler = nullptr;
+  StreamRegistry* registry = nullptr;
+  int64_t max_chunk_frames = 1000;
+  int max_chunks_in_flight = 8;
+  // Counts reactor objects alive (constructed, not yet deleted); for tests.
+  std::atomic<int64_t>* reactors_alive = nullptr;
+};
+
+class StreamScoreReactor final
+    : public grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>,
+      public DrainableStream {
+ public:
+  // Registers with env.registry and starts reading (or finishes at once with
+  // RESOURCE_EXHAUSTED / UNAVAILABLE when the registry refuses it).
+  StreamScoreReactor(const StreamEnvironment& env, std::string peer);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // DrainableStream.
+  void AddHold() override;
+  void ReleaseHold() override;
+  void Drain() override;
+
+ private:
+  // One accepted chunk waiting for its per-model results.
+  struct Chunk {
+    int64_t first_frame = 0;
+    int remaining = 0;                 // results still to come
+    std::vector<ScoreResult> results;  // one per plan model
+    absl::Status status;               // the first failure of its jobs
+  };
+
+  // What to do once mu_ is released.
+  struct Actions {
+    std::vector<ScoreJob> jobs;            // submit to the scheduler
+    std::shared_ptr<Chunk> answer;         // build its answer and write it
+    bool start_read = false;
+    std::optional<grpc::Status> finish;
+    bool delete_self = false;
+  };
+
+  ~StreamScoreReactor() override;
+
+  // The request just read; may set end_status_.
+  void HandleRequestLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status HandleConfigLocked(const v1::StreamConfig& config)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status HandleChunkLocked(const v1::FeatureMatrix& chunk, Actions* actions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnScored(const std::shared_ptr<Chunk>& chunk, int model,
+                absl::StatusOr<ScoreResult> result);
+  // Ends the stream after the answers already due (first end wins).
+  void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Decides the next write, read and finish.
+  void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases one reference; true when the reactor must delete itself.
+  bool UnrefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Carries out `actions`; call without mu_.
+  void Perform(Actions actions);
+  // Builds response_ for `chunk` (the write token is held, so fusion_ and
+  // response_ are this thread's, and plan_ no longer changes).
+  absl::Status BuildAnswer(const Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
+  const StreamEnvironment env_;
+  const std::string peer_;
+
+  absl::Mutex mu_;
+  v1::StreamScoreRequest request_;    // target of the read in flight
+  v1::StreamScoreResponse response_;  // the write in flight; owned by the write token
+  std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
+  // Set with plan_; used only by the write-token holder after that.
+  std::optional<ModelFusion> fusion_;
+  std::string stream_id_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Chunk>> pending_ ABSL_GUARDED_BY(mu_);  // accepted, unanswered
+  int64_t next_frame_ ABSL_GUARDED_BY(mu_) = 0;      // first frame of the next chunk
+  int64_t answered_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> end_status_ ABSL_GUARDED_BY(mu_);
+  // Scheduler jobs and drain holds that still refer to this object, plus one
+  // for the RPC until OnDone.
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_STREAM_REACTOR_H_
