@@ -18,3 +18,6 @@ for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/; done
 du -sh .device
+# Register / spill report of every kernel, for docs/PERFORMANCE.md.
+/usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I. \
+  -c kernels/cuda/loglik_launch.cu -o /dev/null 2>&1 | grep -E 'Compiling|registers|spill' > .device/ptxas.txt || true

@@ -8,8 +8,8 @@
 namespace gmmscore {
 
 int64_t DeviceModel::bytes() const {
-  return static_cast<int64_t>(uv.bytes() + fused_gconsts.bytes() + block_gaussians.bytes() +
-                              block_uv_offset.bytes() + block_gconst_offset.bytes() +
+  return static_cast<int64_t>(ab.bytes() + fused_gconsts.bytes() + block_gaussians.bytes() +
+                              block_ab_offset.bytes() + block_gconst_offset.bytes() +
                               slot_state.bytes() + params.bytes() + state_offsets.bytes() +
                               center.bytes());
 }
@@ -18,7 +18,7 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
   const FusedLayout layout = BuildFusedLayout(model, kFusedStatesPerBlock);
   const ConstMatrixView params = model.params();
   const int64_t needed =
-      static_cast<int64_t>(layout.uv.size() * sizeof(Float4) + layout.gconsts.size() * sizeof(float) +
+      static_cast<int64_t>(layout.ab.size() * sizeof(Float4) + layout.gconsts.size() * sizeof(float) +
                            params.rows * params.cols * sizeof(float));
   size_t free_bytes = 0, total_bytes = 0;
   GMM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "query device memory");
@@ -36,14 +36,14 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
   out.num_gaussians = model.num_gaussians();
   out.padded_gaussians = layout.padded_gaussians();
   static_assert(sizeof(Float4) == sizeof(float4));
-  GMM_ASSIGN_OR_RETURN(out.uv, DeviceBuffer<float4>::FromHost(
-                                   reinterpret_cast<const float4*>(layout.uv.data()), layout.uv.size()));
+  GMM_ASSIGN_OR_RETURN(out.ab, DeviceBuffer<float4>::FromHost(
+                                   reinterpret_cast<const float4*>(layout.ab.data()), layout.ab.size()));
   GMM_ASSIGN_OR_RETURN(out.fused_gconsts,
                        DeviceBuffer<float>::FromHost(layout.gconsts.data(), layout.gconsts.size()));
   GMM_ASSIGN_OR_RETURN(out.block_gaussians, DeviceBuffer<int32_t>::FromHost(
                                                 layout.block_gaussians.data(), layout.block_gaussians.size()));
-  GMM_ASSIGN_OR_RETURN(out.block_uv_offset, DeviceBuffer<int64_t>::FromHost(
-                                                layout.block_uv_offset.data(), layout.block_uv_offset.size()));
+  GMM_ASSIGN_OR_RETURN(out.block_ab_offset, DeviceBuffer<int64_t>::FromHost(
+                                                layout.block_ab_offset.data(), layout.block_ab_offset.size()));
   GMM_ASSIGN_OR_RETURN(out.block_gconst_offset,
                        DeviceBuffer<int64_t>::FromHost(layout.block_gconst_offset.data(),
                                                        layout.block_gconst_offset.size()));

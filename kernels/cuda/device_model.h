@@ -22,10 +22,10 @@ struct DeviceModel {
   int64_t num_gaussians = 0;
   int64_t padded_gaussians = 0;  // fused kernel's Gaussian evaluations per frame
   // Fused layout (see fused_layout.h).
-  DeviceBuffer<float4> uv;
+  DeviceBuffer<float4> ab;
   DeviceBuffer<float> fused_gconsts;
   DeviceBuffer<int32_t> block_gaussians;
-  DeviceBuffer<int64_t> block_uv_offset;
+  DeviceBuffer<int64_t> block_ab_offset;
   DeviceBuffer<int64_t> block_gconst_offset;
   DeviceBuffer<int32_t> slot_state;
   // Two-kernel path.

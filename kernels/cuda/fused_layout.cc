@@ -1,6 +1,7 @@
 #include "kernels/cuda/fused_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace gmmscore {
@@ -27,17 +28,17 @@ FusedLayout BuildFusedLayout(const DiagGmmModel& model, int states_per_block) {
   layout.num_blocks = (num_states + states_per_block - 1) / states_per_block;
   layout.slot_state.assign(static_cast<size_t>(layout.num_blocks) * states_per_block, -1);
 
-  int64_t uv_size = 0, gconst_size = 0;
+  int64_t ab_size = 0, gconst_size = 0;
   for (int b = 0; b < layout.num_blocks; ++b) {
     const int first_state = order[b * states_per_block];  // the block's largest
     const int gaussians = model.num_gaussians_in_state(first_state);
     layout.block_gaussians.push_back(gaussians);
-    layout.block_uv_offset.push_back(uv_size);
+    layout.block_ab_offset.push_back(ab_size);
     layout.block_gconst_offset.push_back(gconst_size);
-    uv_size += static_cast<int64_t>(gaussians) * layout.dim4 * 2 * states_per_block;
+    ab_size += static_cast<int64_t>(gaussians) * layout.dim4 * 2 * states_per_block;
     gconst_size += static_cast<int64_t>(gaussians) * states_per_block;
   }
-  layout.uv.assign(uv_size, Float4{0, 0, 0, 0});
+  layout.ab.assign(ab_size, Float4{0, 0, 0, 0});
   layout.gconsts.assign(gconst_size, kPaddingGconst);
 
   for (int slot = 0; slot < num_states; ++slot) {
@@ -49,15 +50,18 @@ FusedLayout BuildFusedLayout(const DiagGmmModel& model, int states_per_block) {
     for (int g = 0; g < model.num_gaussians_in_state(state); ++g) {
       const float* u = model.means_invvars(first + g);
       const float* v = model.half_neg_inv_vars(first + g);
-      layout.gconsts[layout.block_gconst_offset[b] + static_cast<int64_t>(g) * states_per_block + lane] =
-          model.gconst(first + g);
+      double gconst = model.gconst(first + g);
       for (int d = 0; d < dim; ++d) {
+        const double root = std::sqrt(-static_cast<double>(v[d]));
+        gconst -= static_cast<double>(u[d]) * u[d] / (4.0 * v[d]);
         const int q = d / 4;
-        const int64_t base = layout.block_uv_offset[b] +
+        const int64_t base = layout.block_ab_offset[b] +
                              ((static_cast<int64_t>(g) * layout.dim4 + q) * 2) * states_per_block + lane;
-        (&layout.uv[base].x)[d % 4] = u[d];
-        (&layout.uv[base + states_per_block].x)[d % 4] = v[d];
+        (&layout.ab[base].x)[d % 4] = static_cast<float>(root);
+        (&layout.ab[base + states_per_block].x)[d % 4] = static_cast<float>(-u[d] / (2.0 * root));
       }
+      layout.gconsts[layout.block_gconst_offset[b] + static_cast<int64_t>(g) * states_per_block + lane] =
+          static_cast<float>(gconst);
     }
   }
   return layout;

@@ -9,11 +9,21 @@
 // (K = kPaddingGconst, u = v = 0). Within a block the parameters sit in
 // exactly the order the kernel reads them, so every read is one coalesced
 // 16-byte load per thread:
-//   uv[block_uv_offset[b] + ((g * dim4 + q) * 2 + part) * S_b + lane]
+//   ab[block_ab_offset[b] + ((g * dim4 + q) * 2 + part) * S_b + lane]
 // is the float4 of dimensions 4q..4q+3 of the g-th Gaussian of the state in
-// slot `lane` of block b, part 0 = u, part 1 = v (dims padded with zeros to
-// dim4 * 4). gconsts[block_gconst_offset[b] + g * S_b + lane] is its K.
+// slot `lane` of block b, part 0 = a, part 1 = b (dims padded with zeros to
+// dim4 * 4). gconsts[block_gconst_offset[b] + g * S_b + lane] is its K'.
 // slot_state[b * S_b + lane] is the state in that slot, -1 for an empty slot.
+//
+// Squared-distance form. The layout does not store u and v but, per
+// dimension, a = sqrt(-v) = 1 / (sigma sqrt 2) and b = -u / (2 sqrt(-v)) =
+// -mu' a, with K' = K - sum_d u_d^2 / (4 v_d) computed in float64, so that
+//   K + u . y + v . y^2 = K' - sum_d z_d^2,   z_d = a_d y_d + b_d.
+// The cost is the same two FMAs per dimension and frame, and only y (not y^2)
+// is read from shared memory, but every term now has the same sign: float32
+// no longer loses the result to cancellation between K, u . y and v . y^2,
+// which costs the u/v form (and the cuBLAS path) about 1e-4 nats on
+// speech-like input (docs/PERFORMANCE.md, "Accuracy").
 // Stable sorting keeps a uniform model in natural order, so output writes
 // stay coalesced.
 #ifndef GMMSCORE_KERNELS_CUDA_FUSED_LAYOUT_H_
@@ -26,7 +36,7 @@
 
 namespace gmmscore {
 
-// K of a padding Gaussian: exp() of it is 0, yet it is finite, so the
+// K' of a padding Gaussian: exp() of it is 0, yet it is finite, so the
 // running log-add never computes inf - inf.
 inline constexpr float kPaddingGconst = -1e30f;
 
@@ -40,10 +50,10 @@ struct FusedLayout {
   int dim4 = 0;  // ceil(dim / 4)
   int num_blocks = 0;
   std::vector<int32_t> block_gaussians;      // num_blocks
-  std::vector<int64_t> block_uv_offset;      // num_blocks, in Float4 units
+  std::vector<int64_t> block_ab_offset;      // num_blocks, in Float4 units
   std::vector<int64_t> block_gconst_offset;  // num_blocks, in floats
   std::vector<int32_t> slot_state;           // num_blocks * states_per_block
-  std::vector<Float4> uv;
+  std::vector<Float4> ab;
   std::vector<float> gconsts;
 
   // Gaussian evaluations per frame including padding (the kernel's work).

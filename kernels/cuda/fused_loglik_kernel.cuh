@@ -1,13 +1,14 @@
 // The fused likelihood kernel (Vanek et al. 2011, Algorithm 1).
 //
 // A block of Policy::kThreads threads scores Policy::kStatesPerBlock states
-// (one per thread) on Policy::kFramesPerBlock frames. The frames, centred
-// (y = x - c) and squared, sit in shared memory where every thread reads the
-// same word (a broadcast, no bank conflicts). Each thread streams its state's
-// Gaussians as float4 pairs (u, v) laid out by BuildFusedLayout so a warp's
-// loads are contiguous, prefetching the next pair while the current one
-// feeds 8 FMAs per frame; a running log-add per frame lives in registers and
-// K is added after the dot products, as in the paper.
+// (one per thread) on Policy::kFramesPerBlock frames. The centred frames
+// (y = x - c) sit in shared memory, where every thread reads the same word
+// (a broadcast, no bank conflicts). Each thread streams its state's Gaussians
+// as float4 pairs (a, b) laid out by BuildFusedLayout so a warp's loads are
+// contiguous, prefetching the next pair while the current one feeds two FMAs
+// per dimension and frame (z = a y + b; acc -= z^2, the squared-distance form
+// that fused_layout.h explains); a running log-add per frame lives in
+// registers and K' is added after the dot products, as in the paper.
 #ifndef GMMSCORE_KERNELS_CUDA_FUSED_LOGLIK_KERNEL_CUH_
 #define GMMSCORE_KERNELS_CUDA_FUSED_LOGLIK_KERNEL_CUH_
 
@@ -18,10 +19,10 @@
 namespace gmmscore {
 
 struct FusedKernelArgs {
-  const float4* uv;
+  const float4* ab;
   const float* gconsts;
   const int32_t* block_gaussians;
-  const int64_t* block_uv_offset;
+  const int64_t* block_ab_offset;
   const int64_t* block_gconst_offset;
   const int32_t* slot_state;
   const float* center;    // dim
@@ -48,10 +49,9 @@ __global__ void __launch_bounds__(Policy::kThreads)
   constexpr int kFrames = Policy::kFramesPerBlock;
   constexpr int kStates = Policy::kStatesPerBlock;
   static_assert(Policy::kThreads == kStates, "one thread per state");
-  extern __shared__ float4 shared_frames[];  // [2][kFrames][dim4]: y then y^2
+  extern __shared__ float4 shared_frames[];  // [kFrames][dim4]: y
   const int dim4 = args.dim4;
   float4* y4 = shared_frames;
-  float4* ysq4 = shared_frames + kFrames * dim4;
 
   // Frame tiles run along x so the tiles that share a block of states are
   // scheduled together and read its parameters from L2 rather than DRAM.
@@ -62,7 +62,6 @@ __global__ void __launch_bounds__(Policy::kThreads)
   // Stage the frames: zero beyond the window and in the dimension padding,
   // so they contribute nothing.
   float* y = reinterpret_cast<float*>(y4);
-  float* ysq = reinterpret_cast<float*>(ysq4);
   const int padded_dim = dim4 * 4;
   for (int i = lane; i < kFrames * padded_dim; i += kStates) {
     const int f = i / padded_dim;
@@ -73,7 +72,6 @@ __global__ void __launch_bounds__(Policy::kThreads)
       value = args.features[frame * args.dim + d] - args.center[d];
     }
     y[i] = value;
-    ysq[i] = value * value;
   }
   __syncthreads();
 
@@ -86,7 +84,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
   }
 
   const int gaussians = args.block_gaussians[block];
-  const float4* uv = args.uv + args.block_uv_offset[block] + lane;
+  const float4* ab = args.ab + args.block_ab_offset[block] + lane;
   const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
 
   for (int g = 0; g < gaussians; ++g) {
@@ -94,35 +92,34 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
     for (int f = 0; f < kFrames; ++f) acc[f] = 0.0f;
 
-    float4 u = __ldg(uv);
-    float4 v = __ldg(uv + kStates);
+    float4 a = __ldg(ab);
+    float4 b = __ldg(ab + kStates);
     for (int q = 0; q < dim4; ++q) {
       // Prefetch the next quad (or the next Gaussian's first) before using
       // this one, to keep a load in flight under the FMAs.
-      const float4* next = uv + 2 * kStates;
-      float4 u_next = u, v_next = v;
+      const float4* next = ab + 2 * kStates;
+      float4 a_next = a, b_next = b;
       if (q + 1 < dim4 || g + 1 < gaussians) {
-        u_next = __ldg(next);
-        v_next = __ldg(next + kStates);
+        a_next = __ldg(next);
+        b_next = __ldg(next + kStates);
       }
 #pragma unroll
       for (int f = 0; f < kFrames; ++f) {
-        const float4 a = y4[f * dim4 + q];
-        const float4 b = ysq4[f * dim4 + q];
+        const float4 x = y4[f * dim4 + q];
+        const float z0 = fmaf(a.x, x.x, b.x);
+        const float z1 = fmaf(a.y, x.y, b.y);
+        const float z2 = fmaf(a.z, x.z, b.z);
+        const float z3 = fmaf(a.w, x.w, b.w);
         float s = acc[f];
-        s = fmaf(u.x, a.x, s);
-        s = fmaf(u.y, a.y, s);
-        s = fmaf(u.z, a.z, s);
-        s = fmaf(u.w, a.w, s);
-        s = fmaf(v.x, b.x, s);
-        s = fmaf(v.y, b.y, s);
-        s = fmaf(v.z, b.z, s);
-        s = fmaf(v.w, b.w, s);
+        s = fmaf(-z0, z0, s);
+        s = fmaf(-z1, z1, s);
+        s = fmaf(-z2, z2, s);
+        s = fmaf(-z3, z3, s);
         acc[f] = s;
       }
-      u = u_next;
-      v = v_next;
-      uv = next;
+      a = a_next;
+      b = b_next;
+      ab = next;
     }
     const float k = __ldg(gconst + g * kStates);
 #pragma unroll

@@ -28,6 +28,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/loglik_launch.h"
+#include "kernels/cuda/loglik_policy.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/reference_scorer.h"
 
@@ -144,10 +145,10 @@ absl::Status Run() {
         GMM_CUDA_RETURN_IF_ERROR(cudaMemcpy(check.data(), out.data(), check.rows() * check.cols() * 4,
                                             cudaMemcpyDeviceToHost),
                                  "copy back");
-        const double error = MaxAbsError(check, reference);
-        if (!(error <= 1e-4)) {
+        const double error = MaxNormalizedError(check, reference);
+        if (!(error <= ErrorBound(algo))) {
           return absl::InternalError(absl::StrCat(AlgorithmName(algo), " on ", name, " T=", frames,
-                                                  ": max abs error ", error, " > 1e-4"));
+                                                  ": max normalized error ", error, " > ", ErrorBound(algo)));
         }
         std::vector<double> times;
         for (int r = -3; r < repeats; ++r) {

@@ -13,17 +13,17 @@ namespace {
 template <typename Policy>
 absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_t num_frames,
                          float* loglikes, cudaStream_t stream) {
-  const size_t shared_bytes = 2ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
+  const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
   if (model.num_fused_blocks > 65535) {  // gridDim.y limit
     return absl::InvalidArgumentError("model has more than 65535 x 64 states");
   }
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     FusedKernelArgs args{};
-    args.uv = model.uv.data();
+    args.ab = model.ab.data();
     args.gconsts = model.fused_gconsts.data();
     args.block_gaussians = model.block_gaussians.data();
-    args.block_uv_offset = model.block_uv_offset.data();
+    args.block_ab_offset = model.block_ab_offset.data();
     args.block_gconst_offset = model.block_gconst_offset.data();
     args.slot_state = model.slot_state.data();
     args.center = model.center.data();

@@ -47,4 +47,15 @@ double MaxAbsError(const FloatMatrix& scores, const std::vector<double>& referen
   return worst;
 }
 
+double MaxNormalizedError(const FloatMatrix& scores, const std::vector<double>& reference) {
+  double worst = 0.0;
+  const float* data = scores.data();
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double scale = std::max(1.0, std::abs(reference[i]) / kAbsoluteErrorRange);
+    const double err = std::abs(static_cast<double>(data[i]) - reference[i]) / scale;
+    if (!(err <= worst)) worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+  }
+  return worst;
+}
+
 }  // namespace gmmscore

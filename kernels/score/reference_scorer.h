@@ -17,7 +17,20 @@ namespace gmmscore {
 std::vector<double> ReferenceLogLikelihoods(const DiagGmmModel& model, ConstMatrixView features);
 
 // Largest |a - b| over all elements of a T x S float matrix and the reference.
+// NaN in `scores` counts as an infinite error.
 double MaxAbsError(const FloatMatrix& scores, const std::vector<double>& reference);
+
+// The magnitude up to which errors are judged in absolute nats.
+inline constexpr double kAbsoluteErrorRange = 256.0;
+
+// Largest |a - b| / max(1, |b| / kAbsoluteErrorRange): the absolute error
+// for log-likelihoods within +-256 nats (every best-scoring state and the
+// bulk of all states on speech-like input), and the error relative to
+// |b| / 256 beyond. A float32 output cannot hold -3000 to 1e-4 nats (its
+// spacing there is 2.4e-4), so a bound of 1e-4 on this measure means
+// 1e-4 nats where float32 can express it and about 3 float32 ulps where it
+// cannot. NaN counts as infinite.
+double MaxNormalizedError(const FloatMatrix& scores, const std::vector<double>& reference);
 
 }  // namespace gmmscore
 

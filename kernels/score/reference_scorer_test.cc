@@ -49,5 +49,19 @@ TEST(ReferenceScorerTest, MaxAbsErrorNeverHidesNaN) {
   EXPECT_DOUBLE_EQ(MaxAbsError(m, {1.0, 1.0}), 0.5);
 }
 
+TEST(ReferenceScorerTest, NormalizedErrorIsAbsoluteNearZeroAndRelativeFarOut) {
+  FloatMatrix m(1, 3);
+  m.at(0, 0) = -100.00005f;
+  m.at(0, 1) = -3000.0f;
+  m.at(0, 2) = NAN;
+  // -100: absolute (5e-5 within float rounding); -3000: 1e-3 / (3000/256).
+  std::vector<double> ref = {-100.0, -3000.001, -1.0};
+  EXPECT_TRUE(std::isinf(MaxNormalizedError(m, ref)));
+  m.at(0, 2) = -1.0f;
+  EXPECT_NEAR(MaxNormalizedError(m, ref), std::max(5e-5, 1e-3 * 256 / 3000.001), 2e-6);
+  ref[0] = -100.001;
+  EXPECT_NEAR(MaxNormalizedError(m, ref), 1e-3, 1e-5);
+}
+
 }  // namespace
 }  // namespace gmmscore
