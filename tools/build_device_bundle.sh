@@ -8,11 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(cuda_backend_test fused_layout_test loglik_bench)
 targets+=($(cat tools/device_extra_targets.txt 2>/dev/null || true))
-cmake -S . -B build-device -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build-device "${targets[@]}"
+build=${BUILD_DIR:-build-device}
+cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$build" "${targets[@]}"
 rm -rf .device && mkdir -p .device/bin .device/lib
 for t in "${targets[@]}"; do
-  find build-device -type f -name "$t" -perm -u+x -exec cp {} .device/bin/ \;
+  find "$build" -type f -name "$t" -perm -u+x -exec cp {} .device/bin/ \;
 done
 for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |

@@ -27,8 +27,8 @@ for t in .device/bin/*_test; do
 done
 # Worst error per algorithm over every shape and window (normalized and abs).
 for t in .device/bin/*_test; do grep -hE '^max_error' "$OUT/$(basename "$t").log"; done |
-  awk '{ if ($6 > n[$2]) n[$2] = $6; if ($8 > a[$2]) a[$2] = $8 }
-       END { for (k in n) printf "worst error %-8s normalized %.3g abs %.3g\n", k, n[k], a[k] }'
+  awk '{ if ($6 > n[$2]) n[$2] = $6; if ($8 > a[$2]) a[$2] = $8; if ($10 > w[$2]) w[$2] = $10 }
+       END { for (k in n) printf "worst error %-8s normalized %.3g abs %.3g abs_within_256 %.3g\n", k, n[k], a[k], w[k] }'
 
 echo "=== benchmark"
 .device/bin/loglik_bench ${BENCH_ARGS:-} --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -80,7 +80,7 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
                           int64_t num_frames, float* loglikes, GemmWorkspace& workspace,
                           cudaStream_t stream) {
   if (num_frames == 0) return absl::OkStatus();
-  if (algorithm == Algorithm::kAuto) algorithm = ChooseAlgorithm(num_frames);
+  if (algorithm == Algorithm::kAuto) algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
   switch (algorithm) {
     case Algorithm::kFused8:
       return LaunchFused<Fused8Policy>(model, features, num_frames, loglikes, stream);

@@ -47,6 +47,18 @@ double MaxAbsError(const FloatMatrix& scores, const std::vector<double>& referen
   return worst;
 }
 
+double MaxAbsErrorWithin(const FloatMatrix& scores, const std::vector<double>& reference,
+                         double magnitude) {
+  double worst = 0.0;
+  const float* data = scores.data();
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (std::abs(reference[i]) > magnitude) continue;
+    const double err = std::abs(static_cast<double>(data[i]) - reference[i]);
+    if (!(err <= worst)) worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : err;
+  }
+  return worst;
+}
+
 double MaxNormalizedError(const FloatMatrix& scores, const std::vector<double>& reference) {
   double worst = 0.0;
   const float* data = scores.data();

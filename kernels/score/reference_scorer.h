@@ -20,6 +20,11 @@ std::vector<double> ReferenceLogLikelihoods(const DiagGmmModel& model, ConstMatr
 // NaN in `scores` counts as an infinite error.
 double MaxAbsError(const FloatMatrix& scores, const std::vector<double>& reference);
 
+// Largest |a - b| over the elements whose reference lies within
+// +-`magnitude` nats (NaN counts as infinite).
+double MaxAbsErrorWithin(const FloatMatrix& scores, const std::vector<double>& reference,
+                         double magnitude);
+
 // The magnitude up to which errors are judged in absolute nats.
 inline constexpr double kAbsoluteErrorRange = 256.0;
 

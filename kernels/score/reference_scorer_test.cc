@@ -51,11 +51,11 @@ TEST(ReferenceScorerTest, MaxAbsErrorNeverHidesNaN) {
 
 TEST(ReferenceScorerTest, NormalizedErrorIsAbsoluteNearZeroAndRelativeFarOut) {
   FloatMatrix m(1, 3);
-  m.at(0, 0) = -100.00005f;
+  m.at(0, 0) = -100.0f;
   m.at(0, 1) = -3000.0f;
   m.at(0, 2) = NAN;
-  // -100: absolute (5e-5 within float rounding); -3000: 1e-3 / (3000/256).
-  std::vector<double> ref = {-100.0, -3000.001, -1.0};
+  // -100: absolute 5e-5; -3000: 1e-3 / (3000/256).
+  std::vector<double> ref = {-100.00005, -3000.001, -1.0};
   EXPECT_TRUE(std::isinf(MaxNormalizedError(m, ref)));
   m.at(0, 2) = -1.0f;
   EXPECT_NEAR(MaxNormalizedError(m, ref), std::max(5e-5, 1e-3 * 256 / 3000.001), 2e-6);
