@@ -1,0 +1,70 @@
+#include "client/client.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/rpc_status.h"
+
+namespace gmmscore {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration timeout) {
+  return absl::ToChronoTime(absl::Now() + timeout);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& target,
+                                                        const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(DeadlineIn(options.connect_timeout))) {
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot connect to gmmscored at %s within %s (is it running and listening there?)",
+        target, absl::FormatDuration(options.connect_timeout)));
+  }
+  return std::make_unique<Client>(std::move(channel), options);
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options)
+    : channel_(std::move(channel)),
+      stub_(v1::AcousticScorer::NewStub(channel_)),
+      options_(options) {}
+
+absl::StatusOr<std::vector<v1::ModelInfo>> Client::ListModels() {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.call_timeout));
+  v1::ListModelsResponse response;
+  absl::Status status = ToAbslStatus(stub_->ListModels(&context, {}, &response));
+  if (!status.ok()) return status;
+  return std::vector<v1::ModelInfo>(response.models().begin(), response.models().end());
+}
+
+absl::StatusOr<v1::ScoreResponse> Client::Score(const v1::ScoreRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.call_timeout));
+  v1::ScoreResponse response;
+  absl::Status status = ToAbslStatus(stub_->Score(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<std::unique_ptr<StreamSession>> Client::StartStream(
+    const v1::StreamConfig& config) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  auto stream = stub_->StreamScore(context.get());
+  v1::StreamScoreRequest first;
+  *first.mutable_config() = config;
+  // A failed write means the call is already over; the session reports the
+  // status from Next/Finish.
+  stream->Write(first);
+  return std::make_unique<StreamSession>(std::move(context), std::move(stream));
+}
+
+}  // namespace gmmscore

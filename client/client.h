@@ -1,0 +1,71 @@
+// gmmscore::Client: the C++ client of a gmmscored (gRPC gmmscore.v1).
+//
+//   GMM_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect("localhost:50051"));
+//   GMM_ASSIGN_OR_RETURN(std::vector<v1::ModelInfo> models, client->ListModels());
+//   v1::StreamConfig config;
+//   config.add_models("spk1");
+//   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StreamSession> stream, client->StartStream(config));
+//   GMM_RETURN_IF_ERROR(stream->Push(frames.view()));            // stream_session.h
+//   GMM_ASSIGN_OR_RETURN(StreamAnswer answer, stream->Next());
+//
+// Thread safety: a Client may be shared by threads; each StreamSession has
+// its own rules (stream_session.h).
+#ifndef GMMSCORE_CLIENT_CLIENT_H_
+#define GMMSCORE_CLIENT_CLIENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/stream_session.h"
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpcpp/channel.h"
+
+namespace gmmscore {
+
+struct ClientOptions {
+  // How long Connect waits for the server to answer.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // Deadline of unary calls (ListModels, Score).
+  absl::Duration call_timeout = absl::Seconds(60);
+  // Largest message received; answers of big models are large. -1: no limit.
+  int max_receive_message_bytes = -1;
+};
+
+class Client {
+ public:
+  // Opens an insecure channel to `target` ("host:port", or any gRPC target)
+  // and waits up to options.connect_timeout for it to connect; UNAVAILABLE
+  // naming the target if it does not.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target,
+                                                         const ClientOptions& options = {});
+
+  // Over an existing channel (tests, custom credentials). Does not wait.
+  explicit Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options = {});
+
+  // The server's models, sorted by name; the RPC's status on failure.
+  absl::StatusOr<std::vector<v1::ModelInfo>> ListModels();
+
+  // One window, offline. The RPC's status on failure (INVALID_ARGUMENT,
+  // NOT_FOUND, ... as documented in scorer.proto).
+  absl::StatusOr<v1::ScoreResponse> Score(const v1::ScoreRequest& request);
+
+  // Opens a StreamScore stream and sends `config` as its first message.
+  // Does not wait for the server: a bad config, an unknown model or an
+  // unreachable server arrive as the stream's status (from Next, Push or
+  // Finish). Currently never fails.
+  absl::StatusOr<std::unique_ptr<StreamSession>> StartStream(const v1::StreamConfig& config);
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::AcousticScorer::Stub> stub_;
+  const ClientOptions options_;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_CLIENT_CLIENT_H_

@@ -1,0 +1,149 @@
+#include "client/stream_session.h"
+
+#include <utility>
+
+#include "proto/rpc_status.h"
+#include "proto/wire_convert.h"
+
+namespace gmmscore {
+namespace {
+
+absl::StatusOr<StreamAnswer> DecodeAnswer(const v1::StreamScoreResponse& response) {
+  StreamAnswer answer;
+  answer.first_frame = static_cast<int64_t>(response.first_frame());
+  for (const v1::StateScores& scores : response.scores()) {
+    absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(scores);
+    if (!matrix.ok()) return matrix.status();
+    answer.model_scores.push_back(*std::move(matrix));
+  }
+  if (response.has_fused()) {
+    absl::StatusOr<FloatMatrix> fused = ScoresFromProto(response.fused());
+    if (!fused.ok()) return fused.status();
+    answer.scores = *std::move(fused);
+    answer.dominant_model = response.fusion().dominant_model();
+    answer.fusion = response.fusion();
+  } else if (answer.model_scores.size() == 1) {
+    answer.scores = std::move(answer.model_scores.front());
+    answer.model_scores.clear();
+  } else {
+    return absl::InternalError("an answer without scores");
+  }
+  return answer;
+}
+
+}  // namespace
+
+StreamSession::StreamSession(
+    std::unique_ptr<grpc::ClientContext> context,
+    std::unique_ptr<grpc::ClientReaderWriter<v1::StreamScoreRequest, v1::StreamScoreResponse>>
+        stream)
+    : context_(std::move(context)), stream_(std::move(stream)) {
+  reader_ = std::thread([this] { ReadLoop(); });
+}
+
+StreamSession::~StreamSession() {
+  bool ended;
+  {
+    absl::MutexLock lock(&mu_);
+    ended = end_status_.has_value();
+  }
+  if (!ended) context_->TryCancel();
+  reader_.join();
+}
+
+void StreamSession::ReadLoop() {
+  v1::StreamScoreResponse response;
+  while (stream_->Read(&response)) {
+    absl::StatusOr<StreamAnswer> answer = DecodeAnswer(response);
+    absl::MutexLock lock(&mu_);
+    answers_.push_back(std::move(answer));
+  }
+  grpc::Status status;
+  {
+    absl::MutexLock lock(&write_mu_);
+    status = stream_->Finish();
+    call_finished_ = true;
+  }
+  absl::MutexLock lock(&mu_);
+  end_status_ = ToAbslStatus(status);
+}
+
+absl::Status StreamSession::AwaitEnd() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](std::optional<absl::Status>* end) { return end->has_value(); }, &end_status_));
+  return *end_status_;
+}
+
+absl::Status StreamSession::Push(ConstMatrixView frames) {
+  {
+    absl::MutexLock lock(&write_mu_);
+    if (send_closed_) {
+      return absl::FailedPreconditionError("Push after CloseSend: the stream takes no more frames");
+    }
+    if (!call_finished_) {
+      v1::StreamScoreRequest request;
+      FeaturesToProto(frames, request.mutable_chunk());
+      if (stream_->Write(request)) {
+        frames_pushed_ += frames.rows;
+        return absl::OkStatus();
+      }
+    }
+  }
+  // The stream has ended: say how.
+  absl::Status end = AwaitEnd();
+  return end.ok() ? absl::UnavailableError("the stream has ended") : end;
+}
+
+absl::Status StreamSession::CloseSend() {
+  absl::MutexLock lock(&write_mu_);
+  if (!send_closed_ && !call_finished_) stream_->WritesDone();
+  send_closed_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StreamAnswer> StreamSession::PopLocked() {
+  if (!answers_.empty()) {
+    absl::StatusOr<StreamAnswer> answer = std::move(answers_.front());
+    answers_.pop_front();
+    return answer;
+  }
+  if (end_status_->ok()) {
+    return absl::OutOfRangeError("the stream has ended and every answer was taken");
+  }
+  return *end_status_;
+}
+
+absl::StatusOr<StreamAnswer> StreamSession::Next() {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !answers_.empty() || end_status_.has_value();
+  };
+  mu_.Await(absl::Condition(&ready));
+  return PopLocked();
+}
+
+absl::StatusOr<std::optional<StreamAnswer>> StreamSession::TryNext() {
+  absl::MutexLock lock(&mu_);
+  if (answers_.empty() && !end_status_.has_value()) return std::nullopt;
+  absl::StatusOr<StreamAnswer> answer = PopLocked();
+  if (!answer.ok()) return answer.status();
+  return std::optional<StreamAnswer>(*std::move(answer));
+}
+
+void StreamSession::Cancel() { context_->TryCancel(); }
+
+absl::Status StreamSession::Finish() {
+  CloseSend().IgnoreError();
+  absl::Status end = AwaitEnd();
+  absl::MutexLock lock(&mu_);
+  answers_.clear();
+  return end;
+}
+
+int64_t StreamSession::frames_pushed() const {
+  absl::MutexLock lock(&write_mu_);
+  return frames_pushed_;
+}
+
+}  // namespace gmmscore
