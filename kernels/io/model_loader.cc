@@ -27,8 +27,12 @@ absl::string_view ModelFormatName(ModelFormat format) {
 }
 
 absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path) {
-  GMM_ASSIGN_OR_RETURN(std::unique_ptr<io_internal::InputStream> in,
-                       io_internal::InputStream::OpenFile(path));
+  absl::StatusOr<std::unique_ptr<io_internal::InputStream>> opened =
+      io_internal::InputStream::OpenFile(path);
+  if (!opened.ok()) {
+    return absl::Status(opened.status().code(), absl::StrCat("model file: ", opened.status().message()));
+  }
+  std::unique_ptr<io_internal::InputStream> in = *std::move(opened);
   std::string prefix(kSniffBytes, '\0');
   prefix.resize(static_cast<size_t>(in->Read(prefix.data(), kSniffBytes)));
   GMM_RETURN_IF_ERROR(in->status());

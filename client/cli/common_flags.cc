@@ -1,0 +1,8 @@
+#include "client/cli/common_flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, model, "",
+          "model file: a gmmscore native model or a Kaldi text AmDiagGmm (detected by content)");
+ABSL_FLAG(std::string, output, "", "where to write the result");
+ABSL_FLAG(std::string, backend, "auto", "scoring backend: cpu, cuda, cuda:N or auto (cuda when a GPU answers)");

@@ -1,0 +1,15 @@
+// Flags more than one command group uses. A command lists the names it
+// accepts in its Command::flags; other groups reuse these declarations
+// instead of defining their own (an ABSL_FLAG name may exist only once).
+#ifndef GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_
+#define GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_
+
+#include <string>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, output);
+ABSL_DECLARE_FLAG(std::string, backend);
+
+#endif  // GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_
