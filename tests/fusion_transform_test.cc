@@ -1,0 +1,255 @@
+// Every fusion method, with and without a speaker transform, through the
+// daemon (streamed in uneven chunks, and as one Score request) against the
+// float64 references: ReferenceTransform -> ReferenceLogLikelihoods ->
+// ReferenceFuse.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/score/feature_transform_reference.h"
+#include "kernels/score/fusion_reference.h"
+#include "kernels/score/reference_scorer.h"
+#include "proto/wire_convert.h"
+#include "tests/test_daemon.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr int kDim = 39;
+constexpr int kFrames = 120;
+const std::vector<std::string> kModels = {"spk0", "spk1", "spk2"};
+
+struct Case {
+  std::string name;
+  v1::FusionOptions proto;
+  FusionOptions engine;
+  bool transform;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  for (bool transform : {false, true}) {
+    Case max{.name = "max", .transform = transform};
+    max.proto.set_method(v1::FUSION_METHOD_MAX);
+    max.engine.method = FusionMethod::kMax;
+    Case lse{.name = "logsumexp", .transform = transform};
+    lse.proto.set_method(v1::FUSION_METHOD_LOG_SUM_EXP);
+    lse.engine.method = FusionMethod::kLogSumExp;
+    for (float w : {0.2f, 0.5f, 0.3f}) {
+      lse.proto.add_weights(w);
+      lse.engine.weights.push_back(w);
+    }
+    Case posterior{.name = "posterior", .transform = transform};
+    posterior.proto.set_method(v1::FUSION_METHOD_POSTERIOR);
+    posterior.proto.set_window_frames(7);
+    posterior.proto.set_acoustic_scale(0.5f);
+    for (float w : {1.0f, 1.0f, 2.0f}) {
+      posterior.proto.add_weights(w);
+      posterior.engine.weights.push_back(w);
+    }
+    posterior.engine.method = FusionMethod::kPosterior;
+    posterior.engine.window_frames = 7;
+    posterior.engine.acoustic_scale = 0.5;
+    cases.push_back(max);
+    cases.push_back(lse);
+    cases.push_back(posterior);
+  }
+  return cases;
+}
+
+class FusionTransformTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::vector<std::pair<std::string, SyntheticModelSpec>> models;
+    for (int m = 0; m < 3; ++m) {
+      models.push_back({kModels[m],
+                        {.num_states = 32, .min_gaussians = 2, .max_gaussians = 6, .dim = kDim,
+                         .seed = static_cast<uint64_t>(40 + m)}});
+    }
+    daemon_ = TestDaemon::Start(models).release();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+
+  // The float64 chain for `features` under case `c`.
+  struct Reference {
+    FloatMatrix frames;  // the transformed frames, rounded to float
+    std::vector<std::vector<double>> loglikes;  // per model, T x S
+    std::vector<FloatMatrix> allowance;         // per model, T x S
+    double fused_allowance = 0.0;
+    FusionReference fused;
+  };
+  Reference MakeReference(const FloatMatrix& features, const std::vector<float>& transform,
+                          const Case& c) {
+    Reference ref;
+    ref.frames = features;
+    if (c.transform) {
+      std::vector<double> y = ReferenceTransform(kDim, kDim + 1, transform, features.view());
+      for (size_t i = 0; i < y.size(); ++i) ref.frames.data()[i] = static_cast<float>(y[i]);
+    }
+    for (const std::string& name : kModels) {
+      const DiagGmmModel& model = daemon_->model(name);
+      ref.loglikes.push_back(ReferenceLogLikelihoods(model, ref.frames.view()));
+      ref.allowance.push_back(ScoreAllowance(model, ref.frames.view()));
+      for (float a : ref.allowance.back().span()) {
+        ref.fused_allowance = std::max<double>(ref.fused_allowance, a);
+      }
+    }
+    ref.fused_allowance *= 1.0 + 2.0 * c.engine.acoustic_scale;
+    ref.fused = ReferenceFuse(ref.loglikes, features.rows(), 32, c.engine);
+    return ref;
+  }
+
+  static v1::AffineTransform TransformProto(const std::vector<float>& values) {
+    v1::AffineTransform proto;
+    proto.set_rows(kDim);
+    proto.set_cols(kDim + 1);
+    proto.mutable_values()->Add(values.begin(), values.end());
+    return proto;
+  }
+
+  // Checks one answer (rows [first, first + T)) against the reference.
+  static void ExpectAnswer(const Reference& ref, int64_t first, const FloatMatrix& fused,
+                           const std::vector<FloatMatrix>& models, const v1::FusionReport& report,
+                           const std::string& where) {
+    const int64_t rows = fused.rows();
+    ASSERT_EQ(models.size(), kModels.size()) << where;
+    for (size_t m = 0; m < kModels.size(); ++m) {
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int s = 0; s < 32; ++s) {
+          ASSERT_NEAR(models[m].at(t, s), ref.loglikes[m][(first + t) * 32 + s],
+                      ref.allowance[m].at(first + t, s))
+              << where << " model " << kModels[m] << " frame " << first + t << " state " << s;
+        }
+      }
+    }
+    std::vector<int> dominated(kModels.size(), 0);
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int s = 0; s < 32; ++s) {
+        ASSERT_NEAR(fused.at(t, s), ref.fused.fused[(first + t) * 32 + s], ref.fused_allowance)
+            << where << " fused frame " << first + t << " state " << s;
+      }
+      ++dominated[ref.fused.dominant_per_frame[first + t]];
+    }
+    if (!ref.fused.weights.empty()) {
+      ASSERT_EQ(report.model_weights_size(), rows * 3) << where;
+      for (int64_t i = 0; i < rows * 3; ++i) {
+        ASSERT_NEAR(report.model_weights(i), ref.fused.weights[first * 3 + i],
+                    1e-6 + ref.fused_allowance)
+            << where << " weight " << i;
+      }
+    }
+    // Dominance may flip on a frame where two models tie within rounding.
+    ASSERT_EQ(report.model_share_size(), 3) << where;
+    for (int m = 0; m < 3; ++m) {
+      EXPECT_NEAR(report.model_share(m), static_cast<double>(dominated[m]) / rows, 1.01 / rows)
+          << where << " share of " << kModels[m];
+    }
+  }
+
+  static TestDaemon* daemon_;
+};
+
+TestDaemon* FusionTransformTest::daemon_ = nullptr;
+
+TEST_F(FusionTransformTest, StreamedFusionAndTransformMatchTheFloat64Reference) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  const std::vector<int> chunk_sizes = {1, 13, 50, 7, 2, 30, 17};  // sums to 120
+  int seed = 0;
+  for (const Case& c : Cases()) {
+    ++seed;
+    const std::string where = absl::StrCat(c.name, c.transform ? "+transform" : "");
+    const FloatMatrix features = TestFeatures(daemon_->model("spk1"), kFrames, 70 + seed);
+    const std::vector<float> transform = TestTransform(kDim, 80 + seed);
+    const Reference ref = MakeReference(features, transform, c);
+
+    v1::StreamConfig config;
+    for (const std::string& name : kModels) config.add_models(name);
+    *config.mutable_fusion() = c.proto;
+    if (c.transform) *config.mutable_transform() = TransformProto(transform);
+    auto session = client->StartStream(config);
+    ASSERT_TRUE(session.ok());
+    int64_t first = 0;
+    for (int size : chunk_sizes) {
+      ASSERT_TRUE((*session)->Push(features.view().Rows(first, size)).ok());
+      first += size;
+    }
+    ASSERT_TRUE((*session)->CloseSend().ok());
+    first = 0;
+    for (int size : chunk_sizes) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
+      ASSERT_EQ(answer->first_frame, first);
+      ASSERT_EQ(answer->scores.rows(), size);
+      ExpectAnswer(ref, first, answer->scores, answer->model_scores, answer->fusion,
+                   absl::StrCat(where, " chunk at ", first));
+      EXPECT_EQ(answer->dominant_model,
+                kModels[answer->fusion.dominant_model_index()]);
+      first += size;
+    }
+    EXPECT_TRUE((*session)->Finish().ok()) << where;
+  }
+}
+
+TEST_F(FusionTransformTest, ScoreRequestsMatchTheFloat64Reference) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  int seed = 100;
+  for (const Case& c : Cases()) {
+    ++seed;
+    const std::string where = absl::StrCat("Score ", c.name, c.transform ? "+transform" : "");
+    const FloatMatrix features = TestFeatures(daemon_->model("spk0"), kFrames, seed);
+    const std::vector<float> transform = TestTransform(kDim, seed + 1);
+    const Reference ref = MakeReference(features, transform, c);
+    v1::ScoreRequest request;
+    for (const std::string& name : kModels) request.add_models(name);
+    FeaturesToProto(features.view(), request.mutable_features());
+    *request.mutable_fusion() = c.proto;
+    if (c.transform) *request.mutable_transform() = TransformProto(transform);
+    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
+    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
+    std::vector<FloatMatrix> models;
+    for (const v1::StateScores& scores : response->scores()) {
+      models.push_back(*ScoresFromProto(scores));
+    }
+    ExpectAnswer(ref, 0, *ScoresFromProto(response->fused()), models, response->fusion(), where);
+  }
+}
+
+TEST_F(FusionTransformTest, SingleModelWithTransformMatchesTheReferenceAndHasNoFusion) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  const FloatMatrix features = TestFeatures(daemon_->model("spk2"), 40, 5);
+  const std::vector<float> transform = TestTransform(kDim, 6);
+  std::vector<double> y = ReferenceTransform(kDim, kDim + 1, transform, features.view());
+  FloatMatrix frames(40, kDim);
+  for (size_t i = 0; i < y.size(); ++i) frames.data()[i] = static_cast<float>(y[i]);
+  const std::vector<double> ref = ReferenceLogLikelihoods(daemon_->model("spk2"), frames.view());
+  const FloatMatrix allowance = ScoreAllowance(daemon_->model("spk2"), frames.view());
+
+  v1::StreamConfig config;
+  config.add_models("spk2");
+  *config.mutable_transform() = TransformProto(transform);
+  config.mutable_output()->set_frame_totals(true);
+  auto session = client->StartStream(config);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Push(features.view()).ok());
+  absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_TRUE(answer->model_scores.empty());
+  EXPECT_TRUE(answer->dominant_model.empty());
+  for (int64_t t = 0; t < 40; ++t) {
+    for (int s = 0; s < 32; ++s) {
+      ASSERT_NEAR(answer->scores.at(t, s), ref[t * 32 + s], allowance.at(t, s));
+    }
+  }
+  EXPECT_TRUE((*session)->Finish().ok());
+}
+
+}  // namespace
+}  // namespace gmmscore
