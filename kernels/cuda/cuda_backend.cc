@@ -35,7 +35,7 @@ class CudaPreparedModel : public PreparedModel {
 struct Lane {
   CudaStream stream;
   CublasHandle cublas;
-  GemmWorkspace gemm;
+  LoglikWorkspace gemm;
   PinnedBuffer<float> host_in;
   PinnedBuffer<float> host_out;
   DeviceBuffer<float> features;

@@ -40,7 +40,7 @@ std::string ShapeName(const Shape& s) {
 // buffer (0xFF bytes are NaN), so any element the kernel fails to write shows.
 absl::StatusOr<FloatMatrix> LaunchPoisoned(const DeviceModel& resident, Algorithm algorithm,
                                            const FloatMatrix& features, cudaStream_t stream,
-                                           GemmWorkspace& workspace) {
+                                           LoglikWorkspace& workspace) {
   const int64_t frames = features.rows();
   auto d_features = DeviceBuffer<float>::FromHost(features.data(), frames * features.cols());
   if (!d_features.ok()) return d_features.status();
@@ -73,14 +73,14 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
   auto stream = CudaStream::Create();
   auto cublas = CublasHandle::Create();
   ASSERT_TRUE(stream.ok() && cublas.ok());
-  GemmWorkspace workspace;
+  LoglikWorkspace workspace;
   workspace.cublas = cublas->get();
 
   for (int64_t frames : {1, 7, 8, 9, 16, 100, 1000}) {
     const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
     const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
-    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kGemm,
-                                Algorithm::kAuto}) {
+    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kSplit8,
+                                Algorithm::kGemm, Algorithm::kAuto}) {
       auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
       ASSERT_TRUE(scores.ok()) << scores.status();
       const double error = MaxNormalizedError(*scores, reference);

@@ -35,6 +35,7 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
   out.num_fused_blocks = layout.num_blocks;
   out.num_gaussians = model.num_gaussians();
   out.padded_gaussians = layout.padded_gaussians();
+  out.max_block_gaussians = model.max_gaussians_per_state();
   static_assert(sizeof(Float4) == sizeof(float4));
   GMM_ASSIGN_OR_RETURN(out.ab, DeviceBuffer<float4>::FromHost(
                                    reinterpret_cast<const float4*>(layout.ab.data()), layout.ab.size()));

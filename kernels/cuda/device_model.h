@@ -21,6 +21,7 @@ struct DeviceModel {
   int num_fused_blocks = 0;
   int64_t num_gaussians = 0;
   int64_t padded_gaussians = 0;  // fused kernel's Gaussian evaluations per frame
+  int max_block_gaussians = 0;   // largest Gaussian count of a fused block
   // Fused layout (see fused_layout.h).
   DeviceBuffer<float4> ab;
   DeviceBuffer<float> fused_gconsts;

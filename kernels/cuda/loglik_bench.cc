@@ -34,7 +34,7 @@
 
 ABSL_FLAG(std::string, configs, "5000x16x36,5000x256x36", "models as STATESxGAUSSIANSxDIM, comma-separated");
 ABSL_FLAG(std::string, frames, "8,16,256", "window lengths T, comma-separated");
-ABSL_FLAG(std::string, algos, "fused8,fused16,fused32,gemm", "algorithms to time");
+ABSL_FLAG(std::string, algos, "fused8,fused16,fused32,split8,gemm", "algorithms to time");
 ABSL_FLAG(int, repeats, 30, "timed runs per point (median reported)");
 ABSL_FLAG(std::string, csv, "", "also write every row to this CSV file");
 
@@ -96,7 +96,7 @@ absl::Status Run() {
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<ScoringBackend> backend, CreateCudaBackend(0));
   GMM_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   GMM_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());
-  GemmWorkspace workspace;
+  LoglikWorkspace workspace;
   workspace.cublas = cublas.get();
   GMM_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::Create());
   GMM_ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::Create());

@@ -6,9 +6,29 @@
 #include "kernels/cuda/gemm_loglik_kernels.cuh"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
+#include "kernels/cuda/split_loglik_kernel.cuh"
 
 namespace gmmscore {
 namespace {
+
+FusedKernelArgs MakeFusedArgs(const DeviceModel& model, const float* features, int64_t num_frames,
+                              float* loglikes) {
+  FusedKernelArgs args{};
+  args.ab = model.ab.data();
+  args.gconsts = model.fused_gconsts.data();
+  args.block_gaussians = model.block_gaussians.data();
+  args.block_ab_offset = model.block_ab_offset.data();
+  args.block_gconst_offset = model.block_gconst_offset.data();
+  args.slot_state = model.slot_state.data();
+  args.center = model.center.data();
+  args.features = features;
+  args.num_frames = num_frames;
+  args.dim = model.dim;
+  args.dim4 = model.dim4;
+  args.num_states = model.num_states;
+  args.loglikes = loglikes;
+  return args;
+}
 
 template <typename Policy>
 absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_t num_frames,
@@ -19,20 +39,8 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
   }
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
-    FusedKernelArgs args{};
-    args.ab = model.ab.data();
-    args.gconsts = model.fused_gconsts.data();
-    args.block_gaussians = model.block_gaussians.data();
-    args.block_ab_offset = model.block_ab_offset.data();
-    args.block_gconst_offset = model.block_gconst_offset.data();
-    args.slot_state = model.slot_state.data();
-    args.center = model.center.data();
-    args.features = features + first * model.dim;
-    args.num_frames = frames;
-    args.dim = model.dim;
-    args.dim4 = model.dim4;
-    args.num_states = model.num_states;
-    args.loglikes = loglikes + first * model.num_states;
+    const FusedKernelArgs args =
+        MakeFusedArgs(model, features + first * model.dim, frames, loglikes + first * model.num_states);
     const dim3 grid(static_cast<unsigned>((frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock),
                     model.num_fused_blocks);
     FusedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
@@ -41,8 +49,51 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> MultiprocessorCount() {
+  int device = 0, count = 0;
+  GMM_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "get device");
+  GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+                           "multiprocessor count");
+  return count;
+}
+
+absl::Status LaunchSplit(const DeviceModel& model, const float* features, int64_t num_frames,
+                         float* loglikes, LoglikWorkspace& workspace, cudaStream_t stream) {
+  using Policy = SplitPolicy;
+  if (model.num_fused_blocks > 65535) return absl::InvalidArgumentError("model has more than 65535 x 64 states");
+  GMM_ASSIGN_OR_RETURN(const int sms, MultiprocessorCount());
+  const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4) +
+                              2ull * Policy::kSplits * Policy::kFramesPerBlock * Policy::kStatesPerBlock * sizeof(float);
+  for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
+    const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
+    const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
+    // Enough slices to give every SM kBlocksPerSm blocks, no more than the
+    // Gaussians allow (each thread group keeps at least one per slice).
+    const int64_t blocks = tiles * model.num_fused_blocks;
+    const int64_t wanted = (static_cast<int64_t>(sms) * Policy::kBlocksPerSm + blocks - 1) / blocks;
+    const int64_t most = std::max<int64_t>(1, model.max_block_gaussians / Policy::kSplits);
+    const int slices = static_cast<int>(std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most, Policy::kMaxSlices)));
+    float* out = loglikes + first * model.num_states;
+    float* partials = nullptr;
+    const int64_t count = frames * model.num_states;
+    if (slices > 1) {
+      GMM_RETURN_IF_ERROR(EnsureCapacity(workspace.slice_partials, 2 * slices * count));
+      partials = workspace.slice_partials.data();
+    }
+    const dim3 grid(static_cast<unsigned>(tiles), model.num_fused_blocks, slices);
+    SplitLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(
+        MakeFusedArgs(model, features + first * model.dim, frames, out), partials);
+    GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch split likelihood kernel");
+    if (slices > 1) {
+      MergeSlicesKernel<<<static_cast<unsigned>((count + 255) / 256), 256, 0, stream>>>(partials, slices, count, out);
+      GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch slice merge");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t num_frames,
-                        float* loglikes, GemmWorkspace& workspace, cudaStream_t stream) {
+                        float* loglikes, LoglikWorkspace& workspace, cudaStream_t stream) {
   if (workspace.cublas == nullptr) return absl::FailedPreconditionError("GEMM path needs a cuBLAS handle");
   const int cols = 1 + 2 * model.dim;
   const int64_t slice = std::max<int64_t>(
@@ -77,7 +128,7 @@ absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t
 }  // namespace
 
 absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
-                          int64_t num_frames, float* loglikes, GemmWorkspace& workspace,
+                          int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream) {
   if (num_frames == 0) return absl::OkStatus();
   if (algorithm == Algorithm::kAuto) algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
@@ -88,6 +139,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchFused<Fused16Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kFused32:
       return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
+    case Algorithm::kSplit8:
+      return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kGemm:
       return LaunchGemm(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kAuto:

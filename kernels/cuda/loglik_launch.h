@@ -19,18 +19,20 @@
 
 namespace gmmscore {
 
-// Scratch of the two-kernel path, grown on demand, one per CUDA stream.
-struct GemmWorkspace {
-  cublasHandle_t cublas = nullptr;      // bound to the launch stream by the caller
-  DeviceBuffer<float> expanded;         // frames x (1 + 2D): [1, y, y^2]
-  DeviceBuffer<float> gaussian_scores;  // frames x Gtot
+// Scratch of the launches, grown on demand, one per CUDA stream.
+struct LoglikWorkspace {
+  cublasHandle_t cublas = nullptr;      // two-kernel path; bound to the launch stream
+  DeviceBuffer<float> expanded;         // two-kernel path: frames x (1 + 2D): [1, y, y^2]
+  DeviceBuffer<float> gaussian_scores;  // two-kernel path: frames x Gtot
+  DeviceBuffer<float> slice_partials;   // split kernel: (max, sum) per slice, frame, state
 };
 
 // Scores `num_frames` frames (row-major num_frames x dim, device memory)
 // into `loglikes` (num_frames x num_states, device memory) with `algorithm`
-// (kAuto resolves through ChooseAlgorithm). `workspace` is used by kGemm only.
+// (kAuto resolves through ChooseAlgorithm). `workspace` holds scratch for kGemm
+// and kSplit8.
 absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
-                          int64_t num_frames, float* loglikes, GemmWorkspace& workspace,
+                          int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream);
 
 // totals[t] = log sum_s exp(loglikes[t][s]).

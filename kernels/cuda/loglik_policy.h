@@ -31,6 +31,20 @@ using Fused32Policy = FusedPolicy<32>;
 
 inline constexpr int kFusedStatesPerBlock = 64;
 
+// The split kernel (split_loglik_kernel.cuh): the fused layout, 8 frames per
+// block, each state's Gaussians shared by kSplits thread groups and by up to
+// kMaxSlices blocks along gridDim.z, sized to give the GPU about
+// kBlocksPerSm blocks per SM.
+struct SplitPolicy {
+  static constexpr int kStatesPerBlock = kFusedStatesPerBlock;
+  static constexpr int kFramesPerBlock = 8;
+  static constexpr int kSplits = 4;
+  static constexpr int kThreads = kStatesPerBlock * kSplits;
+  static constexpr int kMaxSlices = 64;
+  static constexpr int kBlocksPerSm = 4;
+  static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+};
+
 // The two-kernel path keeps its T x Gtot Gaussian-score matrix under this
 // many bytes by scoring long windows in slices of frames.
 inline constexpr int64_t kGemmScratchBytes = 1LL << 30;

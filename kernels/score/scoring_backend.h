@@ -32,10 +32,12 @@ enum class Algorithm {
   kFused8,   // the paper's fused kernel, 8 frames per block
   kFused16,  // the paper's fused kernel, 16 frames per block
   kFused32,  // the fused kernel, 32 frames per block (beyond the paper)
+  kSplit8,   // the fused kernel with each state's Gaussians split over
+             // threads and blocks, 8 frames per block: for short windows
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
-// "auto", "fused8", "fused16", "fused32", "gemm".
+// "auto", "fused8", "fused16", "fused32", "split8", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 

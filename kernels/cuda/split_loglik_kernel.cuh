@@ -1,0 +1,164 @@
+// The split fused kernel: the fused kernel's layout and arithmetic, with a
+// state's Gaussians shared out over kSplits thread groups of a block and
+// over gridDim.z blocks, for windows too short to fill the GPU otherwise.
+//
+// The paper's grid has (S / 64) x (T / F) blocks of 64 threads, each thread
+// walking all of its state's Gaussians alone: 79 blocks for 5000 states at
+// T = 8, on a 132-SM GPU, so the model streams at a tenth of the memory
+// bandwidth (docs/PERFORMANCE.md). Here thread (split, lane) takes Gaussians
+// split, split + kSplits, ... of slice blockIdx.z, and warps stay coalesced
+// because a warp is 32 lanes of one split. The splits' running log-sums are
+// merged in shared memory; with one slice the block writes log-likelihoods,
+// with several it writes (max, sum) partials that MergeSlicesKernel folds.
+#ifndef GMMSCORE_KERNELS_CUDA_SPLIT_LOGLIK_KERNEL_CUH_
+#define GMMSCORE_KERNELS_CUDA_SPLIT_LOGLIK_KERNEL_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/fused_loglik_kernel.cuh"
+
+namespace gmmscore {
+
+// Merges running log-sum (max_b, sum_b) into (max_a, sum_a).
+__device__ __forceinline__ void MergeLogSum(float max_b, float sum_b, float& max_a, float& sum_a) {
+  const float larger = fmaxf(max_a, max_b);
+  if (larger == -INFINITY) return;  // both empty
+  sum_a = sum_a * __expf(max_a - larger) + sum_b * __expf(max_b - larger);
+  max_a = larger;
+}
+
+// `partials` (used when gridDim.z > 1): [slice][frame][state] pairs of
+// (max, sum), laid out as two planes of gridDim.z * num_frames * num_states.
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)
+    SplitLoglikKernel(const FusedKernelArgs args, float* __restrict__ partials) {
+  constexpr int kFrames = Policy::kFramesPerBlock;
+  constexpr int kStates = Policy::kStatesPerBlock;
+  constexpr int kSplits = Policy::kSplits;
+  static_assert(Policy::kThreads == kStates * kSplits, "one thread per state and split");
+  extern __shared__ float4 shared[];  // [kFrames][dim4] frames, then the merge area
+  const int dim4 = args.dim4;
+  float4* y4 = shared;
+  float* merge = reinterpret_cast<float*>(shared + kFrames * dim4);  // [2][kSplits][kFrames][kStates]
+
+  const int block = blockIdx.y;
+  const int lane = threadIdx.x % kStates;
+  const int split = threadIdx.x / kStates;
+  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
+
+  float* y = reinterpret_cast<float*>(y4);
+  const int padded_dim = dim4 * 4;
+  for (int i = threadIdx.x; i < kFrames * padded_dim; i += Policy::kThreads) {
+    const int f = i / padded_dim;
+    const int d = i - f * padded_dim;
+    const int64_t frame = first_frame + f;
+    y[i] = (frame < args.num_frames && d < args.dim)
+               ? args.features[frame * args.dim + d] - args.center[d]
+               : 0.0f;
+  }
+  __syncthreads();
+
+  float running_max[kFrames];
+  float running_sum[kFrames];
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    running_max[f] = -INFINITY;
+    running_sum[f] = 0.0f;
+  }
+
+  // This block's slice of the state block's Gaussians.
+  const int gaussians = args.block_gaussians[block];
+  const int per_slice = (gaussians + gridDim.z - 1) / gridDim.z;
+  const int slice_begin = blockIdx.z * per_slice;
+  const int slice_end = min(gaussians, slice_begin + per_slice);
+  const float4* ab_block = args.ab + args.block_ab_offset[block] + lane;
+  const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
+  const int stride = dim4 * 2 * kStates;  // float4s per Gaussian
+
+  for (int g = slice_begin + split; g < slice_end; g += kSplits) {
+    const float4* ab = ab_block + static_cast<int64_t>(g) * stride;
+    float acc[kFrames];
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) acc[f] = 0.0f;
+    float4 a = __ldg(ab);
+    float4 b = __ldg(ab + kStates);
+    for (int q = 0; q < dim4; ++q) {
+      float4 a_next = a, b_next = b;
+      if (q + 1 < dim4) {
+        a_next = __ldg(ab + 2 * kStates);
+        b_next = __ldg(ab + 3 * kStates);
+      }
+#pragma unroll
+      for (int f = 0; f < kFrames; ++f) {
+        const float4 x = y4[f * dim4 + q];
+        const float z0 = fmaf(a.x, x.x, b.x);
+        const float z1 = fmaf(a.y, x.y, b.y);
+        const float z2 = fmaf(a.z, x.z, b.z);
+        const float z3 = fmaf(a.w, x.w, b.w);
+        float s = acc[f];
+        s = fmaf(-z0, z0, s);
+        s = fmaf(-z1, z1, s);
+        s = fmaf(-z2, z2, s);
+        s = fmaf(-z3, z3, s);
+        acc[f] = s;
+      }
+      a = a_next;
+      b = b_next;
+      ab += 2 * kStates;
+    }
+    const float k = __ldg(gconst + g * kStates);
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) LogAdd(acc[f] + k, running_max[f], running_sum[f]);
+  }
+
+  // Merge the splits: every split parks its (max, sum); split 0 folds them.
+  float* merge_max = merge;
+  float* merge_sum = merge + kSplits * kFrames * kStates;
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    merge_max[(split * kFrames + f) * kStates + lane] = running_max[f];
+    merge_sum[(split * kFrames + f) * kStates + lane] = running_sum[f];
+  }
+  __syncthreads();
+  if (split != 0) return;
+  for (int other = 1; other < kSplits; ++other) {
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) {
+      MergeLogSum(merge_max[(other * kFrames + f) * kStates + lane],
+                  merge_sum[(other * kFrames + f) * kStates + lane], running_max[f], running_sum[f]);
+    }
+  }
+
+  const int state = args.slot_state[block * kStates + lane];
+  if (state < 0) return;
+  const int64_t plane = static_cast<int64_t>(gridDim.z) * args.num_frames * args.num_states;
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    const int64_t frame = first_frame + f;
+    if (frame >= args.num_frames) continue;
+    if (gridDim.z == 1) {
+      args.loglikes[frame * args.num_states + state] = running_max[f] + __logf(running_sum[f]);
+    } else {
+      const int64_t at = (blockIdx.z * args.num_frames + frame) * args.num_states + state;
+      partials[at] = running_max[f];
+      partials[plane + at] = running_sum[f];
+    }
+  }
+}
+
+// loglikes[t][s] = log of the merged (max, sum) over `slices` partials.
+__global__ void MergeSlicesKernel(const float* __restrict__ partials, int slices, int64_t count,
+                                  float* __restrict__ loglikes) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const int64_t plane = slices * count;
+  float max = -INFINITY, sum = 0.0f;
+  for (int z = 0; z < slices; ++z) MergeLogSum(partials[z * count + i], partials[plane + z * count + i], max, sum);
+  loglikes[i] = max + __logf(sum);
+}
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_SPLIT_LOGLIK_KERNEL_CUH_
