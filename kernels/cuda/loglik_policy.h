@@ -50,25 +50,25 @@ struct SplitPolicy {
 inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 
 // Algorithm for kAuto, from the H200 run of 2026-11-22 (docs/PERFORMANCE.md,
-// "Policy"; frames/s of fused8 / gemm):
-// - T < 64: every fused variant has only (S / 64) x (T / F) blocks, far too
-//   few to fill 132 SMs (T = 8 on 5000 states: 79 blocks), so cuBLAS wins:
-//   5000x16x36 T=8 111k / 179k, 5000x256x36 T=16 16k / 53k.
-// - T = 64: fused8 wins on small models (5000x16x36 890k / 528k), gemm on
-//   large ones (5000x256x36 63k / 111k; 5000x32x39 430k / 440k, a tie).
-// - T >= 256: fused wins everywhere (5000x256x36 T=256 124k / 110k,
-//   5000x16x36 1.83M / 0.62M); from T = 1024 the 16-frame tile reads the model
-//   half as often and edges ahead (5000x256x36 T=4096 164k vs fused8 157k).
+// "Policy"; frames/s):
+// - T < 256: split8, which spreads each state's Gaussians over the chip:
+//   5000x256x36 T=8 58k (gemm 28k, fused8 8k); 5000x16x36 T=64 1.24M (fused8
+//   0.86M, gemm 0.53M). One exception it does not model: 5000x256x36 at
+//   T=64, where gemm is 7% ahead (114k vs 106k).
+// - 256 <= T < 1024: fused8, or split8 on large models (5000x256x36 T=256
+//   129k vs fused8 121k; 5000x16x36 fused8 1.78M vs split8 1.64M).
+// - T >= 1024: fused16, which reads the model half as often as fused8
+//   (5000x256x36 T=4096 164k vs 157k).
 inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
-  if (num_frames < 64) return Algorithm::kGemm;
-  if (num_frames < 256) return num_gaussians > 150000 ? Algorithm::kGemm : Algorithm::kFused8;
-  return num_frames < 1024 ? Algorithm::kFused8 : Algorithm::kFused16;
+  if (num_frames < 256) return Algorithm::kSplit8;
+  if (num_frames < 1024) return num_gaussians > 150000 ? Algorithm::kSplit8 : Algorithm::kFused8;
+  return Algorithm::kFused16;
 }
 
 // Accuracy each algorithm is held to, in MaxNormalizedError (see
 // reference_scorer.h), on synthetic input where 1 frame in 20 is a 4-sigma
 // outlier. Measured worst on the H200 (docs/PERFORMANCE.md, "Accuracy"):
-// fused 1.2e-4, gemm 1.6e-4 -- float32 evaluation of terms |a y| ~ 100 on
+// fused 1.5e-4, gemm 1.7e-4 -- float32 evaluation of terms |a y| ~ 100 on
 // outlier frames, not a kernel defect; the bounds add a margin.
 inline double ErrorBound(Algorithm algorithm) {
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;
