@@ -29,6 +29,12 @@ struct DeviceModel {
   DeviceBuffer<int64_t> block_ab_offset;
   DeviceBuffer<int64_t> block_gconst_offset;
   DeviceBuffer<int32_t> slot_state;
+  // Tensor-core layout (see tc_layout.h).
+  int tc_cols = 0;
+  int tc_ranges = 0;
+  DeviceBuffer<float> tc_params;
+  DeviceBuffer<int32_t> tc_row_group_state;
+  DeviceBuffer<int32_t> tc_range_begin;
   // Two-kernel path.
   DeviceBuffer<float> params;          // Gtot x (1 + 2D), row-major
   DeviceBuffer<int64_t> state_offsets; // S + 1

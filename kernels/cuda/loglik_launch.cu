@@ -7,6 +7,7 @@
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/split_loglik_kernel.cuh"
+#include "kernels/cuda/tc_loglik_kernel.cuh"
 
 namespace gmmscore {
 namespace {
@@ -92,6 +93,35 @@ absl::Status LaunchSplit(const DeviceModel& model, const float* features, int64_
   return absl::OkStatus();
 }
 
+absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, int64_t num_frames,
+                              float* loglikes, cudaStream_t stream) {
+  using Policy = TensorCorePolicy;
+  if (model.tc_ranges > 65535) return absl::InvalidArgumentError("model has more than 65535 state ranges");
+  const size_t shared_bytes = Policy::SharedBytes(model.tc_cols);
+  GMM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TensorCoreLoglikKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(shared_bytes)),
+                           "raise tensor-core kernel shared memory");
+  constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+  for (int64_t first = 0; first < num_frames; first += kMaxFramesPerLaunch) {
+    const int64_t frames = std::min(num_frames - first, kMaxFramesPerLaunch);
+    TensorCoreArgs args{};
+    args.params = model.tc_params.data();
+    args.row_group_state = model.tc_row_group_state.data();
+    args.range_begin = model.tc_range_begin.data();
+    args.center = model.center.data();
+    args.features = features + first * model.dim;
+    args.num_frames = frames;
+    args.dim = model.dim;
+    args.cols = model.tc_cols;
+    args.num_states = model.num_states;
+    args.loglikes = loglikes + first * model.num_states;
+    const dim3 grid(static_cast<unsigned>((frames + Policy::kFrames - 1) / Policy::kFrames), model.tc_ranges);
+    TensorCoreLoglikKernel<<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
+    GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch tensor-core likelihood kernel");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t num_frames,
                         float* loglikes, LoglikWorkspace& workspace, cudaStream_t stream) {
   if (workspace.cublas == nullptr) return absl::FailedPreconditionError("GEMM path needs a cuBLAS handle");
@@ -141,6 +171,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kSplit8:
       return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
+    case Algorithm::kTf32x3:
+      return LaunchTensorCore(model, features, num_frames, loglikes, stream);
     case Algorithm::kGemm:
       return LaunchGemm(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kAuto:

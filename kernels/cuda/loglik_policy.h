@@ -70,7 +70,9 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
 // outlier. Measured worst on the H200 (docs/PERFORMANCE.md, "Accuracy"):
 // fused 1.5e-4, gemm 1.7e-4 -- float32 evaluation of terms |a y| ~ 100 on
 // outlier frames, not a kernel defect; the bounds add a margin.
+// The tensor-core path is "fast" precision: the issue allows 1e-3 nats.
 inline double ErrorBound(Algorithm algorithm) {
+  if (algorithm == Algorithm::kTf32x3) return 1e-3;
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;
 }
 

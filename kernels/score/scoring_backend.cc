@@ -15,6 +15,7 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
     case Algorithm::kFused16: return "fused16";
     case Algorithm::kFused32: return "fused32";
     case Algorithm::kSplit8: return "split8";
+    case Algorithm::kTf32x3: return "tf32x3";
     case Algorithm::kGemm: return "gemm";
   }
   return "unknown";
@@ -22,11 +23,11 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
 
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32,
-                       Algorithm::kSplit8, Algorithm::kGemm}) {
+                       Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kGemm}) {
     if (name == AlgorithmName(a)) return a;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8 or gemm)"));
+      absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8, tf32x3 or gemm)"));
 }
 
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {

@@ -34,10 +34,12 @@ enum class Algorithm {
   kFused32,  // the fused kernel, 32 frames per block (beyond the paper)
   kSplit8,   // the fused kernel with each state's Gaussians split over
              // threads and blocks, 8 frames per block: for short windows
+  kTf32x3,   // tensor cores, 3xTF32 with the log-sum-exp in the epilogue
+             // ("fast" precision: error up to 1e-3 nats)
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
-// "auto", "fused8", "fused16", "fused32", "split8", "gemm".
+// "auto", "fused8", "fused16", "fused32", "split8", "tf32x3", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
