@@ -37,23 +37,23 @@ StreamSession::StreamSession(
     std::unique_ptr<grpc::ClientContext> context,
     std::unique_ptr<grpc::ClientReaderWriter<v1::StreamScoreRequest, v1::StreamScoreResponse>>
         stream)
-    : context_(std::move(context)), stream_(std::move(stream)) {
+    : stream_(std::move(stream)), context_(std::move(context)) {
   reader_ = std::thread([this] { ReadLoop(); });
 }
 
 StreamSession::~StreamSession() {
-  bool ended;
-  {
-    absl::MutexLock lock(&mu_);
-    ended = end_status_.has_value();
-  }
-  if (!ended) context_->TryCancel();
+  Cancel();
   reader_.join();
 }
 
 void StreamSession::ReadLoop() {
+  grpc::ClientReaderWriter<v1::StreamScoreRequest, v1::StreamScoreResponse>* stream;
+  {
+    absl::MutexLock lock(&write_mu_);
+    stream = stream_.get();  // stays until this thread releases it below
+  }
   v1::StreamScoreResponse response;
-  while (stream_->Read(&response)) {
+  while (stream->Read(&response)) {
     absl::StatusOr<StreamAnswer> answer = DecodeAnswer(response);
     absl::MutexLock lock(&mu_);
     answers_.push_back(std::move(answer));
@@ -61,11 +61,13 @@ void StreamSession::ReadLoop() {
   grpc::Status status;
   {
     absl::MutexLock lock(&write_mu_);
-    status = stream_->Finish();
+    status = stream->Finish();
     call_finished_ = true;
+    stream_.reset();
   }
   absl::MutexLock lock(&mu_);
   end_status_ = ToAbslStatus(status);
+  context_.reset();
 }
 
 absl::Status StreamSession::AwaitEnd() {
@@ -131,7 +133,10 @@ absl::StatusOr<std::optional<StreamAnswer>> StreamSession::TryNext() {
   return std::optional<StreamAnswer>(*std::move(answer));
 }
 
-void StreamSession::Cancel() { context_->TryCancel(); }
+void StreamSession::Cancel() {
+  absl::MutexLock lock(&mu_);
+  if (context_ != nullptr) context_->TryCancel();
+}
 
 absl::Status StreamSession::Finish() {
   CloseSend().IgnoreError();

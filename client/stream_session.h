@@ -94,9 +94,12 @@ class StreamSession {
   // Waits for the reader to see the end; the final status.
   absl::Status AwaitEnd();
 
-  const std::unique_ptr<grpc::ClientContext> context_;
-  const std::unique_ptr<grpc::ClientReaderWriter<v1::StreamScoreRequest, v1::StreamScoreResponse>>
-      stream_;
+  // Both are released as soon as the call has finished, so that the server
+  // sees the stream closed at once (gRPC keeps a finished call's HTTP/2
+  // stream open until its context is destroyed).
+  std::unique_ptr<grpc::ClientReaderWriter<v1::StreamScoreRequest, v1::StreamScoreResponse>>
+      stream_ ABSL_GUARDED_BY(write_mu_);
+  std::unique_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);
 
   // Serialises Write/WritesDone against Finish.
   mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
