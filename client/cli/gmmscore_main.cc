@@ -16,13 +16,14 @@
 #include "client/cli/command.h"
 #include "client/cli/flag_parser.h"
 #include "client/cli/offline_commands.h"
+#include "client/cli/remote_commands.h"
 
 namespace gmmscore::cli {
 namespace {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
-  for (std::vector<Command> group : {OfflineCommands()}) {
+  for (std::vector<Command> group : {OfflineCommands(), RemoteCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;
