@@ -5,6 +5,7 @@
 #include "kernels/io/internal/input_stream.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/native_model_file.h"
+#include "kernels/io/sphinx_model.h"
 
 namespace gmmscore {
 namespace {
@@ -22,11 +23,14 @@ absl::string_view ModelFormatName(ModelFormat format) {
       return "kaldi-text";
     case ModelFormat::kKaldiBinary:
       return "kaldi-binary";
+    case ModelFormat::kSphinx:
+      return "sphinx";
   }
   return "unknown";
 }
 
 absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path) {
+  if (LooksLikeSphinxModelDirectory(path)) return ModelFormat::kSphinx;
   absl::StatusOr<std::unique_ptr<io_internal::InputStream>> opened =
       io_internal::InputStream::OpenFile(path);
   if (!opened.ok()) {
@@ -55,6 +59,16 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
       return ReadKaldiAmDiagGmmText(path);
     case ModelFormat::kKaldiBinary:
       return KaldiBinaryModelError(path);
+    case ModelFormat::kSphinx: {
+      GMM_ASSIGN_OR_RETURN(const SphinxModel sphinx, ReadSphinxModel(path));
+      absl::StatusOr<DiagGmmModel> model = sphinx.model.ToDiagGmmModel();
+      if (!model.ok()) {
+        return absl::Status(model.status().code(),
+                            absl::StrCat("Sphinx model '", path, "' (", SphinxModelKindName(sphinx.kind),
+                                         "): ", model.status().message()));
+      }
+      return model;
+    }
   }
   return absl::InternalError("unhandled model format");
 }

@@ -17,19 +17,24 @@ namespace gmmscore {
 enum class ModelFormat {
   kNative,       // native_model_file.h (starts with kNativeModelMagic)
   kKaldiText,    // kaldi_am_diag_gmm.h (first token <DIMENSION> or <TransitionModel>)
-  kKaldiBinary,  // Kaldi's binary form (starts "\0B"); recognised, not read yet
+  kKaldiBinary,  // Kaldi's binary form (starts "\0B"); kaldi_am_diag_gmm.h
+  kSphinx,       // a CMU Sphinx model directory (sphinx_model.h)
 };
 
-// "native", "kaldi-text", "kaldi-binary".
+// "native", "kaldi-text", "kaldi-binary", "sphinx".
 absl::string_view ModelFormatName(ModelFormat format);
 
-// Looks at the first bytes of `path`. NOT_FOUND if it does not exist;
+// Looks at the first bytes of `path` (or, for a directory, whether it holds
+// a Sphinx model's mdef and means). NOT_FOUND if it does not exist;
 // INVALID_ARGUMENT if it is none of the formats above.
 absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path);
 
 // Detects the format and reads the model with that format's reader, whose
 // errors it returns unchanged (see native_model_file.h, kaldi_am_diag_gmm.h).
-// Kaldi binary models give UNIMPLEMENTED. Reentrant.
+// A Sphinx model becomes a DiagGmmModel when it has one feature stream
+// (continuous models); tied multi-stream ones (semi-continuous, PTM) give
+// UNIMPLEMENTED here: read them with ReadSphinxModel as a TiedMixtureModel.
+// Reentrant.
 absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path);
 
 }  // namespace gmmscore
