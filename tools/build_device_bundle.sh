@@ -3,7 +3,7 @@
 # the shared libraries ldd lists (not libc/libm/libstdc++/libgcc_s, and not
 # cuBLAS, which the GPU machine's CUDA install provides), into .device/ so the
 # device tool can carry them to a machine without our Debian packages.
-#   tools/build_device_bundle.sh && <device run> tools/gpu_check.sh
+#   tools/build_device_bundle.sh && <device run, carry .devpack> tools/gpu_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(cuda_backend_test fused_layout_test loglik_bench)
@@ -18,7 +18,11 @@ done
 for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/; done
-du -sh .device
+strip --strip-unneeded .device/bin/* .device/lib/* 2>/dev/null || true
+# OpenBLAS alone is 36 MB: pack the bundle so it fits the 64 MiB carry limit.
+mkdir -p .devpack
+tar cf - .device | xz -T2 -6 > .devpack/bundle.tar.xz
+du -sh .device .devpack
 # Register / spill report of every kernel, for docs/PERFORMANCE.md.
 /usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I. \
   -c kernels/cuda/loglik_launch.cu -o /dev/null 2>&1 | grep -E 'Compiling|registers|spill' > .device/ptxas.txt || true
