@@ -11,6 +11,8 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/io/internal/file_util.h"
 #include "kernels/io/internal/input_stream.h"
+#include "kernels/io/kaldi_transition_model.h"
+#include "kernels/io/internal/kaldi_binary.h"
 #include "kernels/io/internal/kaldi_text.h"
 
 namespace gmmscore {
@@ -25,6 +27,31 @@ absl::Status Annotate(const absl::Status& status, absl::string_view where) {
   return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
 }
 
+absl::Status CheckGmmValues(const KaldiDiagGmm& gmm, int dim, const std::string& where) {
+  for (size_t g = 0; g < gmm.weights.size(); ++g) {
+    const float weight = gmm.weights[g];
+    if (!std::isfinite(weight) || weight < 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ", Gaussian ", g, ": weight ",
+                                                     weight, " is not a probability"));
+    }
+    for (int d = 0; d < dim; ++d) {
+      const float mean_invvar = gmm.means_invvars.at(g, d);
+      const float inv_var = gmm.inv_vars.at(g, d);
+      if (!std::isfinite(mean_invvar)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ", Gaussian ", g, ": <MEANS_INVVARS> value ", mean_invvar,
+            " in dimension ", d, " is not finite"));
+      }
+      if (!std::isfinite(inv_var) || !(inv_var > 0.0f)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ", Gaussian ", g, ": <INV_VARS> value ", inv_var, " in dimension ", d,
+            " is not a positive finite inverse variance"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Parses one AmDiagGmm, keeping track of where it is for messages.
 class Parser {
  public:
@@ -32,12 +59,15 @@ class Parser {
       : source_name_(source_name),
         in_(InputStream::FromString(std::move(contents), std::string(source_name))) {}
 
-  absl::StatusOr<KaldiAmDiagGmm> Parse() {
-    KaldiAmDiagGmm model;
+  absl::StatusOr<KaldiModel> Parse() {
+    KaldiModel whole;
+    KaldiAmDiagGmm& model = whole.am;
     std::string token;
-    GMM_RETURN_IF_ERROR(NextToken("<DIMENSION> or <TransitionModel>", &token));
+    GMM_RETURN_IF_ERROR(NextToken("<DIMENSION>, <TransitionModel> or <DiagGMM>", &token));
+    if (token == "<DiagGMM>" || token == "<DiagGMMBegin>") return ParseStandaloneDiagGmm();
     if (token == "<TransitionModel>") {
-      GMM_RETURN_IF_ERROR(SkipTransitionModel());
+      GMM_ASSIGN_OR_RETURN(whole.transition_model,
+                           ParseKaldiTransitionModelText(*in_, absl::StrCat("Kaldi model '", source_name_, "'")));
       GMM_RETURN_IF_ERROR(NextToken("<DIMENSION>", &token));
     }
     if (token != "<DIMENSION>") return Unexpected("<DIMENSION>", token);
@@ -54,7 +84,7 @@ class Parser {
       return Error(absl::StrCat("unexpected \"", absl::CEscape(token.substr(0, 40)), "\" after the last of ",
                                 num_pdfs, " pdfs (is <NUMPDFS> right?)"));
     }
-    return model;
+    return whole;
   }
 
  private:
@@ -104,12 +134,21 @@ class Parser {
     return *value;
   }
 
-  absl::Status SkipTransitionModel() {
+  // A lone DiagGmm (gmm-global-init's output) after its <DiagGMM> token. Its
+  // dimension comes from the <MEANS_INVVARS> matrix.
+  absl::StatusOr<KaldiModel> ParseStandaloneDiagGmm() {
+    KaldiModel whole;
+    pdf_ = 0;
+    GMM_ASSIGN_OR_RETURN(KaldiDiagGmm gmm, ParseDiagGmmBody(/*dim=*/-1));
+    whole.am.dim = static_cast<int>(gmm.means_invvars.cols());
+    if (whole.am.dim <= 0) return Error("the GMM has dimension 0");
+    whole.am.pdfs.push_back(std::move(gmm));
+    pdf_ = -1;
     std::string token;
-    do {
-      GMM_RETURN_IF_ERROR(NextToken("</TransitionModel>", &token));
-    } while (token != "</TransitionModel>");
-    return absl::OkStatus();
+    if (io_internal::ReadToken(*in_, &token)) {
+      return Error(absl::StrCat("unexpected \"", absl::CEscape(token.substr(0, 40)), "\" after the GMM"));
+    }
+    return whole;
   }
 
   absl::StatusOr<std::vector<float>> Vector(absl::string_view name) {
@@ -122,7 +161,7 @@ class Parser {
     const int64_t line = in_->line();
     absl::StatusOr<FloatMatrix> matrix = io_internal::ReadTextMatrix(*in_);
     if (!matrix.ok()) return Annotate(matrix.status(), absl::StrCat(WhereNoLine(), ", ", name));
-    if (matrix->rows() != rows || matrix->cols() != cols) {
+    if (matrix->rows() != rows || (cols >= 0 && matrix->cols() != cols)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s, %s (from line %d): matrix is %d x %d, expected %d x %d (Gaussians x dimension)",
           WhereNoLine(), name, line, matrix->rows(), matrix->cols(), rows, cols));
@@ -131,11 +170,17 @@ class Parser {
   }
 
   absl::StatusOr<KaldiDiagGmm> ParseDiagGmm(int dim, int num_pdfs) {
-    KaldiDiagGmm gmm;
     std::string token;
     const std::string expected_open = absl::StrCat("<DiagGMM> of pdf ", pdf_, " of ", num_pdfs);
     GMM_RETURN_IF_ERROR(NextToken(expected_open, &token));
     if (token != "<DiagGMM>" && token != "<DiagGMMBegin>") return Unexpected("<DiagGMM>", token);
+    return ParseDiagGmmBody(dim);
+  }
+
+  // From after <DiagGMM>; dim < 0 takes the dimension from the matrices.
+  absl::StatusOr<KaldiDiagGmm> ParseDiagGmmBody(int dim) {
+    KaldiDiagGmm gmm;
+    std::string token;
     GMM_RETURN_IF_ERROR(NextToken("<GCONSTS> or <WEIGHTS>", &token));
     std::vector<float> gconsts;
     bool have_gconsts = false;
@@ -154,6 +199,7 @@ class Parser {
     }
     GMM_RETURN_IF_ERROR(Expect("<MEANS_INVVARS>"));
     GMM_ASSIGN_OR_RETURN(gmm.means_invvars, Matrix("<MEANS_INVVARS>", count, dim));
+    if (dim < 0) dim = static_cast<int>(gmm.means_invvars.cols());
     GMM_RETURN_IF_ERROR(Expect("<INV_VARS>"));
     GMM_ASSIGN_OR_RETURN(gmm.inv_vars, Matrix("<INV_VARS>", count, dim));
     GMM_RETURN_IF_ERROR(NextToken("</DiagGMM>", &token));
@@ -163,28 +209,7 @@ class Parser {
   }
 
   absl::Status CheckValues(const KaldiDiagGmm& gmm, int dim) const {
-    for (size_t g = 0; g < gmm.weights.size(); ++g) {
-      const float weight = gmm.weights[g];
-      if (!std::isfinite(weight) || weight < 0.0f) {
-        return absl::InvalidArgumentError(absl::StrCat(WhereNoLine(), ", Gaussian ", g, ": weight ",
-                                                       weight, " is not a probability"));
-      }
-      for (int d = 0; d < dim; ++d) {
-        const float mean_invvar = gmm.means_invvars.at(g, d);
-        const float inv_var = gmm.inv_vars.at(g, d);
-        if (!std::isfinite(mean_invvar)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              WhereNoLine(), ", Gaussian ", g, ": <MEANS_INVVARS> value ", mean_invvar,
-              " in dimension ", d, " is not finite"));
-        }
-        if (!std::isfinite(inv_var) || !(inv_var > 0.0f)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              WhereNoLine(), ", Gaussian ", g, ": <INV_VARS> value ", inv_var, " in dimension ", d,
-              " is not a positive finite inverse variance"));
-        }
-      }
-    }
-    return absl::OkStatus();
+    return CheckGmmValues(gmm, dim, WhereNoLine());
   }
 
   const std::string source_name_;
@@ -218,11 +243,103 @@ std::vector<float> KaldiGconsts(const KaldiDiagGmm& gmm, int dim) {
   return gconsts;
 }
 
+
+// The binary form of one DiagGmm, after its <DiagGMM> token.
+absl::StatusOr<KaldiDiagGmm> ParseBinaryDiagGmm(io_internal::KaldiBinaryReader& in, int dim, int pdf) {
+  KaldiDiagGmm gmm;
+  const std::string where = absl::StrCat(in.what(), ", pdf ", pdf);
+  if (in.PeekToken() == "<GCONSTS>") {
+    GMM_RETURN_IF_ERROR(in.ExpectToken("<GCONSTS>"));
+    GMM_RETURN_IF_ERROR(in.ReadFloatVector("<GCONSTS>").status());
+  }
+  GMM_RETURN_IF_ERROR(in.ExpectToken("<WEIGHTS>"));
+  GMM_ASSIGN_OR_RETURN(gmm.weights, in.ReadFloatVector("<WEIGHTS>"));
+  const int64_t count = static_cast<int64_t>(gmm.weights.size());
+  if (count == 0) return in.Error(absl::StrCat("pdf ", pdf, ": <WEIGHTS> is empty"));
+  GMM_RETURN_IF_ERROR(in.ExpectToken("<MEANS_INVVARS>"));
+  GMM_ASSIGN_OR_RETURN(gmm.means_invvars, in.ReadFloatMatrix("<MEANS_INVVARS>"));
+  if (dim < 0) dim = static_cast<int>(gmm.means_invvars.cols());
+  GMM_RETURN_IF_ERROR(in.ExpectToken("<INV_VARS>"));
+  GMM_ASSIGN_OR_RETURN(gmm.inv_vars, in.ReadFloatMatrix("<INV_VARS>"));
+  for (const FloatMatrix* m : {&gmm.means_invvars, &gmm.inv_vars}) {
+    if (m->rows() != count || m->cols() != dim || dim <= 0) {
+      return in.Error(absl::StrFormat("pdf %d: %s matrix is %d x %d, expected %d x %d (Gaussians x dimension)", pdf,
+                                      m == &gmm.inv_vars ? "<INV_VARS>" : "<MEANS_INVVARS>", m->rows(), m->cols(),
+                                      count, dim));
+    }
+  }
+  const std::string close = in.PeekToken();
+  if (close != "</DiagGMM>" && close != "<DiagGMMEnd>") GMM_RETURN_IF_ERROR(in.ExpectToken("</DiagGMM>"));
+  GMM_RETURN_IF_ERROR(in.ReadToken("</DiagGMM>").status());
+  GMM_RETURN_IF_ERROR(CheckGmmValues(gmm, dim, where));
+  return gmm;
+}
+
+absl::StatusOr<KaldiModel> ParseBinaryModel(absl::string_view contents, absl::string_view source_name) {
+  io_internal::KaldiBinaryReader in(contents, absl::StrCat("Kaldi model '", source_name, "'"));
+  in.SkipBinaryHeader();
+  KaldiModel model;
+  model.binary = true;
+  GMM_ASSIGN_OR_RETURN(std::string token, in.ReadToken("<DIMENSION>, <TransitionModel> or <DiagGMM>"));
+  if (token == "<DiagGMM>" || token == "<DiagGMMBegin>") {
+    GMM_ASSIGN_OR_RETURN(KaldiDiagGmm gmm, ParseBinaryDiagGmm(in, -1, 0));
+    model.am.dim = static_cast<int>(gmm.means_invvars.cols());
+    model.am.pdfs.push_back(std::move(gmm));
+  } else {
+    if (token == "<TransitionModel>") {
+      GMM_ASSIGN_OR_RETURN(model.transition_model, ParseKaldiTransitionModelBinary(in));
+      GMM_ASSIGN_OR_RETURN(token, in.ReadToken("<DIMENSION>"));
+    }
+    if (token != "<DIMENSION>") {
+      return in.Error(absl::StrCat("expected <DIMENSION>, got \"", absl::CEscape(token.substr(0, 40)), "\""));
+    }
+    GMM_ASSIGN_OR_RETURN(model.am.dim, in.ReadInt32("the dimension"));
+    GMM_RETURN_IF_ERROR(in.ExpectToken("<NUMPDFS>"));
+    GMM_ASSIGN_OR_RETURN(const int32_t num_pdfs, in.ReadInt32("the number of pdfs"));
+    if (model.am.dim <= 0 || num_pdfs <= 0) {
+      return in.Error(absl::StrCat("dimension ", model.am.dim, " and pdf count ", num_pdfs, " must be positive"));
+    }
+    for (int pdf = 0; pdf < num_pdfs; ++pdf) {
+      GMM_ASSIGN_OR_RETURN(token, in.ReadToken(absl::StrCat("<DiagGMM> of pdf ", pdf, " of ", num_pdfs)));
+      if (token != "<DiagGMM>" && token != "<DiagGMMBegin>") {
+        return in.Error(absl::StrCat("expected <DiagGMM> of pdf ", pdf, ", got \"", absl::CEscape(token.substr(0, 40)), "\""));
+      }
+      GMM_ASSIGN_OR_RETURN(KaldiDiagGmm gmm, ParseBinaryDiagGmm(in, model.am.dim, pdf));
+      model.am.pdfs.push_back(std::move(gmm));
+    }
+  }
+  if (!in.at_end()) return in.Error("unexpected bytes after the model");
+  if (model.transition_model.has_value() && model.transition_model->num_pdfs() > static_cast<int>(model.am.pdfs.size())) {
+    return in.Error(absl::StrCat("the transition model uses ", model.transition_model->num_pdfs(),
+                                 " pdfs but the acoustic model has ", model.am.pdfs.size()));
+  }
+  return model;
+}
+
+template <typename T>
+void AppendBasic(T value, std::string* out) {
+  out->push_back(static_cast<char>(sizeof(T)));
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+void AppendBinaryVector(const float* values, int64_t count, std::string* out) {
+  out->append("FV ");
+  AppendBasic<int32_t>(static_cast<int32_t>(count), out);
+  out->append(reinterpret_cast<const char*>(values), count * sizeof(float));
+}
+
+void AppendBinaryMatrix(const FloatMatrix& m, std::string* out) {
+  out->append("FM ");
+  AppendBasic<int32_t>(static_cast<int32_t>(m.rows()), out);
+  AppendBasic<int32_t>(static_cast<int32_t>(m.cols()), out);
+  out->append(reinterpret_cast<const char*>(m.data()), m.rows() * m.cols() * sizeof(float));
+}
+
 }  // namespace
 
 bool LooksLikeKaldiText(absl::string_view contents) {
   const absl::string_view token = FirstToken(contents.substr(0, 4096));
-  return token == "<DIMENSION>" || token == "<TransitionModel>";
+  return token == "<DIMENSION>" || token == "<TransitionModel>" || token == "<DiagGMM>";
 }
 
 bool LooksLikeKaldiBinary(absl::string_view contents) {
@@ -231,7 +348,43 @@ bool LooksLikeKaldiBinary(absl::string_view contents) {
 
 absl::StatusOr<KaldiAmDiagGmm> ParseKaldiAmDiagGmmText(std::string contents,
                                                       absl::string_view source_name) {
+  GMM_ASSIGN_OR_RETURN(KaldiModel model, Parser(std::move(contents), source_name).Parse());
+  return std::move(model.am);
+}
+
+absl::StatusOr<KaldiModel> ParseKaldiModel(std::string contents, absl::string_view source_name) {
+  if (LooksLikeKaldiBinary(contents)) return ParseBinaryModel(contents, source_name);
   return Parser(std::move(contents), source_name).Parse();
+}
+
+absl::StatusOr<KaldiModel> ReadKaldiModel(const std::string& path) {
+  GMM_ASSIGN_OR_RETURN(std::string contents, io_internal::ReadFileToString(path));
+  return ParseKaldiModel(std::move(contents), path);
+}
+
+std::string FormatKaldiAmDiagGmmBinary(const KaldiAmDiagGmm& kaldi) {
+  std::string out("\0B", 2);
+  out.append("<DIMENSION> ");
+  AppendBasic<int32_t>(kaldi.dim, &out);
+  out.append("<NUMPDFS> ");
+  AppendBasic<int32_t>(static_cast<int32_t>(kaldi.pdfs.size()), &out);
+  for (const KaldiDiagGmm& gmm : kaldi.pdfs) {
+    const std::vector<float> gconsts = KaldiGconsts(gmm, kaldi.dim);
+    out.append("<DiagGMM> <GCONSTS> ");
+    AppendBinaryVector(gconsts.data(), static_cast<int64_t>(gconsts.size()), &out);
+    out.append("<WEIGHTS> ");
+    AppendBinaryVector(gmm.weights.data(), static_cast<int64_t>(gmm.weights.size()), &out);
+    out.append("<MEANS_INVVARS> ");
+    AppendBinaryMatrix(gmm.means_invvars, &out);
+    out.append("<INV_VARS> ");
+    AppendBinaryMatrix(gmm.inv_vars, &out);
+    out.append("</DiagGMM> ");
+  }
+  return out;
+}
+
+absl::Status WriteKaldiAmDiagGmmBinary(const DiagGmmModel& model, const std::string& path) {
+  return io_internal::WriteFileAtomically(path, FormatKaldiAmDiagGmmBinary(DiagGmmModelToKaldi(model)));
 }
 
 absl::StatusOr<DiagGmmModel> KaldiToDiagGmmModel(const KaldiAmDiagGmm& kaldi,
@@ -311,18 +464,10 @@ std::string FormatKaldiAmDiagGmmText(const KaldiAmDiagGmm& kaldi) {
   return out;
 }
 
-absl::Status KaldiBinaryModelError(absl::string_view source_name) {
-  return absl::UnimplementedError(absl::StrCat(
-      "Kaldi model '", source_name,
-      "' is in Kaldi's binary format, which is not supported yet; convert it with "
-      "`gmm-copy --binary=false` first"));
-}
-
 absl::StatusOr<DiagGmmModel> DecodeKaldiAmDiagGmm(std::string contents,
                                                   absl::string_view source_name) {
-  if (LooksLikeKaldiBinary(contents)) return KaldiBinaryModelError(source_name);
-  GMM_ASSIGN_OR_RETURN(KaldiAmDiagGmm kaldi, ParseKaldiAmDiagGmmText(std::move(contents), source_name));
-  return KaldiToDiagGmmModel(kaldi, source_name);
+  GMM_ASSIGN_OR_RETURN(const KaldiModel kaldi, ParseKaldiModel(std::move(contents), source_name));
+  return KaldiToDiagGmmModel(kaldi.am, source_name);
 }
 
 absl::StatusOr<DiagGmmModel> ReadKaldiAmDiagGmmText(const std::string& path) {

@@ -1,6 +1,8 @@
-// Kaldi's AmDiagGmm acoustic model in its text form, as
-// `gmm-copy --binary=false final.mdl -` writes it, read into a DiagGmmModel
-// and written back.
+// Kaldi's AmDiagGmm acoustic model, text (`gmm-copy --binary=false`) and
+// binary (Kaldi's default), alone, after the TransitionModel of a final.mdl,
+// or a lone DiagGmm (gmm-global-init), read into a DiagGmmModel and written
+// back; ReadKaldiModel also keeps the TransitionModel
+// (kaldi_transition_model.h) for its transition-id -> pdf-id map.
 //
 //   GMM_ASSIGN_OR_RETURN(DiagGmmModel model, ReadKaldiAmDiagGmmText("final.mdl.txt"));
 //   GMM_RETURN_IF_ERROR(WriteKaldiAmDiagGmmText(model, "out.mdl.txt"));
@@ -11,7 +13,11 @@
 //   <MEANS_INVVARS>  [\n  row 1 \n  ...  row G ]\n  <INV_VARS>  [\n ... ]\n
 //   </DiagGMM> \n   (S blocks in all)
 // optionally preceded by Kaldi's <TransitionModel> ... </TransitionModel>
-// block, which a whole final.mdl starts with and which is skipped. As Kaldi
+// block, which a whole final.mdl starts with. The binary form is "\0B" then
+// the same tokens (each followed by one space), int32s as the byte 4 and
+// four little-endian bytes, vectors as "FV " + int32 size + floats and
+// matrices as "FM " + int32 rows + int32 cols + floats ("DV "/"DM " hold
+// doubles). A lone DiagGmm has no <DIMENSION>/<NUMPDFS>: one pdf. As Kaldi
 // does, the stored <GCONSTS> are ignored and recomputed: each Gaussian becomes
 // weight w, variance 1/inv_var and mean means_invvars/inv_var (in float64)
 // and goes through DiagGmmModelBuilder.
@@ -22,18 +28,18 @@
 //
 // Errors (all name the file, and the pdf and line where it applies):
 //   NOT_FOUND           the file does not exist
-//   DATA_LOSS           the text ends early (truncated)
+//   DATA_LOSS           the text or binary data ends early (truncated)
 //   INVALID_ARGUMENT    a bad token, a row count or size that disagrees with
 //                       <DIMENSION> or <WEIGHTS>, a non-finite value, an
 //                       inv_var <= 0, a negative weight, weights not summing
 //                       to 1 (DiagGmmModel::kWeightSumTolerance), content
-//                       after the last pdf
-//   UNIMPLEMENTED       a binary Kaldi model ("\0B" header)
+//                       after the last pdf; binary errors give the byte offset
 //
 // Thread safety: all functions are reentrant.
 #ifndef GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_
 #define GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/core/matrix.h"
+#include "kernels/io/kaldi_transition_model.h"
 #include "kernels/model/diag_gmm_model.h"
 
 namespace gmmscore {
@@ -58,8 +65,16 @@ struct KaldiAmDiagGmm {
   std::vector<KaldiDiagGmm> pdfs;
 };
 
+// A whole Kaldi model file: the TransitionModel when there is one (final.mdl)
+// and the acoustic model.
+struct KaldiModel {
+  std::optional<KaldiTransitionModel> transition_model;
+  KaldiAmDiagGmm am;
+  bool binary = false;
+};
+
 // True when `contents` starts like a Kaldi AmDiagGmm or whole model in text
-// (first token <DIMENSION> or <TransitionModel>).
+// (first token <DIMENSION>, <TransitionModel> or <DiagGMM>).
 bool LooksLikeKaldiText(absl::string_view contents);
 // True when `contents` starts with Kaldi's binary header "\0B".
 bool LooksLikeKaldiBinary(absl::string_view contents);
@@ -85,14 +100,21 @@ KaldiAmDiagGmm DiagGmmModelToKaldi(const DiagGmmModel& model);
 // DiagGmm::ComputeGconsts does. Only the AmDiagGmm part: no TransitionModel.
 std::string FormatKaldiAmDiagGmmText(const KaldiAmDiagGmm& kaldi);
 
-// UNIMPLEMENTED, naming `source_name`: binary Kaldi models are not read yet.
-absl::Status KaldiBinaryModelError(absl::string_view source_name);
+// Text or binary (by the "\0B" header), with or without a TransitionModel,
+// or a lone DiagGmm. Errors as listed above, naming `source_name`.
+absl::StatusOr<KaldiModel> ParseKaldiModel(std::string contents, absl::string_view source_name);
+absl::StatusOr<KaldiModel> ReadKaldiModel(const std::string& path);
 
-// Detects the binary header (KaldiBinaryModelError), then parses and converts.
+// The binary AmDiagGmm Kaldi writes (AmDiagGmm::Write, binary=true) behind
+// the "\0B" header, byte for byte, gconsts as DiagGmm::ComputeGconsts.
+std::string FormatKaldiAmDiagGmmBinary(const KaldiAmDiagGmm& kaldi);
+absl::Status WriteKaldiAmDiagGmmBinary(const DiagGmmModel& model, const std::string& path);
+
+// ParseKaldiModel, then KaldiToDiagGmmModel on its acoustic model.
 absl::StatusOr<DiagGmmModel> DecodeKaldiAmDiagGmm(std::string contents,
                                                   absl::string_view source_name);
 
-// Reads the file at `path` (DecodeKaldiAmDiagGmm on its contents).
+// Reads the file at `path`, text or binary (DecodeKaldiAmDiagGmm).
 absl::StatusOr<DiagGmmModel> ReadKaldiAmDiagGmmText(const std::string& path);
 
 // Writes FormatKaldiAmDiagGmmText(DiagGmmModelToKaldi(model)) to `path`,

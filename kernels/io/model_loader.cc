@@ -58,7 +58,7 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
     case ModelFormat::kKaldiText:
       return ReadKaldiAmDiagGmmText(path);
     case ModelFormat::kKaldiBinary:
-      return KaldiBinaryModelError(path);
+      return ReadKaldiAmDiagGmmText(path);  // reads both forms
     case ModelFormat::kSphinx: {
       GMM_ASSIGN_OR_RETURN(const SphinxModel sphinx, ReadSphinxModel(path));
       absl::StatusOr<DiagGmmModel> model = sphinx.model.ToDiagGmmModel();
