@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/io/htk_model.h"
 #include "kernels/io/internal/input_stream.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/native_model_file.h"
@@ -25,6 +26,8 @@ absl::string_view ModelFormatName(ModelFormat format) {
       return "kaldi-binary";
     case ModelFormat::kSphinx:
       return "sphinx";
+    case ModelFormat::kHtkMmf:
+      return "htk-mmf";
   }
   return "unknown";
 }
@@ -43,11 +46,12 @@ absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path) {
   if (LooksLikeNativeModel(prefix)) return ModelFormat::kNative;
   if (LooksLikeKaldiBinary(prefix)) return ModelFormat::kKaldiBinary;
   if (LooksLikeKaldiText(prefix)) return ModelFormat::kKaldiText;
+  if (LooksLikeHtkMmf(prefix)) return ModelFormat::kHtkMmf;
   if (prefix.empty()) return absl::InvalidArgumentError(absl::StrCat("model file '", path, "' is empty"));
   return absl::InvalidArgumentError(absl::StrCat(
       "model file '", path,
-      "' is not a recognised model: expected a gmmscore native model or a Kaldi text "
-      "AmDiagGmm (gmm-copy --binary=false)"));
+      "' is not a recognised model: expected a gmmscore native model, a Kaldi model (text or "
+      "binary), an HTK MMF or a Sphinx model directory"));
 }
 
 absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
@@ -66,6 +70,14 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
         return absl::Status(model.status().code(),
                             absl::StrCat("Sphinx model '", path, "' (", SphinxModelKindName(sphinx.kind),
                                          "): ", model.status().message()));
+      }
+      return model;
+    }
+    case ModelFormat::kHtkMmf: {
+      GMM_ASSIGN_OR_RETURN(const HtkModel htk, ReadHtkMmf(path));
+      absl::StatusOr<DiagGmmModel> model = htk.model.ToDiagGmmModel();
+      if (!model.ok()) {
+        return absl::Status(model.status().code(), absl::StrCat("HTK MMF '", path, "': ", model.status().message()));
       }
       return model;
     }

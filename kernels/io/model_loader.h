@@ -19,9 +19,10 @@ enum class ModelFormat {
   kKaldiText,    // kaldi_am_diag_gmm.h (first token <DIMENSION> or <TransitionModel>)
   kKaldiBinary,  // Kaldi's binary form (starts "\0B"); kaldi_am_diag_gmm.h
   kSphinx,       // a CMU Sphinx model directory (sphinx_model.h)
+  kHtkMmf,       // an HTK MMF text file (htk_model.h)
 };
 
-// "native", "kaldi-text", "kaldi-binary", "sphinx".
+// "native", "kaldi-text", "kaldi-binary", "sphinx", "htk-mmf".
 absl::string_view ModelFormatName(ModelFormat format);
 
 // Looks at the first bytes of `path` (or, for a directory, whether it holds
@@ -31,7 +32,7 @@ absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path);
 
 // Detects the format and reads the model with that format's reader, whose
 // errors it returns unchanged (see native_model_file.h, kaldi_am_diag_gmm.h).
-// A Sphinx model becomes a DiagGmmModel when it has one feature stream
+// A Sphinx model or HTK MMF becomes a DiagGmmModel when it has one feature stream
 // (continuous models); tied multi-stream ones (semi-continuous, PTM) give
 // UNIMPLEMENTED here: read them with ReadSphinxModel as a TiedMixtureModel.
 // Reentrant.
