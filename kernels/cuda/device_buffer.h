@@ -106,77 +106,58 @@ absl::Status EnsureCapacity(Buffer& buffer, size_t count) {
   return absl::OkStatus();
 }
 
-class CudaStream {
+// Move-only owner of one CUDA runtime or cuBLAS handle, released with
+// `Destroy` exactly once.
+template <typename Handle, auto Destroy>
+class UniqueHandle {
  public:
-  static absl::StatusOr<CudaStream> Create() {
-    CudaStream stream;
-    GMM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream.stream_, cudaStreamNonBlocking),
-                             "create CUDA stream");
-    return stream;
-  }
-  CudaStream() = default;
-  CudaStream(CudaStream&& other) noexcept { std::swap(stream_, other.stream_); }
-  CudaStream& operator=(CudaStream&& other) noexcept {
-    std::swap(stream_, other.stream_);
-    return *this;
-  }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  ~CudaStream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class CudaEvent {
- public:
-  static absl::StatusOr<CudaEvent> Create() {
-    CudaEvent event;
-    GMM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event.event_), "create CUDA event");
-    return event;
-  }
-  CudaEvent() = default;
-  CudaEvent(CudaEvent&& other) noexcept { std::swap(event_, other.event_); }
-  CudaEvent& operator=(CudaEvent&& other) noexcept {
-    std::swap(event_, other.event_);
-    return *this;
-  }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  ~CudaEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-class CublasHandle {
- public:
-  static absl::StatusOr<CublasHandle> Create() {
-    CublasHandle handle;
-    GMM_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle.handle_), "create cuBLAS handle");
-    return handle;
-  }
-  CublasHandle() = default;
-  CublasHandle(CublasHandle&& other) noexcept { std::swap(handle_, other.handle_); }
-  CublasHandle& operator=(CublasHandle&& other) noexcept {
+  UniqueHandle() = default;
+  explicit UniqueHandle(Handle handle) : handle_(handle) {}
+  UniqueHandle(UniqueHandle&& other) noexcept { std::swap(handle_, other.handle_); }
+  UniqueHandle& operator=(UniqueHandle&& other) noexcept {
     std::swap(handle_, other.handle_);
     return *this;
   }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  ~CublasHandle() {
-    if (handle_ != nullptr) cublasDestroy(handle_);
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  ~UniqueHandle() {
+    if (handle_ != nullptr) Destroy(handle_);
   }
-  cublasHandle_t get() const { return handle_; }
+  Handle get() const { return handle_; }
 
  private:
-  cublasHandle_t handle_ = nullptr;
+  Handle handle_ = nullptr;
+};
+
+// A non-blocking CUDA stream.
+class CudaStream : public UniqueHandle<cudaStream_t, &cudaStreamDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+  static absl::StatusOr<CudaStream> Create() {
+    cudaStream_t stream = nullptr;
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create CUDA stream");
+    return CudaStream(stream);
+  }
+};
+
+class CudaEvent : public UniqueHandle<cudaEvent_t, &cudaEventDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+  static absl::StatusOr<CudaEvent> Create() {
+    cudaEvent_t event = nullptr;
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventCreate(&event), "create CUDA event");
+    return CudaEvent(event);
+  }
+};
+
+class CublasHandle : public UniqueHandle<cublasHandle_t, &cublasDestroy> {
+ public:
+  using UniqueHandle::UniqueHandle;
+  static absl::StatusOr<CublasHandle> Create() {
+    cublasHandle_t handle = nullptr;
+    GMM_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle), "create cuBLAS handle");
+    return CublasHandle(handle);
+  }
 };
 
 }  // namespace gmmscore

@@ -91,19 +91,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
         b_next = __ldg(ab + 3 * kStates);
       }
 #pragma unroll
-      for (int f = 0; f < kFrames; ++f) {
-        const float4 x = y4[f * dim4 + q];
-        const float z0 = fmaf(a.x, x.x, b.x);
-        const float z1 = fmaf(a.y, x.y, b.y);
-        const float z2 = fmaf(a.z, x.z, b.z);
-        const float z3 = fmaf(a.w, x.w, b.w);
-        float s = acc[f];
-        s = fmaf(-z0, z0, s);
-        s = fmaf(-z1, z1, s);
-        s = fmaf(-z2, z2, s);
-        s = fmaf(-z3, z3, s);
-        acc[f] = s;
-      }
+      for (int f = 0; f < kFrames; ++f) acc[f] = SubtractSquaredDistance(a, b, y4[f * dim4 + q], acc[f]);
       a = a_next;
       b = b_next;
       ab += 2 * kStates;
