@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -14,16 +15,18 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/htk_model.h"
 #include "kernels/io/kaldi_specifier.h"
 #include "kernels/io/model_loader.h"
 #include "kernels/io/native_model_file.h"
+#include "kernels/io/sphinx_model.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/backend_factory.h"
 #include "kernels/score/scoring_backend.h"
 
 ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");
 ABSL_FLAG(std::string, algo, "auto", "CUDA algorithm: auto, fused8, fused16, fused32 or gemm (CPU ignores it)");
-ABSL_FLAG(std::string, format, "native", "output model format: native or kaldi-text");
+ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
 ABSL_FLAG(int, min_gaussians, 0, "fewest Gaussians in a state; counts are drawn uniformly from [min, max]");
@@ -135,13 +138,14 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
 absl::Status RunConvert(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "output"}, "convert"));
   const std::string format = absl::GetFlag(FLAGS_format);
-  if (format != "native" && format != "kaldi-text") {
-    return UsageError(absl::StrCat("unknown --format '", format, "' (expected native or kaldi-text)"));
+  if (format != "native" && format != "kaldi-text" && format != "kaldi-binary") {
+    return UsageError(absl::StrCat("unknown --format '", format, "' (expected native, kaldi-text or kaldi-binary)"));
   }
   const std::string output = absl::GetFlag(FLAGS_output);
   GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, LoadModel(absl::GetFlag(FLAGS_model)));
-  GMM_RETURN_IF_ERROR(format == "native" ? WriteNativeModel(model, output)
-                                         : WriteKaldiAmDiagGmmText(model, output));
+  GMM_RETURN_IF_ERROR(format == "native"       ? WriteNativeModel(model, output)
+                      : format == "kaldi-text" ? WriteKaldiAmDiagGmmText(model, output)
+                                               : WriteKaldiAmDiagGmmBinary(model, output));
   std::fprintf(stderr, "gmmscore: wrote %s (%s): %d states, %lld Gaussians, dimension %d\n",
                output.c_str(), format.c_str(), model.num_states(),
                static_cast<long long>(model.num_gaussians()), model.dim());
@@ -186,10 +190,45 @@ absl::Status RunSynth(const SpecifiedFlags& specified) {
 // ---------------------------------------------------------------------------
 // info
 
+// Sphinx and HTK models: their tied / multi-stream structure.
+absl::Status PrintTiedInfo(const std::string& path, ModelFormat format) {
+  std::string out = absl::StrFormat("model       %s\nformat      %s\n", path, ModelFormatName(format));
+  std::optional<SphinxModel> sphinx;
+  std::optional<HtkModel> htk;
+  if (format == ModelFormat::kSphinx) {
+    GMM_ASSIGN_OR_RETURN(sphinx, ReadSphinxModel(path));
+    absl::StrAppendFormat(&out, "kind        %s; weights from %s", SphinxModelKindName(sphinx->kind),
+                          sphinx->weights_source);
+    if (sphinx->quantisation_step > 0) {
+      absl::StrAppendFormat(&out, " (quantised, %.4f nats per step)", sphinx->quantisation_step);
+    }
+    absl::StrAppendFormat(&out, "\nphones      %d base, %d in all; feature type %s\n", sphinx->mdef.base_phones.size(),
+                          sphinx->mdef.num_phones, sphinx->feat_params.Get("feat", "(no feat.params)"));
+  } else {
+    GMM_ASSIGN_OR_RETURN(htk, ReadHtkMmf(path));
+    absl::StrAppendFormat(&out, "hmms        %d; parameter kind %s\n", htk->hmm_states.size(),
+                          htk->parameter_kind.empty() ? "(none)" : htk->parameter_kind);
+  }
+  const TiedMixtureModel& model = sphinx.has_value() ? sphinx->model : htk->model;
+  absl::StrAppendFormat(&out, "states      %d\ndimension   %d\nstreams     %d:", model.num_states(), model.dim(),
+                        model.num_streams());
+  for (int f = 0; f < model.num_streams(); ++f) {
+    absl::StrAppendFormat(&out, " [%d,%d) weight %g;", model.stream(f).offset,
+                          model.stream(f).offset + model.stream(f).dim, model.stream_weight(f));
+  }
+  absl::StrAppendFormat(&out, "\ncodebooks   %d; %d Gaussians evaluated per frame (largest codebook %d)\n",
+                        model.num_codebooks(), model.total_gaussians(), model.max_codebook_size());
+  absl::StrAppendFormat(&out, "bytes       %d in memory (tied form); %d if every state owned its Gaussians\n",
+                        model.ByteSize(), model.UntiedByteSize());
+  std::fputs(out.c_str(), stdout);
+  return absl::OkStatus();
+}
+
 absl::Status RunInfo(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model"}, "info"));
   const std::string path = absl::GetFlag(FLAGS_model);
   GMM_ASSIGN_OR_RETURN(const ModelFormat format, DetectModelFormat(path));
+  if (format == ModelFormat::kSphinx || format == ModelFormat::kHtkMmf) return PrintTiedInfo(path, format);
   GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, LoadModel(path));
   int min_gaussians = model.max_gaussians_per_state();
   for (int s = 0; s < model.num_states(); ++s) {
@@ -238,10 +277,11 @@ std::vector<Command> OfflineCommands() {
        {"model", "features", "output", "backend", "algo"},
        RunScore},
       {"convert", "convert a model to the native format or to Kaldi text",
-       "gmmscore convert --model M --output OUT [--format native|kaldi-text]\n\n"
-       "Reads M (format detected by content) and writes it as a native model file (fast to load,\n"
-       "checksummed; docs/MODEL_FORMAT.md) or as a Kaldi text AmDiagGmm (the acoustic-model part\n"
-       "of gmm-copy --binary=false output; 7 significant digits, so not bit-exact).",
+       "gmmscore convert --model M --output OUT [--format native|kaldi-text|kaldi-binary]\n\n"
+       "Reads M (format detected by content: native, Kaldi text or binary, single-stream HTK MMF or\n"
+       "Sphinx model directory) and writes it as a native model file (fast to load,\n"
+       "checksummed; docs/MODEL_FORMAT.md) or as a Kaldi AmDiagGmm (text: 7 significant digits,\n"
+       "so not bit-exact; binary: float32 exact).",
        {"model", "output", "format"},
        RunConvert},
       {"synth", "write a deterministic synthetic model (native format)",
@@ -251,7 +291,8 @@ std::vector<Command> OfflineCommands() {
        {"states", "gaussians", "min_gaussians", "max_gaussians", "dim", "seed", "output"},
        RunSynth},
       {"info", "describe a model: states, dimension, Gaussians, bytes, centre",
-       "gmmscore info --model M\n\nPrints the model's format, sizes and a summary of its centre.",
+       "gmmscore info --model M\n\nPrints the model's format, sizes and a summary of its centre; for Sphinx\n"
+       "and HTK models also the kind, streams, codebooks and tied versus untied memory.",
        {"model"},
        RunInfo},
   };
