@@ -11,7 +11,7 @@ namespace gmmscore {
 int64_t DeviceModel::bytes() const {
   return static_cast<int64_t>(ab.bytes() + fused_gconsts.bytes() + block_gaussians.bytes() +
                               block_ab_offset.bytes() + block_gconst_offset.bytes() +
-                              slot_state.bytes() + tc_params.bytes() + tc_row_group_state.bytes() +
+                              slot_state.bytes() + tc_big.bytes() + tc_small.bytes() + tc_row_group_state.bytes() +
                               tc_range_begin.bytes() + params.bytes() + state_offsets.bytes() +
                               center.bytes());
 }
@@ -22,7 +22,7 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
   const ConstMatrixView params = model.params();
   const int64_t needed =
       static_cast<int64_t>(layout.ab.size() * sizeof(Float4) + layout.gconsts.size() * sizeof(float) +
-                           tc.params.size() * sizeof(float) + params.rows * params.cols * sizeof(float));
+                           2 * tc.big.size() * sizeof(float) + params.rows * params.cols * sizeof(float));
   size_t free_bytes = 0, total_bytes = 0;
   GMM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "query device memory");
   if (needed > static_cast<int64_t>(free_bytes)) {
@@ -55,7 +55,8 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
                        DeviceBuffer<int32_t>::FromHost(layout.slot_state.data(), layout.slot_state.size()));
   out.tc_cols = tc.cols;
   out.tc_ranges = tc.num_ranges();
-  GMM_ASSIGN_OR_RETURN(out.tc_params, DeviceBuffer<float>::FromHost(tc.params.data(), tc.params.size()));
+  GMM_ASSIGN_OR_RETURN(out.tc_big, DeviceBuffer<float>::FromHost(tc.big.data(), tc.big.size()));
+  GMM_ASSIGN_OR_RETURN(out.tc_small, DeviceBuffer<float>::FromHost(tc.small.data(), tc.small.size()));
   GMM_ASSIGN_OR_RETURN(out.tc_row_group_state, DeviceBuffer<int32_t>::FromHost(tc.row_group_state.data(),
                                                                                 tc.row_group_state.size()));
   GMM_ASSIGN_OR_RETURN(out.tc_range_begin,

@@ -32,7 +32,8 @@ struct DeviceModel {
   // Tensor-core layout (see tc_layout.h).
   int tc_cols = 0;
   int tc_ranges = 0;
-  DeviceBuffer<float> tc_params;
+  DeviceBuffer<float> tc_big;    // TF32 split of the GEMM form
+  DeviceBuffer<float> tc_small;
   DeviceBuffer<int32_t> tc_row_group_state;
   DeviceBuffer<int32_t> tc_range_begin;
   // Two-kernel path.

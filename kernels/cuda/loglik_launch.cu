@@ -93,19 +93,21 @@ absl::Status LaunchSplit(const DeviceModel& model, const float* features, int64_
   return absl::OkStatus();
 }
 
-absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, int64_t num_frames,
-                              float* loglikes, cudaStream_t stream) {
-  using Policy = TensorCorePolicy;
-  if (model.tc_ranges > 65535) return absl::InvalidArgumentError("model has more than 65535 state ranges");
+template <int kSteps>
+absl::Status LaunchTensorCoreSteps(const DeviceModel& model, const float* features, int64_t num_frames,
+                                   float* loglikes, cudaStream_t stream) {
+  using Policy = TensorCorePolicy<kSteps>;
   const size_t shared_bytes = Policy::SharedBytes(model.tc_cols);
-  GMM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TensorCoreLoglikKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  GMM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TensorCoreLoglikKernel<Policy>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 static_cast<int>(shared_bytes)),
                            "raise tensor-core kernel shared memory");
   constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
   for (int64_t first = 0; first < num_frames; first += kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, kMaxFramesPerLaunch);
     TensorCoreArgs args{};
-    args.params = model.tc_params.data();
+    args.big = model.tc_big.data();
+    args.small = model.tc_small.data();
     args.row_group_state = model.tc_row_group_state.data();
     args.range_begin = model.tc_range_begin.data();
     args.center = model.center.data();
@@ -116,10 +118,25 @@ absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, i
     args.num_states = model.num_states;
     args.loglikes = loglikes + first * model.num_states;
     const dim3 grid(static_cast<unsigned>((frames + Policy::kFrames - 1) / Policy::kFrames), model.tc_ranges);
-    TensorCoreLoglikKernel<<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
+    TensorCoreLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch tensor-core likelihood kernel");
   }
   return absl::OkStatus();
+}
+
+// The frames' A fragments live in registers, so the k extent is a template
+// argument: the smallest instance that covers 1 + 2D.
+absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, int64_t num_frames,
+                              float* loglikes, cudaStream_t stream) {
+  if (model.tc_ranges > 65535) return absl::InvalidArgumentError("model has more than 65535 state ranges");
+  const int steps = model.tc_cols / 8;
+  if (steps <= 4) return LaunchTensorCoreSteps<4>(model, features, num_frames, loglikes, stream);
+  if (steps <= 6) return LaunchTensorCoreSteps<6>(model, features, num_frames, loglikes, stream);
+  if (steps <= 8) return LaunchTensorCoreSteps<8>(model, features, num_frames, loglikes, stream);
+  if (steps <= 10) return LaunchTensorCoreSteps<10>(model, features, num_frames, loglikes, stream);
+  if (steps <= 12) return LaunchTensorCoreSteps<12>(model, features, num_frames, loglikes, stream);
+  return absl::InvalidArgumentError(
+      absl::StrCat("tf32x3 supports dimensions up to 47, the model has ", model.dim));
 }
 
 absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t num_frames,

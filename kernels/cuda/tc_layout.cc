@@ -1,10 +1,19 @@
 #include "kernels/cuda/tc_layout.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cuda/fused_layout.h"
 
 namespace gmmscore {
+
+float RoundToTf32(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits = (bits + 0x1000u) & ~0x1FFFu;  // magnitude + half an ulp, truncated
+  std::memcpy(&value, &bits, sizeof(bits));
+  return value;
+}
 
 TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
   TensorCoreLayout layout;
@@ -18,7 +27,7 @@ TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
     rows += static_cast<int64_t>(groups) * TensorCoreLayout::kRowGroup;
   }
   layout.rows = rows;
-  layout.params.assign((rows + TensorCoreLayout::kChunkRows) * layout.cols, 0.0f);
+  std::vector<float> params((rows + TensorCoreLayout::kChunkRows) * layout.cols, 0.0f);
 
   int64_t row = 0;
   for (int s = 0; s < model.num_states(); ++s) {
@@ -27,7 +36,7 @@ TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
     const int padded = (count + TensorCoreLayout::kRowGroup - 1) / TensorCoreLayout::kRowGroup *
                        TensorCoreLayout::kRowGroup;
     for (int g = 0; g < padded; ++g, ++row) {
-      float* out = &layout.params[row * layout.cols];
+      float* out = &params[row * layout.cols];
       if (g < count) {
         const float* in = model.params().row(first + g);
         std::copy(in, in + param_cols, out);
@@ -35,6 +44,13 @@ TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
         out[0] = kPaddingGconst;
       }
     }
+  }
+
+  layout.big.resize(params.size());
+  layout.small.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    layout.big[i] = RoundToTf32(params[i]);
+    layout.small[i] = RoundToTf32(params[i] - layout.big[i]);
   }
 
   // Ranges of whole states, closed once they reach kRangeRows rows.

@@ -2,16 +2,17 @@
 // GEMM form [K, u, v] . [1, y, y^2], with the log-sum-exp over each state's
 // Gaussians fused into the epilogue.
 //
-// A block of 4 warps scores one range of whole states (TensorCoreLayout) on
-// 64 frames. The expanded frames, split into a TF32 "big" part and the TF32
-// rounding of the rest ("small"), stay in shared memory for the whole range;
-// the model streams through in 64-row chunks, each warp multiplying 16 rows
-// by the 64 frames as 8 tiles of m16n8 with 3 MMAs per k-step (small x big,
-// big x small, big x big: float32-class accuracy, the 3xTF32 scheme). Each
-// row group of 8 (one state's, by construction) is reduced over its rows
-// with warp shuffles to a (max, sum) per frame; 64 threads, one per frame,
-// then fold the row groups in order into a running log-sum per state and
-// write each state's log-likelihood once its last row group is folded.
+// Roles: frames are the MMA's M (16 per warp, 4 warps = 64 frames per
+// block) and Gaussians its N (an n-tile of 8 = one row group of
+// TensorCoreLayout, which belongs to a single state). A block scores one
+// range of whole states. Each warp keeps its frames' A fragments, split
+// into TF32 big and small parts, in registers for the whole range; the
+// model, pre-split on the host, streams through shared memory in chunks of
+// 64 rows that all 4 warps share. Per n-tile a warp issues 3 MMAs per
+// k-step (small x big, big x small, big x big: float32-class accuracy) and
+// folds the 16 x 8 scores into a running (max, sum) per frame held in the
+// lanes' registers; only when the state changes do the 4 lanes of a frame
+// combine theirs (two shuffles) and write the log-likelihood.
 #ifndef GMMSCORE_KERNELS_CUDA_TC_LOGLIK_KERNEL_CUH_
 #define GMMSCORE_KERNELS_CUDA_TC_LOGLIK_KERNEL_CUH_
 
@@ -24,7 +25,8 @@
 namespace gmmscore {
 
 struct TensorCoreArgs {
-  const float* params;            // (rows + 64) x cols, see TensorCoreLayout
+  const float* big;               // (rows + 64) x cols, see TensorCoreLayout
+  const float* small;
   const int32_t* row_group_state;
   const int32_t* range_begin;
   const float* center;
@@ -36,18 +38,16 @@ struct TensorCoreArgs {
   float* loglikes;                // num_frames x num_states
 };
 
+template <int kStepsIn>
 struct TensorCorePolicy {
+  static constexpr int kSteps = kStepsIn;   // k-steps of 8: cols <= 8 * kSteps
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kFrames = 64;        // frames per block (8 MMA n-tiles)
-  static constexpr int kChunkRows = 64;     // 16 rows per warp
-  static constexpr int kFrameStride = 72;   // 64 + 8: conflict-free B fragment loads
-  static constexpr int kRowPad = 4;         // A row stride cols + 4: conflict-free A loads
+  static constexpr int kFrames = 16 * kWarps;
+  static constexpr int kChunkRows = 64;     // 8 n-tiles per shared chunk
+  static constexpr int kRowPad = 4;         // row stride cols + 4: conflict-free fragment loads
 
-  static size_t SharedBytes(int cols) {
-    return sizeof(float) * (2ull * cols * kFrameStride + 1ull * kChunkRows * (cols + kRowPad) +
-                            2ull * (kChunkRows / 8) * kFrames);
-  }
+  static size_t SharedBytes(int cols) { return sizeof(float) * 2ull * kChunkRows * (cols + kRowPad); }
 };
 
 __device__ __forceinline__ uint32_t ToTf32(float value) {
@@ -65,138 +65,113 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(TensorCorePolicy::kThreads)
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)
     TensorCoreLoglikKernel(const TensorCoreArgs args) {
-  using P = TensorCorePolicy;
+  using P = Policy;
   extern __shared__ float4 shared_tc[];
   const int cols = args.cols;
-  const int a_stride = cols + P::kRowPad;
-  uint32_t* b_big = reinterpret_cast<uint32_t*>(shared_tc);
-  uint32_t* b_small = b_big + cols * P::kFrameStride;
-  float* a_tile = reinterpret_cast<float*>(b_small + cols * P::kFrameStride);
-  float* part_max = a_tile + P::kChunkRows * a_stride;
-  float* part_sum = part_max + (P::kChunkRows / 8) * P::kFrames;
-
-  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * P::kFrames;
-  const int dim = args.dim;
-
-  // Expanded frames [1, y, y^2, 0...] as TF32 big + small, k-major.
-  for (int i = threadIdx.x; i < cols * P::kFrames; i += P::kThreads) {
-    const int k = i / P::kFrames;
-    const int f = i - k * P::kFrames;
-    const int64_t frame = first_frame + f;
-    float value = 0.0f;
-    if (frame < args.num_frames && k <= 2 * dim) {
-      if (k == 0) {
-        value = 1.0f;
-      } else {
-        const int d = (k - 1) % dim;
-        const float y = args.features[frame * dim + d] - args.center[d];
-        value = k <= dim ? y : y * y;
-      }
-    }
-    const uint32_t big = ToTf32(value);
-    b_big[k * P::kFrameStride + f] = big;
-    b_small[k * P::kFrameStride + f] = ToTf32(value - __uint_as_float(big));
-  }
+  const int stride = cols + P::kRowPad;
+  float* big_tile = reinterpret_cast<float*>(shared_tc);
+  float* small_tile = big_tile + P::kChunkRows * stride;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const int group = lane >> 2;   // row within the 8-row half of the tile
-  const int thread = lane & 3;   // k (A) / column pair (C) within the tile
-  const int range_first = args.range_begin[blockIdx.y];
-  const int range_end = args.range_begin[blockIdx.y + 1];
+  const int group = lane >> 2;  // A/C row (frame) within the m-tile, B column (Gaussian)
+  const int thread = lane & 3;  // A column (k) / B row (k); C column pair
+  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * P::kFrames + warp * 16;
 
-  // Running log-sum of the state being folded, for frame threadIdx.x (< 64).
-  int folding_state = -1;
-  float fold_max = -INFINITY, fold_sum = 0.0f;
-  auto emit = [&]() {
-    const int64_t frame = first_frame + threadIdx.x;
-    if (folding_state >= 0 && frame < args.num_frames) {
-      args.loglikes[frame * args.num_states + folding_state] = fold_max + __logf(fold_sum);
+  // This warp's 16 frames as A fragments: rows group and group + 8, columns
+  // thread and thread + 4 of every k-step, expanded to [1, y, y^2, 0...].
+  uint32_t a_big[P::kSteps][4], a_small[P::kSteps][4];
+#pragma unroll
+  for (int s = 0; s < P::kSteps; ++s) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int64_t frame = first_frame + group + (r & 1) * 8;
+      const int k = s * 8 + thread + (r >> 1) * 4;
+      float value = 0.0f;
+      if (frame < args.num_frames && k <= 2 * args.dim) {
+        if (k == 0) {
+          value = 1.0f;
+        } else {
+          const int d = (k - 1) % args.dim;
+          const float y = args.features[frame * args.dim + d] - args.center[d];
+          value = k <= args.dim ? y : y * y;
+        }
+      }
+      a_big[s][r] = ToTf32(value);
+      a_small[s][r] = ToTf32(value - __uint_as_float(a_big[s][r]));
+    }
+  }
+
+  // Running log-sum of the current state for frames group (index 0) and
+  // group + 8 (index 1), over this lane's Gaussian columns.
+  int state = -1;
+  float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
+  auto flush = [&]() {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int offset = 1; offset <= 2; offset <<= 1) {
+        const float other_max = __shfl_xor_sync(0xffffffffu, run_max[h], offset);
+        const float other_sum = __shfl_xor_sync(0xffffffffu, run_sum[h], offset);
+        MergeLogSum(other_max, other_sum, run_max[h], run_sum[h]);
+      }
+      const int64_t frame = first_frame + group + h * 8;
+      if (thread == 0 && state >= 0 && frame < args.num_frames) {
+        args.loglikes[frame * args.num_states + state] = run_max[h] + __logf(run_sum[h]);
+      }
+      run_max[h] = -INFINITY;
+      run_sum[h] = 0.0f;
     }
   };
 
+  const int range_first = args.range_begin[blockIdx.y];
+  const int range_end = args.range_begin[blockIdx.y + 1];
   for (int chunk = range_first; chunk < range_end; chunk += P::kChunkRows / 8) {
-    __syncthreads();  // frames staged; previous chunk's tile and partials consumed
-    const float* source = args.params + static_cast<int64_t>(chunk) * 8 * cols;
+    __syncthreads();  // every warp is done with the previous chunk
+    const int64_t base = static_cast<int64_t>(chunk) * 8 * cols;
     for (int i = threadIdx.x; i < P::kChunkRows * cols / 4; i += P::kThreads) {
       const int r = (4 * i) / cols;
       const int c = 4 * i - r * cols;
-      *reinterpret_cast<float4*>(a_tile + r * a_stride + c) =
-          __ldg(reinterpret_cast<const float4*>(source + static_cast<int64_t>(r) * cols + c));
+      const int64_t at = base + static_cast<int64_t>(r) * cols + c;
+      *reinterpret_cast<float4*>(big_tile + r * stride + c) = __ldg(reinterpret_cast<const float4*>(args.big + at));
+      *reinterpret_cast<float4*>(small_tile + r * stride + c) =
+          __ldg(reinterpret_cast<const float4*>(args.small + at));
     }
     __syncthreads();
 
-    float acc[P::kFrames / 8][4];
-#pragma unroll
-    for (int j = 0; j < P::kFrames / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    const float* a_rows = a_tile + warp * 16 * a_stride;
-    for (int k0 = 0; k0 < cols; k0 += 8) {
-      const float a_value[4] = {a_rows[group * a_stride + k0 + thread], a_rows[(group + 8) * a_stride + k0 + thread],
-                                a_rows[group * a_stride + k0 + thread + 4],
-                                a_rows[(group + 8) * a_stride + k0 + thread + 4]};
-      uint32_t a_big[4], a_small[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        a_big[r] = ToTf32(a_value[r]);
-        a_small[r] = ToTf32(a_value[r] - __uint_as_float(a_big[r]));
+    const int tiles = min(P::kChunkRows / 8, range_end - chunk);
+    for (int j = 0; j < tiles; ++j) {
+      const int tile_state = args.row_group_state[chunk + j];  // uniform over the warp
+      if (tile_state != state) {
+        flush();
+        state = tile_state;
       }
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const float* big_row = big_tile + (j * 8 + group) * stride + thread;
+      const float* small_row = small_tile + (j * 8 + group) * stride + thread;
 #pragma unroll
-      for (int j = 0; j < P::kFrames / 8; ++j) {
-        const int n = j * 8 + group;
-        const uint32_t bb0 = b_big[(k0 + thread) * P::kFrameStride + n];
-        const uint32_t bb1 = b_big[(k0 + thread + 4) * P::kFrameStride + n];
-        const uint32_t bs0 = b_small[(k0 + thread) * P::kFrameStride + n];
-        const uint32_t bs1 = b_small[(k0 + thread + 4) * P::kFrameStride + n];
-        MmaTf32(acc[j], a_small, bb0, bb1);
-        MmaTf32(acc[j], a_big, bs0, bs1);
-        MmaTf32(acc[j], a_big, bb0, bb1);
-      }
-    }
-
-    // Row group 2w holds rows group (acc[.][0..1]), 2w + 1 rows group + 8
-    // (acc[.][2..3]); lanes sharing `thread` hold the 8 rows of a column.
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-#pragma unroll
-      for (int j = 0; j < P::kFrames / 8; ++j) {
-#pragma unroll
-        for (int p = 0; p < 2; ++p) {
-          const float value = acc[j][half * 2 + p];
-          float max = value;
-          max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 4));
-          max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 8));
-          max = fmaxf(max, __shfl_xor_sync(0xffffffffu, max, 16));
-          float sum = __expf(value - max);
-          sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-          sum += __shfl_xor_sync(0xffffffffu, sum, 8);
-          sum += __shfl_xor_sync(0xffffffffu, sum, 16);
-          if (group == 0) {
-            const int at = (warp * 2 + half) * P::kFrames + j * 8 + thread * 2 + p;
-            part_max[at] = max;
-            part_sum[at] = sum;
-          }
+      for (int s = 0; s < P::kSteps; ++s) {
+        if (s * 8 < cols) {
+          const uint32_t bb0 = __float_as_uint(big_row[s * 8]);
+          const uint32_t bb1 = __float_as_uint(big_row[s * 8 + 4]);
+          const uint32_t bs0 = __float_as_uint(small_row[s * 8]);
+          const uint32_t bs1 = __float_as_uint(small_row[s * 8 + 4]);
+          MmaTf32(acc, a_small[s], bb0, bb1);
+          MmaTf32(acc, a_big[s], bs0, bs1);
+          MmaTf32(acc, a_big[s], bb0, bb1);
         }
       }
-    }
-    __syncthreads();
-
-    if (threadIdx.x < P::kFrames) {
-      for (int rg = 0; rg < P::kChunkRows / 8 && chunk + rg < range_end; ++rg) {
-        const int state = args.row_group_state[chunk + rg];
-        if (state != folding_state) {
-          emit();
-          folding_state = state;
-          fold_max = -INFINITY;
-          fold_sum = 0.0f;
-        }
-        MergeLogSum(part_max[rg * P::kFrames + threadIdx.x], part_sum[rg * P::kFrames + threadIdx.x], fold_max,
-                    fold_sum);
-      }
+      // acc: (frame group, Gaussians 2t, 2t+1), (frame group + 8, same).
+      LogAdd(acc[0], run_max[0], run_sum[0]);
+      LogAdd(acc[1], run_max[0], run_sum[0]);
+      LogAdd(acc[2], run_max[1], run_sum[1]);
+      LogAdd(acc[3], run_max[1], run_sum[1]);
     }
   }
-  if (threadIdx.x < P::kFrames) emit();
+  flush();
 }
 
 }  // namespace gmmscore
