@@ -20,9 +20,11 @@
 
 ABSL_FLAG(std::string, model_repository, "",
           "Directory of models to serve (required). Every regular file in it is one model, "
-          "named by its file name without the extension (spk1.mdl -> 'spk1'); the format "
-          "(native or Kaldi text AmDiagGmm) is detected from the content. All are loaded and "
-          "prepared on the backend at start; names starting with '.' are skipped.");
+          "named by its file name without the extension (spk1.mdl -> 'spk1'), in any format "
+          "gmmscore reads (native, Kaldi AmDiagGmm, HTK MMF; detected from the content); every "
+          "subdirectory holding a CMU Sphinx continuous model is one too, named by the "
+          "directory. All are loaded and prepared on the backend at start; names starting with "
+          "'.' and other subdirectories are skipped.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on, without TLS. 0.0.0.0:PORT or [::]:PORT for all interfaces; "
           "port 0 picks a free port (logged).");

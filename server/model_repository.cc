@@ -51,13 +51,20 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     const std::string file_name = entry.path().filename().string();
     if (file_name.empty() || file_name[0] == '.') continue;
-    if (entry.is_regular_file(error)) files.push_back(entry.path());
+    if (entry.is_regular_file(error)) {
+      files.push_back(entry.path());
+    } else if (entry.is_directory(error)) {
+      // A model that is a directory (a CMU Sphinx model); other directories
+      // are not models and are skipped.
+      absl::StatusOr<ModelFormat> format = DetectModelFormat(entry.path().string());
+      if (format.ok()) files.push_back(entry.path());
+    }
   }
   if (error) {
     return absl::NotFoundError(absl::StrFormat("cannot list %s: %s", dir, error.message()));
   }
   if (files.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat("model repository %s holds no files", dir));
+    return absl::InvalidArgumentError(absl::StrFormat("model repository %s holds no models", dir));
   }
   std::sort(files.begin(), files.end());
 
@@ -71,7 +78,8 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     if (!model.ok()) return WithPath(model.status(), path);
     auto prepared = backend->Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
     if (!prepared.ok()) return WithPath(prepared.status(), path);
-    models.push_back({.name = file.stem().string(),
+    models.push_back({.name = fs::is_directory(file) ? file.filename().string()
+                                                     : file.stem().string(),
                       .source = path,
                       .format = std::string(ModelFormatName(*format)),
                       .load_time = absl::Now() - start,

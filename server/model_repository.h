@@ -34,10 +34,12 @@ struct ServedModel {
 
 class ModelRepository {
  public:
-  // Loads every regular file directly in `dir` (names starting with '.' are
-  // skipped) as a model named by the file name without its last extension
-  // ("spk1.mdl" -> "spk1"), whatever its format (detected by content), and
-  // prepares it on `backend`, which must outlive the repository.
+  // Loads every regular file directly in `dir` as a model named by the file
+  // name without its last extension ("spk1.mdl" -> "spk1"), whatever its
+  // format (detected by content: native, Kaldi, HTK MMF), and every
+  // subdirectory that holds a CMU Sphinx model, named by the directory;
+  // other subdirectories and names starting with '.' are skipped. Each is
+  // prepared on `backend`, which must outlive the repository.
   // NOT_FOUND if `dir` is not a directory; INVALID_ARGUMENT if it holds no
   // model or two files give the same name; a file's load or Prepare error
   // (its code kept, the message prefixed with the path) otherwise.

@@ -53,6 +53,19 @@ TEST_F(ModelRepositoryTest, LoadsEveryFileNamedByItsStem) {
   EXPECT_EQ((*found)->name, "spk2");
 }
 
+TEST_F(ModelRepositoryTest, SphinxModelDirectoriesAreModelsToo) {
+  const fs::path sphinx = "/usr/share/pocketsphinx/test/data/an4_ci_cont";
+  if (!fs::is_directory(sphinx)) GTEST_SKIP() << "pocketsphinx-testdata is not installed";
+  fs::copy(sphinx, dir_ / "an4_ci_cont");
+  WriteModel("spk1.gmm", 1);
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  ASSERT_EQ((*repo)->models().size(), 2u);
+  EXPECT_EQ((*repo)->models()[0].name, "an4_ci_cont");
+  EXPECT_EQ((*repo)->models()[0].format, "sphinx");
+  EXPECT_GT((*repo)->models()[0].model().num_states(), 0);
+}
+
 TEST_F(ModelRepositoryTest, UnknownNameListsTheServedModels) {
   WriteModel("a.gmm", 1);
   auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get());

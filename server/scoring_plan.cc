@@ -1,6 +1,8 @@
 #include "server/scoring_plan.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -32,10 +34,11 @@ absl::StatusOr<FusionOptions> FusionFromProto(const v1::FusionOptions& proto) {
           absl::StrFormat("fusion.method %d is not a known FusionMethod", proto.method()));
   }
   options.weights.assign(proto.weights().begin(), proto.weights().end());
+  // Out-of-range windows are left for ModelFusion::Create to reject by value.
   options.window_frames =
-      proto.window_frames() == 0 ? kDefaultWindowFrames
-                                 : static_cast<int>(std::min<uint32_t>(
-                                       proto.window_frames(), FusionOptions::kMaxWindowFrames + 1));
+      proto.window_frames() == 0
+          ? kDefaultWindowFrames
+          : static_cast<int>(std::min<uint32_t>(proto.window_frames(), INT32_MAX));
   options.acoustic_scale = proto.acoustic_scale() == 0.0f ? 1.0 : proto.acoustic_scale();
   return options;
 }
