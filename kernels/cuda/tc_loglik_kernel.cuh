@@ -9,7 +9,8 @@
 // into TF32 big and small parts, in registers for the whole range; the
 // model, pre-split on the host, streams through shared memory in chunks of
 // 64 rows that all 4 warps share. Per n-tile a warp issues 3 MMAs per
-// k-step (small x big, big x small, big x big: float32-class accuracy) and
+// k-step (small x big, big x small, big x big: float32-class accuracy, each
+// into its own accumulator, two n-tiles at a time, for independent chains) and
 // folds the 16 x 8 scores into a running (max, sum) per frame held in the
 // lanes' registers; only when the state changes do the 4 lanes of a frame
 // combine theirs (two shuffles) and write the log-likelihood.
@@ -142,33 +143,49 @@ __global__ void __launch_bounds__(Policy::kThreads)
     }
     __syncthreads();
 
+    // Two n-tiles at a time, each with its three products in separate
+    // accumulators: six independent MMA chains, so the tensor pipe is not
+    // left waiting on one accumulator's previous MMA.
     const int tiles = min(P::kChunkRows / 8, range_end - chunk);
-    for (int j = 0; j < tiles; ++j) {
-      const int tile_state = args.row_group_state[chunk + j];  // uniform over the warp
-      if (tile_state != state) {
-        flush();
-        state = tile_state;
-      }
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int j = 0; j < tiles; j += 2) {
+      const bool pair = j + 1 < tiles;  // uniform over the warp
+      float acc[2][3][4] = {};
       const float* big_row = big_tile + (j * 8 + group) * stride + thread;
       const float* small_row = small_tile + (j * 8 + group) * stride + thread;
 #pragma unroll
       for (int s = 0; s < P::kSteps; ++s) {
         if (s * 8 < cols) {
-          const uint32_t bb0 = __float_as_uint(big_row[s * 8]);
-          const uint32_t bb1 = __float_as_uint(big_row[s * 8 + 4]);
-          const uint32_t bs0 = __float_as_uint(small_row[s * 8]);
-          const uint32_t bs1 = __float_as_uint(small_row[s * 8 + 4]);
-          MmaTf32(acc, a_small[s], bb0, bb1);
-          MmaTf32(acc, a_big[s], bs0, bs1);
-          MmaTf32(acc, a_big[s], bb0, bb1);
+#pragma unroll
+          for (int t = 0; t < 2; ++t) {
+            if (t == 1 && !pair) break;
+            const int at = t * 8 * stride + s * 8;
+            const uint32_t bb0 = __float_as_uint(big_row[at]);
+            const uint32_t bb1 = __float_as_uint(big_row[at + 4]);
+            const uint32_t bs0 = __float_as_uint(small_row[at]);
+            const uint32_t bs1 = __float_as_uint(small_row[at + 4]);
+            MmaTf32(acc[t][0], a_small[s], bb0, bb1);
+            MmaTf32(acc[t][1], a_big[s], bs0, bs1);
+            MmaTf32(acc[t][2], a_big[s], bb0, bb1);
+          }
         }
       }
-      // acc: (frame group, Gaussians 2t, 2t+1), (frame group + 8, same).
-      LogAdd(acc[0], run_max[0], run_sum[0]);
-      LogAdd(acc[1], run_max[0], run_sum[0]);
-      LogAdd(acc[2], run_max[1], run_sum[1]);
-      LogAdd(acc[3], run_max[1], run_sum[1]);
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        if (t == 1 && !pair) break;
+        const int tile_state = args.row_group_state[chunk + j + t];  // uniform over the warp
+        if (tile_state != state) {
+          flush();
+          state = tile_state;
+        }
+        float score[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) score[r] = (acc[t][0][r] + acc[t][1][r]) + acc[t][2][r];
+        // score: (frame group, Gaussians 2t, 2t+1), (frame group + 8, same).
+        LogAdd(score[0], run_max[0], run_sum[0]);
+        LogAdd(score[1], run_max[0], run_sum[0]);
+        LogAdd(score[2], run_max[1], run_sum[1]);
+        LogAdd(score[3], run_max[1], run_sum[1]);
+      }
     }
   }
   flush();
