@@ -25,7 +25,8 @@
 #include "kernels/score/scoring_backend.h"
 
 ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");
-ABSL_FLAG(std::string, algo, "auto", "CUDA algorithm: auto, fused8, fused16, fused32 or gemm (CPU ignores it)");
+ABSL_FLAG(std::string, algo, "auto",
+          "CUDA algorithm: auto, fused8, fused16, fused32, split8, tf32x3 or gemm (CPU ignores it)");
 ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
@@ -268,12 +269,15 @@ std::vector<Command> OfflineCommands() {
   return {
       {"score", "score a feature archive with a model; write a Kaldi log-likelihood archive",
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
-       "               [--backend cpu|cuda|auto] [--algo auto|fused8|fused16|fused32|gemm]\n\n"
+       "               [--backend cpu|cuda|auto]\n"
+       "               [--algo auto|fused8|fused16|fused32|split8|tf32x3|gemm]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"
        "The model may be a native file or a Kaldi text AmDiagGmm. Output is binary for ark:,\n"
        "text for ark,t:; ark:- reads stdin or writes stdout. On error the partial output file\n"
-       "is removed.",
+       "is removed. --algo picks the CUDA kernel (docs/PERFORMANCE.md): auto chooses by window\n"
+       "length and model size; tf32x3 is the tensor-core path (\"fast\" precision, up to 1e-3\n"
+       "nats); the CPU backend ignores it.",
        {"model", "features", "output", "backend", "algo"},
        RunScore},
       {"convert", "convert a model to the native format or to Kaldi text",
