@@ -10,6 +10,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/loglik_launch.h"
+#include "kernels/cuda/loglik_policy.h"
 
 namespace gmmscore {
 namespace {
@@ -77,58 +78,108 @@ class CudaBackend : public ScoringBackend {
 
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,
                      const ScoreOptions& options, ScoreResult* result) override {
-    const auto* cuda_model = dynamic_cast<const CudaPreparedModel*>(&prepared);
-    if (cuda_model == nullptr || cuda_model->device() != device_) {
-      return absl::InvalidArgumentError("model was not prepared by this CUDA backend");
+    const ScoreJob job{&prepared, features, result};
+    return ScoreBatch(absl::MakeConstSpan(&job, 1), options);
+  }
+
+  absl::Status ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options) override {
+    std::vector<const DeviceModel*> resident;
+    for (const ScoreJob& job : jobs) {
+      const auto* cuda_model = dynamic_cast<const CudaPreparedModel*>(job.model);
+      if (cuda_model == nullptr || cuda_model->device() != device_ || job.result == nullptr) {
+        return absl::InvalidArgumentError("model was not prepared by this CUDA backend, or no result");
+      }
+      GMM_RETURN_IF_ERROR(ValidateFeatures(job.model->model(), job.features));
+      resident.push_back(&cuda_model->resident());
     }
-    const DiagGmmModel& model = prepared.model();
-    GMM_RETURN_IF_ERROR(ValidateFeatures(model, features));
-    const int64_t frames = features.rows;
-    const int states = model.num_states();
-    result->loglikes.Resize(frames, states);
-    result->frame_totals.clear();
-    if (frames == 0) return absl::OkStatus();
+    int64_t total_frames = 0;
+    for (const ScoreJob& job : jobs) {
+      job.result->loglikes.Resize(job.features.rows, job.model->model().num_states());
+      job.result->frame_totals.clear();
+      total_frames += job.features.rows;
+    }
+    if (total_frames == 0) return absl::OkStatus();
 
     Lane* lane = AcquireLane();
-    absl::Status status = ScoreOnLane(*lane, cuda_model->resident(), features, options, result);
+    absl::Status status = ScoreOnLane(*lane, jobs, resident, options);
     ReleaseLane(lane);
     return status;
   }
 
  private:
-  absl::Status ScoreOnLane(Lane& lane, const DeviceModel& resident, ConstMatrixView features,
-                           const ScoreOptions& options, ScoreResult* result) {
+  // Several models in one kernel launch when every window is short enough
+  // for the split kernel anyway (the kAuto choice) or split8 was asked for;
+  // otherwise one launch per window, each with its own algorithm.
+  static bool UseOneLaunch(absl::Span<const ScoreJob> jobs, absl::Span<const DeviceModel* const> resident,
+                           Algorithm algorithm) {
+    if (jobs.size() < 2) return false;
+    if (algorithm == Algorithm::kSplit8) return true;
+    if (algorithm != Algorithm::kAuto) return false;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (ChooseAlgorithm(jobs[j].features.rows, resident[j]->num_gaussians) != Algorithm::kSplit8) return false;
+    }
+    return true;
+  }
+
+  // One copy in of every window's frames, the launches, one copy out of
+  // every window's scores (and frame totals) and one synchronisation.
+  absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreJob> jobs,
+                           absl::Span<const DeviceModel* const> resident, const ScoreOptions& options) {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
-    const int64_t frames = features.rows;
-    const int64_t dim = features.cols;
-    const int states = resident.num_states;
-    const int64_t out_count = frames * states + (options.frame_totals ? frames : 0);
-    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_in, frames * dim));
+    std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size());
+    int64_t in_count = 0, out_count = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const int64_t frames = jobs[j].features.rows;
+      in_offset[j] = in_count;
+      out_offset[j] = out_count;
+      in_count += frames * jobs[j].features.cols;
+      out_count += frames * resident[j]->num_states + (options.frame_totals ? frames : 0);
+    }
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_in, in_count));
     GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, out_count));
-    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.features, frames * dim));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.features, in_count));
     GMM_RETURN_IF_ERROR(EnsureCapacity(lane.loglikes, out_count));
 
-    for (int64_t t = 0; t < frames; ++t) {
-      std::memcpy(lane.host_in.data() + t * dim, features.row(t), dim * sizeof(float));
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const ConstMatrixView& features = jobs[j].features;
+      for (int64_t t = 0; t < features.rows; ++t) {
+        std::memcpy(lane.host_in.data() + in_offset[j] + t * features.cols, features.row(t),
+                    features.cols * sizeof(float));
+      }
     }
     cudaStream_t stream = lane.stream.get();
-    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.features.data(), lane.host_in.data(),
-                                             frames * dim * sizeof(float), cudaMemcpyHostToDevice, stream),
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.features.data(), lane.host_in.data(), in_count * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream),
                              "copy features to device");
-    GMM_RETURN_IF_ERROR(LaunchLoglik(resident, options.algorithm, lane.features.data(), frames,
-                                     lane.loglikes.data(), lane.gemm, stream));
-    if (options.frame_totals) {
-      GMM_RETURN_IF_ERROR(LaunchFrameTotals(lane.loglikes.data(), frames, states,
-                                            lane.loglikes.data() + frames * states, stream));
+    std::vector<LoglikJob> launches(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      launches[j] = {resident[j], lane.features.data() + in_offset[j], jobs[j].features.rows,
+                     lane.loglikes.data() + out_offset[j]};
     }
-    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(),
-                                             out_count * sizeof(float), cudaMemcpyDeviceToHost, stream),
+    if (UseOneLaunch(jobs, resident, options.algorithm)) {
+      GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(launches, lane.gemm, stream));
+    } else {
+      for (const LoglikJob& job : launches) {
+        GMM_RETURN_IF_ERROR(
+            LaunchLoglik(*job.model, options.algorithm, job.features, job.num_frames, job.loglikes, lane.gemm, stream));
+      }
+    }
+    if (options.frame_totals) {
+      for (const LoglikJob& job : launches) {
+        GMM_RETURN_IF_ERROR(LaunchFrameTotals(job.loglikes, job.num_frames, job.model->num_states,
+                                              job.loglikes + job.num_frames * job.model->num_states, stream));
+      }
+    }
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(), out_count * sizeof(float),
+                                             cudaMemcpyDeviceToHost, stream),
                              "copy scores to host");
     GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run likelihood kernels");
-    std::memcpy(result->loglikes.data(), lane.host_out.data(), frames * states * sizeof(float));
-    if (options.frame_totals) {
-      const float* totals = lane.host_out.data() + frames * states;
-      result->frame_totals.assign(totals, totals + frames);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      ScoreResult* result = jobs[j].result;
+      const int64_t cells = launches[j].num_frames * resident[j]->num_states;
+      const float* out = lane.host_out.data() + out_offset[j];
+      std::memcpy(result->loglikes.data(), out, cells * sizeof(float));
+      if (options.frame_totals) result->frame_totals.assign(out + cells, out + cells + launches[j].num_frames);
     }
     return absl::OkStatus();
   }

@@ -221,6 +221,41 @@ TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
   }
 }
 
+TEST_F(CudaBackendTest, BatchOfModelsMatchesEachAloneInOneLaunchOrMany) {
+  std::vector<std::shared_ptr<const PreparedModel>> models = {
+      Prepare({.num_states = 70, .min_gaussians = 1, .max_gaussians = 20, .dim = 39, .seed = 11}),
+      Prepare({.num_states = 33, .min_gaussians = 4, .max_gaussians = 4, .dim = 13, .seed = 12}),
+      Prepare({.num_states = 129, .min_gaussians = 2, .max_gaussians = 9, .dim = 40, .seed = 13})};
+  // Uneven windows, one empty; the same model twice.
+  const std::vector<std::pair<int, int64_t>> windows = {{0, 10}, {1, 1}, {2, 37}, {0, 0}, {2, 8}, {1, 100}};
+  std::vector<FloatMatrix> features;
+  for (size_t w = 0; w < windows.size(); ++w) {
+    features.push_back(GenerateSyntheticFeatures(models[windows[w].first]->model(), windows[w].second, 70 + w));
+  }
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kGemm}) {
+    std::vector<ScoreResult> results(windows.size());
+    std::vector<ScoreJob> jobs;
+    for (size_t w = 0; w < windows.size(); ++w) {
+      results[w].loglikes = FloatMatrix(windows[w].second, models[windows[w].first]->model().num_states(), NAN);
+      jobs.push_back({models[windows[w].first].get(), features[w].view(), &results[w]});
+    }
+    ASSERT_TRUE(backend_->ScoreBatch(jobs, {.algorithm = algorithm}).ok()) << AlgorithmName(algorithm);
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const DiagGmmModel& model = models[windows[w].first]->model();
+      ASSERT_EQ(results[w].loglikes.rows(), windows[w].second);
+      ASSERT_EQ(results[w].frame_totals.size(), static_cast<size_t>(windows[w].second));
+      EXPECT_LE(MaxNormalizedError(results[w].loglikes, ReferenceLogLikelihoods(model, features[w].view())),
+                ErrorBound(algorithm))
+          << AlgorithmName(algorithm) << " window " << w;
+    }
+  }
+  // A bad window fails the whole batch before any work, with its message.
+  FloatMatrix wrong(4, 12);
+  ScoreResult result;
+  std::vector<ScoreJob> bad = {{models[0].get(), features[0].view(), &result}, {models[1].get(), wrong.view(), &result}};
+  EXPECT_THAT(backend_->ScoreBatch(bad, {}).message(), HasSubstr("dimension 12"));
+}
+
 TEST_F(CudaBackendTest, ForeignModelIsRejected) {
   class OtherModel : public PreparedModel {
    public:

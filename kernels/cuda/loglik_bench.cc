@@ -37,6 +37,11 @@ ABSL_FLAG(std::string, frames, "8,16,256", "window lengths T, comma-separated");
 ABSL_FLAG(std::string, algos, "fused8,fused16,fused32,split8,tf32x3,gemm", "algorithms to time");
 ABSL_FLAG(int, repeats, 30, "timed runs per point (median reported)");
 ABSL_FLAG(std::string, csv, "", "also write every row to this CSV file");
+ABSL_FLAG(std::string, many_models, "",
+          "also time MODELSxSTATESxGAUSSIANSxDIM (e.g. 20x5000x32x39) models scored in one launch "
+          "versus one launch per model, --many_streams streams of --chunk_frames frames spread evenly");
+ABSL_FLAG(int, many_streams, 200, "streams for --many_models");
+ABSL_FLAG(int, chunk_frames, 10, "frames per stream chunk for --many_models");
 
 namespace gmmscore {
 namespace {
@@ -68,6 +73,126 @@ absl::StatusOr<std::vector<Config>> ParseConfigs(const std::string& text) {
 double Median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return values[values.size() / 2];
+}
+
+template <typename Work>
+absl::StatusOr<double> MedianEventMs(Work work, int repeats, cudaStream_t stream) {
+  GMM_ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::Create());
+  GMM_ASSIGN_OR_RETURN(CudaEvent stop, CudaEvent::Create());
+  std::vector<double> times;
+  for (int r = -3; r < repeats; ++r) {
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream), "record");
+    GMM_RETURN_IF_ERROR(work());
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream), "record");
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()), "sync");
+    float ms = 0;
+    GMM_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()), "elapsed");
+    if (r >= 0) times.push_back(ms);
+  }
+  return Median(times);
+}
+
+template <typename Work>
+absl::StatusOr<double> MedianWallMs(Work work, int repeats) {
+  std::vector<double> times;
+  for (int r = -3; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    GMM_RETURN_IF_ERROR(work());
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= 0) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return Median(times);
+}
+
+// Issue 4, "many models": N speaker-cluster models, each scoring the chunks
+// of its share of the streams, in one launch versus one launch per model,
+// as kernels (CUDA events) and end to end (Score per model vs ScoreBatch).
+absl::Status RunManyModels(ScoringBackend& backend, const std::string& spec, int repeats) {
+  std::vector<std::string> parts = absl::StrSplit(spec, 'x');
+  int count = 0;
+  if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], &count) || count <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bad --many_models '", spec, "'"));
+  }
+  GMM_ASSIGN_OR_RETURN(std::vector<Config> configs, ParseConfigs(absl::StrCat(parts[1], "x", parts[2], "x", parts[3])));
+  const Config config = configs[0];
+  const int streams = absl::GetFlag(FLAGS_many_streams), chunk = absl::GetFlag(FLAGS_chunk_frames);
+  const int64_t frames = static_cast<int64_t>(streams / count) * chunk;
+  std::vector<std::shared_ptr<const PreparedModel>> prepared;
+  std::vector<DeviceModel> resident;
+  std::vector<FloatMatrix> host_features;
+  std::vector<DeviceBuffer<float>> features, outputs;
+  for (int m = 0; m < count; ++m) {
+    GMM_ASSIGN_OR_RETURN(DiagGmmModel generated,
+                         GenerateSyntheticModel({.num_states = config.states, .min_gaussians = config.gaussians,
+                                                 .max_gaussians = config.gaussians, .dim = config.dim,
+                                                 .seed = static_cast<uint64_t>(100 + m)}));
+    auto model = std::make_shared<const DiagGmmModel>(std::move(generated));
+    GMM_ASSIGN_OR_RETURN(DeviceModel copy, DeviceModel::Upload(*model));
+    resident.push_back(std::move(copy));
+    GMM_ASSIGN_OR_RETURN(auto p, backend.Prepare(model));
+    prepared.push_back(p);
+    host_features.push_back(GenerateSyntheticFeatures(*model, frames, 500 + m));
+    GMM_ASSIGN_OR_RETURN(auto f, DeviceBuffer<float>::FromHost(host_features.back().data(), frames * config.dim));
+    features.push_back(std::move(f));
+    GMM_ASSIGN_OR_RETURN(auto o, DeviceBuffer<float>::Allocate(frames * config.states));
+    outputs.push_back(std::move(o));
+  }
+  GMM_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  LoglikWorkspace workspace;
+  std::vector<LoglikJob> jobs;
+  for (int m = 0; m < count; ++m) jobs.push_back({&resident[m], features[m].data(), frames, outputs[m].data()});
+
+  // Correct first: the one-launch output of every model against float64.
+  for (auto& o : outputs) GMM_CUDA_RETURN_IF_ERROR(cudaMemset(o.data(), 0xFF, o.bytes()), "poison");
+  GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(jobs, workspace, stream.get()));
+  GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream.get()), "run");
+  double worst = 0;
+  for (int m = 0; m < count; ++m) {
+    const int64_t checked = std::min<int64_t>(frames, 4);
+    FloatMatrix check(checked, config.states);
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpy(check.data(), outputs[m].data(), check.rows() * check.cols() * 4,
+                                        cudaMemcpyDeviceToHost), "copy back");
+    worst = std::max(worst, MaxNormalizedError(check, ReferenceLogLikelihoods(prepared[m]->model(),
+                                                                              host_features[m].view().Rows(0, checked))));
+  }
+  if (!(worst <= ErrorBound(Algorithm::kSplit8))) {
+    return absl::InternalError(absl::StrCat("multi-model launch: max normalized error ", worst));
+  }
+
+  GMM_ASSIGN_OR_RETURN(double one_launch, MedianEventMs([&] { return LaunchMultiModelLoglik(jobs, workspace, stream.get()); },
+                                                        repeats, stream.get()));
+  GMM_ASSIGN_OR_RETURN(double per_model, MedianEventMs(
+                                             [&]() -> absl::Status {
+                                               for (const LoglikJob& job : jobs) {
+                                                 GMM_RETURN_IF_ERROR(LaunchLoglik(*job.model, Algorithm::kSplit8, job.features,
+                                                                                  job.num_frames, job.loglikes, workspace,
+                                                                                  stream.get()));
+                                               }
+                                               return absl::OkStatus();
+                                             },
+                                             repeats, stream.get()));
+  std::vector<ScoreResult> results(count);
+  std::vector<ScoreJob> batch;
+  for (int m = 0; m < count; ++m) batch.push_back({prepared[m].get(), host_features[m].view(), &results[m]});
+  GMM_ASSIGN_OR_RETURN(double e2e_batch, MedianWallMs([&] { return backend.ScoreBatch(batch, {}); }, repeats));
+  GMM_ASSIGN_OR_RETURN(double e2e_each, MedianWallMs(
+                                            [&]() -> absl::Status {
+                                              for (const ScoreJob& job : batch) {
+                                                GMM_RETURN_IF_ERROR(backend.Score(*job.model, job.features, {}, job.result));
+                                              }
+                                              return absl::OkStatus();
+                                            },
+                                            repeats));
+  const double total_frames = static_cast<double>(frames) * count;
+  std::printf("\nmany models: %d x %s, %d streams x %d frames (%lld frames per model), max err %.2g\n", count,
+              absl::StrCat(parts[1], "x", parts[2], "x", parts[3]).c_str(), streams, chunk,
+              static_cast<long long>(frames), worst);
+  std::printf("  kernels: one launch %.4f ms (%.0f frames/s), %d launches %.4f ms (%.0f frames/s), ratio %.2f\n",
+              one_launch, total_frames / (one_launch * 1e-3), count, per_model, total_frames / (per_model * 1e-3),
+              per_model / one_launch);
+  std::printf("  end to end: ScoreBatch %.4f ms, %d x Score %.4f ms, ratio %.2f\n", e2e_batch, count, e2e_each,
+              e2e_each / e2e_batch);
+  return absl::OkStatus();
 }
 
 absl::Status Run() {
@@ -199,6 +324,9 @@ absl::Status Run() {
     std::printf("%-12s %6lld %-8s %10.4f %12.0f %8.2f %7.1f %8.2f %9.4f %9.4f %9.2g\n", r.config.c_str(),
                 static_cast<long long>(r.frames), r.algo.c_str(), r.kernel_ms, r.frames_per_s, r.tflops, r.pct_fma,
                 r.vs_gemm, r.e2e_ms, r.floor_ms, r.max_error);
+  }
+  if (const std::string spec = absl::GetFlag(FLAGS_many_models); !spec.empty()) {
+    GMM_RETURN_IF_ERROR(RunManyModels(*backend, spec, repeats));
   }
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {
     FILE* f = std::fopen(path.c_str(), "w");

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
@@ -196,6 +197,37 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat("unsupported algorithm ", AlgorithmName(algorithm)));
+}
+
+absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
+                                    cudaStream_t stream) {
+  using Policy = SplitPolicy;
+  std::vector<SplitJob> table;
+  int max_dim4 = 0;
+  int64_t blocks = 0;
+  for (const LoglikJob& job : jobs) {
+    if (job.num_frames == 0) continue;
+    SplitJob entry{};
+    entry.args = MakeFusedArgs(*job.model, job.features, job.num_frames, job.loglikes);
+    entry.first_block = blocks;
+    entry.tiles = static_cast<int>((job.num_frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock);
+    blocks += static_cast<int64_t>(entry.tiles) * job.model->num_fused_blocks;
+    max_dim4 = std::max(max_dim4, job.model->dim4);
+    table.push_back(entry);
+  }
+  if (table.empty()) return absl::OkStatus();
+  if (blocks > 0x7fffffff) return absl::InvalidArgumentError("multi-model batch is too large for one launch");
+  const size_t table_bytes = table.size() * sizeof(SplitJob);
+  GMM_RETURN_IF_ERROR(EnsureCapacity(workspace.job_table, table_bytes));
+  GMM_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(workspace.job_table.data(), table.data(), table_bytes, cudaMemcpyHostToDevice, stream),
+      "copy job table");
+  const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * max_dim4 * sizeof(float4) +
+                              2ull * Policy::kSplits * Policy::kFramesPerBlock * Policy::kStatesPerBlock * sizeof(float);
+  MultiModelSplitKernel<Policy><<<static_cast<unsigned>(blocks), Policy::kThreads, shared_bytes, stream>>>(
+      reinterpret_cast<const SplitJob*>(workspace.job_table.data()), static_cast<int>(table.size()));
+  GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch multi-model likelihood kernel");
+  return absl::OkStatus();
 }
 
 absl::Status LaunchFrameTotals(const float* loglikes, int64_t num_frames, int num_states,

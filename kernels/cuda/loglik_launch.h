@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/score/scoring_backend.h"
@@ -25,6 +26,7 @@ struct LoglikWorkspace {
   DeviceBuffer<float> expanded;         // two-kernel path: frames x (1 + 2D): [1, y, y^2]
   DeviceBuffer<float> gaussian_scores;  // two-kernel path: frames x Gtot
   DeviceBuffer<float> slice_partials;   // split kernel: (max, sum) per slice, frame, state
+  DeviceBuffer<char> job_table;         // multi-model launch: one SplitJob per model
 };
 
 // Scores `num_frames` frames (row-major num_frames x dim, device memory)
@@ -34,6 +36,20 @@ struct LoglikWorkspace {
 absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
                           int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream);
+
+// One model's window in a multi-model launch (device pointers).
+struct LoglikJob {
+  const DeviceModel* model = nullptr;
+  const float* features = nullptr;  // num_frames x dim
+  int64_t num_frames = 0;
+  float* loglikes = nullptr;        // num_frames x num_states
+};
+
+// Scores every job with the split kernel in ONE launch (a flat grid over all
+// jobs' frame tiles and state blocks). The small job table is copied from
+// pageable memory, so the call returns once it is staged.
+absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
+                                    cudaStream_t stream);
 
 // totals[t] = log sum_s exp(loglikes[t][s]).
 absl::Status LaunchFrameTotals(const float* loglikes, int64_t num_frames, int num_states,

@@ -29,11 +29,12 @@ __device__ __forceinline__ void MergeLogSum(float max_b, float sum_b, float& max
   max_a = larger;
 }
 
-// `partials` (used when gridDim.z > 1): [slice][frame][state] pairs of
-// (max, sum), laid out as two planes of gridDim.z * num_frames * num_states.
+// One block's work: frame tile `tile` of state block `block`, slice `slice`
+// of `slices`. `partials` (used when slices > 1): [slice][frame][state]
+// pairs of (max, sum), laid out as two planes of slices * frames * states.
 template <typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads)
-    SplitLoglikKernel(const FusedKernelArgs args, float* __restrict__ partials) {
+__device__ __forceinline__ void SplitBlock(const FusedKernelArgs& args, int tile, int block, int slice, int slices,
+                                           float* __restrict__ partials) {
   constexpr int kFrames = Policy::kFramesPerBlock;
   constexpr int kStates = Policy::kStatesPerBlock;
   constexpr int kSplits = Policy::kSplits;
@@ -43,10 +44,9 @@ __global__ void __launch_bounds__(Policy::kThreads)
   float4* y4 = shared;
   float* merge = reinterpret_cast<float*>(shared + kFrames * dim4);  // [2][kSplits][kFrames][kStates]
 
-  const int block = blockIdx.y;
   const int lane = threadIdx.x % kStates;
   const int split = threadIdx.x / kStates;
-  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
+  const int64_t first_frame = static_cast<int64_t>(tile) * kFrames;
 
   float* y = reinterpret_cast<float*>(y4);
   const int padded_dim = dim4 * 4;
@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(Policy::kThreads)
 
   // This block's slice of the state block's Gaussians.
   const int gaussians = args.block_gaussians[block];
-  const int per_slice = (gaussians + gridDim.z - 1) / gridDim.z;
-  const int slice_begin = blockIdx.z * per_slice;
+  const int per_slice = (gaussians + slices - 1) / slices;
+  const int slice_begin = slice * per_slice;
   const int slice_end = min(gaussians, slice_begin + per_slice);
   const float4* ab_block = args.ab + args.block_ab_offset[block] + lane;
   const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
@@ -121,19 +121,51 @@ __global__ void __launch_bounds__(Policy::kThreads)
 
   const int state = args.slot_state[block * kStates + lane];
   if (state < 0) return;
-  const int64_t plane = static_cast<int64_t>(gridDim.z) * args.num_frames * args.num_states;
+  const int64_t plane = static_cast<int64_t>(slices) * args.num_frames * args.num_states;
 #pragma unroll
   for (int f = 0; f < kFrames; ++f) {
     const int64_t frame = first_frame + f;
     if (frame >= args.num_frames) continue;
-    if (gridDim.z == 1) {
+    if (slices == 1) {
       args.loglikes[frame * args.num_states + state] = running_max[f] + __logf(running_sum[f]);
     } else {
-      const int64_t at = (blockIdx.z * args.num_frames + frame) * args.num_states + state;
+      const int64_t at = (static_cast<int64_t>(slice) * args.num_frames + frame) * args.num_states + state;
       partials[at] = running_max[f];
       partials[plane + at] = running_sum[f];
     }
   }
+}
+
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)
+    SplitLoglikKernel(const FusedKernelArgs args, float* __restrict__ partials) {
+  SplitBlock<Policy>(args, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.z, partials);
+}
+
+// One model's window in a multi-model launch: its blocks are
+// [first_block, first_block + tiles * state_blocks) of the flat grid.
+struct SplitJob {
+  FusedKernelArgs args;
+  int64_t first_block;
+  int tiles;
+};
+
+// Several models, each on its own frames, in one launch (one slice each:
+// many models give the grid enough blocks). A block finds its job by binary
+// search over the jobs' first blocks.
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads)
+    MultiModelSplitKernel(const SplitJob* __restrict__ jobs, int num_jobs) {
+  int lo = 0, hi = num_jobs - 1;
+  const int64_t flat = blockIdx.x;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (jobs[mid].first_block <= flat) lo = mid; else hi = mid - 1;
+  }
+  const SplitJob& job = jobs[lo];
+  const int64_t local = flat - job.first_block;
+  SplitBlock<Policy>(job.args, static_cast<int>(local % job.tiles), static_cast<int>(local / job.tiles), 0, 1,
+                     nullptr);
 }
 
 // loglikes[t][s] = log of the merged (max, sum) over `slices` partials.

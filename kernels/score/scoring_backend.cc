@@ -30,6 +30,16 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
       absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8, tf32x3 or gemm)"));
 }
 
+absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options) {
+  for (const ScoreJob& job : jobs) {
+    if (job.model == nullptr || job.result == nullptr) {
+      return absl::InvalidArgumentError("batch job without a model or a result");
+    }
+    if (absl::Status status = Score(*job.model, job.features, options, job.result); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {
   if (features.cols != model.dim()) {
     return absl::InvalidArgumentError(absl::StrCat("features have dimension ", features.cols,

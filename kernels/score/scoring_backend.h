@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "kernels/core/matrix.h"
 #include "kernels/model/diag_gmm_model.h"
 
@@ -70,6 +71,13 @@ class PreparedModel {
   std::shared_ptr<const DiagGmmModel> model_;
 };
 
+// One window of a batch: `features` scored with `model` into `*result`.
+struct ScoreJob {
+  const PreparedModel* model = nullptr;
+  ConstMatrixView features;
+  ScoreResult* result = nullptr;
+};
+
 class ScoringBackend {
  public:
   virtual ~ScoringBackend() = default;
@@ -87,6 +95,13 @@ class ScoringBackend {
   // Thread-safe: concurrent calls are allowed (they may serialise).
   virtual absl::Status Score(const PreparedModel& model, ConstMatrixView features,
                              const ScoreOptions& options, ScoreResult* result) = 0;
+
+  // Scores several windows, each with its own model (all prepared by this
+  // backend), as one unit of work: on CUDA one copy in, one kernel launch
+  // for all models (split8, the kAuto choice), one copy out. Every job is
+  // validated before any work starts; on error no result is meaningful.
+  // The base implementation calls Score for each job.
+  virtual absl::Status ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options);
 };
 
 // INVALID_ARGUMENT unless features.cols == model.dim() and every value is
