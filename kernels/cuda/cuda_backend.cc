@@ -78,13 +78,13 @@ class CudaBackend : public ScoringBackend {
 
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,
                      const ScoreOptions& options, ScoreResult* result) override {
-    const ScoreJob job{&prepared, features, result};
+    const ScoreWindow job{&prepared, features, result};
     return ScoreBatch(absl::MakeConstSpan(&job, 1), options);
   }
 
-  absl::Status ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options) override {
+  absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
     std::vector<const DeviceModel*> resident;
-    for (const ScoreJob& job : jobs) {
+    for (const ScoreWindow& job : jobs) {
       const auto* cuda_model = dynamic_cast<const CudaPreparedModel*>(job.model);
       if (cuda_model == nullptr || cuda_model->device() != device_ || job.result == nullptr) {
         return absl::InvalidArgumentError("model was not prepared by this CUDA backend, or no result");
@@ -93,7 +93,7 @@ class CudaBackend : public ScoringBackend {
       resident.push_back(&cuda_model->resident());
     }
     int64_t total_frames = 0;
-    for (const ScoreJob& job : jobs) {
+    for (const ScoreWindow& job : jobs) {
       job.result->loglikes.Resize(job.features.rows, job.model->model().num_states());
       job.result->frame_totals.clear();
       total_frames += job.features.rows;
@@ -110,7 +110,7 @@ class CudaBackend : public ScoringBackend {
   // Several models in one kernel launch when every window is short enough
   // for the split kernel anyway (the kAuto choice) or split8 was asked for;
   // otherwise one launch per window, each with its own algorithm.
-  static bool UseOneLaunch(absl::Span<const ScoreJob> jobs, absl::Span<const DeviceModel* const> resident,
+  static bool UseOneLaunch(absl::Span<const ScoreWindow> jobs, absl::Span<const DeviceModel* const> resident,
                            Algorithm algorithm) {
     if (jobs.size() < 2) return false;
     if (algorithm == Algorithm::kSplit8) return true;
@@ -123,7 +123,7 @@ class CudaBackend : public ScoringBackend {
 
   // One copy in of every window's frames, the launches, one copy out of
   // every window's scores (and frame totals) and one synchronisation.
-  absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreJob> jobs,
+  absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                            absl::Span<const DeviceModel* const> resident, const ScoreOptions& options) {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
     std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size());

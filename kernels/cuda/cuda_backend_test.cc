@@ -234,7 +234,7 @@ TEST_F(CudaBackendTest, BatchOfModelsMatchesEachAloneInOneLaunchOrMany) {
   }
   for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kGemm}) {
     std::vector<ScoreResult> results(windows.size());
-    std::vector<ScoreJob> jobs;
+    std::vector<ScoreWindow> jobs;
     for (size_t w = 0; w < windows.size(); ++w) {
       results[w].loglikes = FloatMatrix(windows[w].second, models[windows[w].first]->model().num_states(), NAN);
       jobs.push_back({models[windows[w].first].get(), features[w].view(), &results[w]});
@@ -252,7 +252,7 @@ TEST_F(CudaBackendTest, BatchOfModelsMatchesEachAloneInOneLaunchOrMany) {
   // A bad window fails the whole batch before any work, with its message.
   FloatMatrix wrong(4, 12);
   ScoreResult result;
-  std::vector<ScoreJob> bad = {{models[0].get(), features[0].view(), &result}, {models[1].get(), wrong.view(), &result}};
+  std::vector<ScoreWindow> bad = {{models[0].get(), features[0].view(), &result}, {models[1].get(), wrong.view(), &result}};
   EXPECT_THAT(backend_->ScoreBatch(bad, {}).message(), HasSubstr("dimension 12"));
 }
 

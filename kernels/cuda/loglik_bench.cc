@@ -172,12 +172,12 @@ absl::Status RunManyModels(ScoringBackend& backend, const std::string& spec, int
                                              },
                                              repeats, stream.get()));
   std::vector<ScoreResult> results(count);
-  std::vector<ScoreJob> batch;
+  std::vector<ScoreWindow> batch;
   for (int m = 0; m < count; ++m) batch.push_back({prepared[m].get(), host_features[m].view(), &results[m]});
   GMM_ASSIGN_OR_RETURN(double e2e_batch, MedianWallMs([&] { return backend.ScoreBatch(batch, {}); }, repeats));
   GMM_ASSIGN_OR_RETURN(double e2e_each, MedianWallMs(
                                             [&]() -> absl::Status {
-                                              for (const ScoreJob& job : batch) {
+                                              for (const ScoreWindow& job : batch) {
                                                 GMM_RETURN_IF_ERROR(backend.Score(*job.model, job.features, {}, job.result));
                                               }
                                               return absl::OkStatus();

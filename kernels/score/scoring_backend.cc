@@ -30,8 +30,8 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
       absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8, tf32x3 or gemm)"));
 }
 
-absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options) {
-  for (const ScoreJob& job : jobs) {
+absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
+  for (const ScoreWindow& job : jobs) {
     if (job.model == nullptr || job.result == nullptr) {
       return absl::InvalidArgumentError("batch job without a model or a result");
     }

@@ -72,7 +72,7 @@ class PreparedModel {
 };
 
 // One window of a batch: `features` scored with `model` into `*result`.
-struct ScoreJob {
+struct ScoreWindow {
   const PreparedModel* model = nullptr;
   ConstMatrixView features;
   ScoreResult* result = nullptr;
@@ -101,7 +101,7 @@ class ScoringBackend {
   // for all models (split8, the kAuto choice), one copy out. Every job is
   // validated before any work starts; on error no result is meaningful.
   // The base implementation calls Score for each job.
-  virtual absl::Status ScoreBatch(absl::Span<const ScoreJob> jobs, const ScoreOptions& options);
+  virtual absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options);
 };
 
 // INVALID_ARGUMENT unless features.cols == model.dim() and every value is
