@@ -60,12 +60,14 @@ bool BatchScheduler::ShouldDispatchLocked(absl::Time now, absl::Time* deadline) 
 }
 
 void BatchScheduler::DispatchLocked() {
+  const absl::Time now = absl::Now();
   int64_t frames = 0;
   std::vector<Group> groups;
   while (!queue_.empty()) {
     const int64_t job_frames = queue_.front().job.features->rows();
     if (frames > 0 && frames + job_frames > options_.max_batch_frames) break;
     ScoreJob job = std::move(queue_.front().job);
+    stats_.queue_wait += now - queue_.front().enqueued;
     queue_.pop_front();
     frames += job_frames;
     queued_frames_ -= job_frames;
@@ -78,7 +80,7 @@ void BatchScheduler::DispatchLocked() {
     it->push_back(std::move(job));
   }
   ++stats_.dispatches;
-  for (Group& group : groups) ready_.push_back(std::move(group));
+  for (Group& group : groups) ready_.push_back({std::move(group), now});
   work_cv_.SignalAll();
 }
 
@@ -87,7 +89,8 @@ void BatchScheduler::WorkerLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
     if (!ready_.empty()) {
-      Group group = std::move(ready_.front());
+      Group group = std::move(ready_.front().jobs);
+      stats_.worker_wait += (absl::Now() - ready_.front().dispatched) * group.size();
       ready_.pop_front();
       ++running_groups_;
       mu_.Unlock();
@@ -108,7 +111,8 @@ void BatchScheduler::WorkerLoop() {
 }
 
 absl::Status BatchScheduler::ScorePacked(const Group& jobs, FloatMatrix* buffer,
-                                         ScoreResult* result) {
+                                         ScoreResult* result, GroupTimes* times) {
+  const absl::Time start = absl::Now();
   const DiagGmmModel& model = jobs.front().model->model();
   const int64_t dim = model.dim();
   int64_t frames = 0;
@@ -130,14 +134,26 @@ absl::Status BatchScheduler::ScorePacked(const Group& jobs, FloatMatrix* buffer,
     }
     row += job.features->rows();
   }
-  return backend_->Score(*jobs.front().model, buffer->view(), ScoreOptions{}, result);
+  const absl::Time packed = absl::Now();
+  times->pack += packed - start;
+  absl::Status status =
+      backend_->Score(*jobs.front().model, buffer->view(), ScoreOptions{}, result);
+  times->score += absl::Now() - packed;
+  return status;
 }
 
 void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
+  GroupTimes times;
+  // Runs a job's callback, timed.
+  auto complete = [&times](ScoreJob& job, absl::StatusOr<ScoreResult> outcome) {
+    const absl::Time start = absl::Now();
+    job.done(std::move(outcome));
+    times.done += absl::Now() - start;
+  };
   Group live;
   for (ScoreJob& job : group) {
     if (job.cancelled != nullptr && job.cancelled->load(std::memory_order_acquire)) {
-      job.done(absl::CancelledError("the stream was cancelled before its chunk was scored"));
+      complete(job, absl::CancelledError("the stream was cancelled before its chunk was scored"));
     } else {
       live.push_back(std::move(job));
     }
@@ -147,10 +163,12 @@ void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
   for (const ScoreJob& job : live) frames += job.features->rows();
 
   ScoreResult result;
-  const absl::Status status = live.empty() ? absl::OkStatus() : ScorePacked(live, buffer, &result);
+  const absl::Status status =
+      live.empty() ? absl::OkStatus() : ScorePacked(live, buffer, &result, &times);
   if (status.ok()) {
     int64_t row = 0;
     for (ScoreJob& job : live) {
+      const absl::Time split_start = absl::Now();
       const int64_t rows = job.features->rows();
       ScoreResult own;
       own.loglikes.Resize(rows, result.loglikes.cols());
@@ -161,27 +179,32 @@ void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
                                 result.frame_totals.begin() + row + rows);
       }
       row += rows;
-      job.done(std::move(own));
+      times.split += absl::Now() - split_start;
+      complete(job, std::move(own));
     }
   } else if (live.size() == 1) {
-    live.front().done(status);
+    complete(live.front(), status);
   } else {
     // Isolate the bad job: each alone, so that only it fails.
     for (ScoreJob& job : live) {
       Group alone;
       alone.push_back(std::move(job));
       ScoreResult own;
-      absl::Status own_status = ScorePacked(alone, buffer, &own);
+      absl::Status own_status = ScorePacked(alone, buffer, &own, &times);
       if (own_status.ok()) {
-        alone.front().done(std::move(own));
+        complete(alone.front(), std::move(own));
       } else {
-        alone.front().done(own_status);
+        complete(alone.front(), own_status);
       }
     }
   }
 
   absl::MutexLock lock(&mu_);
   stats_.jobs += static_cast<int64_t>(live.size()) + cancelled;
+  stats_.pack_time += times.pack;
+  stats_.score_time += times.score;
+  stats_.split_time += times.split;
+  stats_.done_time += times.done;
   if (!live.empty()) {
     ++stats_.group_calls;
     stats_.frames += frames;

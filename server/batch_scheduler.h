@@ -88,6 +88,13 @@ struct BatchSchedulerStats {
   int64_t max_group_frames = 0;  // most frames one Score call served
   int64_t queued_jobs = 0;       // jobs waiting now
   int64_t running_groups = 0;    // group calls running now
+  // Where the time went, summed (GetServerStats in scorer.proto defines each).
+  absl::Duration queue_wait;   // over jobs: Submit -> dispatch
+  absl::Duration worker_wait;  // over jobs: dispatch -> a worker starts the group
+  absl::Duration pack_time;    // over group calls: frames gathered into one buffer
+  absl::Duration score_time;   // over group calls: ScoringBackend::Score
+  absl::Duration split_time;   // over group calls: each job's rows copied out
+  absl::Duration done_time;    // over jobs: their `done` callbacks
 };
 
 class BatchScheduler {
@@ -111,6 +118,14 @@ class BatchScheduler {
 
  private:
   using Group = std::vector<ScoreJob>;
+  struct DispatchedGroup {
+    Group jobs;
+    absl::Time dispatched;
+  };
+  // Time spent in the phases of one group call, for stats_.
+  struct GroupTimes {
+    absl::Duration pack, score, split, done;
+  };
 
   void WorkerLoop();
   // Takes the next batch off queue_ and splits it by model, into ready_.
@@ -121,8 +136,9 @@ class BatchScheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores one group (one Score call), completes its jobs. No lock held.
   void RunGroup(Group group, FloatMatrix* buffer);
-  // Scores `jobs` (same model) in one call into *result.
-  absl::Status ScorePacked(const Group& jobs, FloatMatrix* buffer, ScoreResult* result);
+  // Scores `jobs` (same model) in one call into *result; adds to `times`.
+  absl::Status ScorePacked(const Group& jobs, FloatMatrix* buffer, ScoreResult* result,
+                           GroupTimes* times);
 
   ScoringBackend* const backend_;
   const BatchSchedulerOptions options_;
@@ -135,7 +151,7 @@ class BatchScheduler {
   };
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_frames_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<Group> ready_ ABSL_GUARDED_BY(mu_);  // dispatched groups no worker took yet
+  std::deque<DispatchedGroup> ready_ ABSL_GUARDED_BY(mu_);  // dispatched, no worker took yet
   int64_t running_groups_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   BatchSchedulerStats stats_ ABSL_GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
 #include "server/scoring_plan.h"
+#include "server/server_stats.h"
 
 namespace gmmscore {
 namespace {
@@ -133,6 +134,7 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
 
 grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>*
 ScorerService::StreamScore(grpc::CallbackServerContext* context) {
+  streams_started_.fetch_add(1, std::memory_order_relaxed);
   StreamEnvironment env{.repository = repository_,
                         .scheduler = scheduler_,
                         .registry = &registry_,
@@ -140,6 +142,20 @@ ScorerService::StreamScore(grpc::CallbackServerContext* context) {
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
                         .reactors_alive = &reactors_alive_};
   return new StreamScoreReactor(env, context->peer());
+}
+
+grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerContext* context,
+                                                        const v1::GetServerStatsRequest*,
+                                                        v1::GetServerStatsResponse* response) {
+  FillServerStats({.scheduler = scheduler_->stats(),
+                   .live_streams = registry_.live_streams(),
+                   .streams_started = streams_started_.load(std::memory_order_relaxed),
+                   .uptime = absl::Now() - start_time_,
+                   .device = repository_->device()},
+                  response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 void ScorerService::Drain() { registry_.DrainAll(); }

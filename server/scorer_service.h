@@ -15,6 +15,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/time/time.h"
+
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "server/batch_scheduler.h"
 #include "server/model_repository.h"
@@ -44,6 +46,9 @@ class ScorerService final : public v1::AcousticScorer::CallbackService {
                                   v1::ScoreResponse* response) override;
   grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>* StreamScore(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* context,
+                                           const v1::GetServerStatsRequest* request,
+                                           v1::GetServerStatsResponse* response) override;
 
   // New streams are refused with UNAVAILABLE; live ones stop reading, answer
   // what they accepted and end with UNAVAILABLE.
@@ -60,6 +65,8 @@ class ScorerService final : public v1::AcousticScorer::CallbackService {
   const ServiceLimits limits_;
   StreamRegistry registry_;
   std::atomic<int64_t> reactors_alive_{0};
+  std::atomic<int64_t> streams_started_{0};
+  const absl::Time start_time_ = absl::Now();
 };
 
 }  // namespace gmmscore

@@ -1,0 +1,44 @@
+#include "server/server_stats.h"
+
+#include <sys/resource.h>
+
+namespace gmmscore {
+namespace {
+
+uint64_t Micros(absl::Duration d) { return static_cast<uint64_t>(absl::ToInt64Microseconds(d)); }
+
+uint64_t ProcessCpuMicros() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto micros = [](const timeval& t) {
+    return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
+  };
+  return micros(usage.ru_utime) + micros(usage.ru_stime);
+}
+
+}  // namespace
+
+void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse* out) {
+  const BatchSchedulerStats& s = counters.scheduler;
+  out->set_uptime_us(Micros(counters.uptime));
+  out->set_process_cpu_us(ProcessCpuMicros());
+  out->set_device(counters.device);
+  out->set_streams_started(counters.streams_started);
+  out->set_live_streams(counters.live_streams);
+  out->set_jobs(s.jobs);
+  out->set_frames(s.frames);
+  out->set_dispatches(s.dispatches);
+  out->set_batches(s.group_calls);
+  out->set_max_batch_jobs(s.max_group_jobs);
+  out->set_max_batch_frames(s.max_group_frames);
+  out->set_queued_jobs(s.queued_jobs);
+  out->set_running_batches(s.running_groups);
+  out->set_queue_wait_us(Micros(s.queue_wait));
+  out->set_worker_wait_us(Micros(s.worker_wait));
+  out->set_pack_us(Micros(s.pack_time));
+  out->set_score_us(Micros(s.score_time));
+  out->set_split_us(Micros(s.split_time));
+  out->set_answer_us(Micros(s.done_time));
+}
+
+}  // namespace gmmscore
