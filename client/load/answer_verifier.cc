@@ -1,0 +1,150 @@
+#include "client/load/answer_verifier.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace gmmscore::load {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+bool MatricesAgree(const FloatMatrix& got, const FloatMatrix& want, double tolerance,
+                   double* max_error, std::string* where) {
+  if (got.rows() != want.rows() || got.cols() != want.cols()) {
+    *where = absl::StrFormat("shape %dx%d, offline %dx%d", got.rows(), got.cols(), want.rows(),
+                             want.cols());
+    return false;
+  }
+  bool agree = true;
+  for (int64_t t = 0; t < got.rows(); ++t) {
+    for (int64_t s = 0; s < got.cols(); ++s) {
+      const double g = got.at(t, s), w = want.at(t, s);
+      const double error = std::isfinite(g) ? std::abs(g - w) / std::max(1.0, std::abs(w))
+                                            : std::numeric_limits<double>::infinity();
+      if (error > *max_error) *max_error = error;
+      if (error > tolerance && agree) {
+        agree = false;
+        *where = absl::StrFormat("frame %d state %d: server %.6g, offline %.6g", t, s, g, w);
+      }
+    }
+  }
+  return agree;
+}
+
+absl::StatusOr<std::unique_ptr<AnswerVerifier>> AnswerVerifier::Create(
+    std::vector<std::shared_ptr<const DiagGmmModel>> models, const FeatureSource* features,
+    const VerifyOptions& options) {
+  std::unique_ptr<AnswerVerifier> verifier(new AnswerVerifier(features, options));
+  for (auto& model : models) {
+    if (model == nullptr) {
+      verifier->prepared_.push_back(nullptr);
+      continue;
+    }
+    absl::StatusOr<std::shared_ptr<const PreparedModel>> prepared =
+        verifier->backend_->Prepare(std::move(model));
+    if (!prepared.ok()) return prepared.status();
+    verifier->prepared_.push_back(*std::move(prepared));
+  }
+  return verifier;
+}
+
+AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOptions& options)
+    : options_(options),
+      features_(features),
+      // One thread: verification must not take cores from the load it checks.
+      backend_(CreateCpuBackend({.num_threads = 1})),
+      worker_([this] { WorkerLoop(); }) {}
+
+AnswerVerifier::~AnswerVerifier() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  worker_.join();
+}
+
+bool AnswerVerifier::ShouldSample(int stream, int64_t chunk) const {
+  if (options_.fraction <= 0) return false;
+  if (options_.fraction >= 1) return true;
+  const uint64_t h = SplitMix64(options_.seed ^ SplitMix64((uint64_t(stream) << 40) ^ chunk));
+  return static_cast<double>(h >> 11) * 0x1p-53 < options_.fraction;
+}
+
+void AnswerVerifier::Submit(int stream, int64_t first_frame, int frames,
+                            std::vector<FloatMatrix> scores) {
+  absl::MutexLock lock(&mu_);
+  if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+    ++counts_.skipped;
+    return;
+  }
+  queue_.push_back({stream, first_frame, frames, std::move(scores)});
+}
+
+VerifyCounts AnswerVerifier::TakeCounts() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](AnswerVerifier* v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu_) {
+        return v->queue_.empty() && !v->busy_;
+      },
+      this));
+  VerifyCounts counts = std::move(counts_);
+  counts_ = VerifyCounts();
+  return counts;
+}
+
+void AnswerVerifier::WorkerLoop() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(
+        +[](AnswerVerifier* v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu_) {
+          return !v->queue_.empty() || v->stopping_;
+        },
+        this));
+    if (queue_.empty()) return;  // stopping, and nothing left
+    Check check = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    mu_.Unlock();
+    RunCheck(check);
+    mu_.Lock();
+    busy_ = false;
+  }
+}
+
+void AnswerVerifier::RunCheck(const Check& check) {
+  const FloatMatrix frames = features_->ChunkMatrix(check.stream, check.first_frame, check.frames);
+  const int models = std::min(check.scores.size(), prepared_.size());
+  for (int m = 0; m < models; ++m) {
+    if (prepared_[m] == nullptr || check.scores[m].rows() == 0) continue;
+    ScoreResult offline;
+    const absl::Status status =
+        backend_->Score(*prepared_[m], frames.view(), {.frame_totals = false}, &offline);
+    double max_error = 0;
+    std::string where;
+    const bool agree = status.ok() && MatricesAgree(check.scores[m], offline.loglikes,
+                                                    options_.tolerance, &max_error, &where);
+    if (!status.ok()) where = "offline scoring failed: " + status.ToString();
+    absl::MutexLock lock(&mu_);
+    ++counts_.checked;
+    counts_.max_error = std::max(counts_.max_error, max_error);
+    if (!agree) {
+      if (counts_.mismatched++ == 0) {
+        counts_.first_mismatch = absl::StrFormat("stream %d, model %d, frames from %d: %s",
+                                                 check.stream, m, check.first_frame, where);
+      }
+    }
+  }
+}
+
+}  // namespace gmmscore::load

@@ -1,0 +1,109 @@
+// AnswerVerifier: load never hides wrong answers. A sampled share of the
+// server's answers is scored again by the offline engine (the same model
+// files, LoadModel + the CPU backend) on a thread of its own and compared.
+//
+//   GMM_ASSIGN_OR_RETURN(auto verifier, AnswerVerifier::Create(models, &features, {.fraction = 0.01}));
+//   if (verifier->ShouldSample(stream, chunk)) verifier->Submit(stream, first_frame, frames, scores);
+//   VerifyCounts counts = verifier->TakeCounts();   // waits for the queue to empty
+//
+// Agreement: every element within tolerance * max(1, |offline|), i.e.
+// 1e-3 nats absolute near zero and 1e-3 relative for large magnitudes (a
+// float32 ulp at -4000 nats is 2.4e-4). Only per-model matrices are
+// checked; a fused matrix is not.
+//
+// Thread safety: ShouldSample, Submit and TakeCounts may be called from any
+// thread.
+#ifndef GMMSCORE_CLIENT_LOAD_ANSWER_VERIFIER_H_
+#define GMMSCORE_CLIENT_LOAD_ANSWER_VERIFIER_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client/load/feature_source.h"
+#include "kernels/core/matrix.h"
+#include "kernels/model/diag_gmm_model.h"
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore::load {
+
+struct VerifyOptions {
+  // Share of answers checked, in [0, 1]; which ones is a hash of (stream,
+  // chunk) and `seed`, so a run checks the same chunks every time.
+  double fraction = 0.0;
+  double tolerance = 1e-3;
+  // Checks waiting at most; more are skipped (counted), so that a slow
+  // verifier never slows the load down.
+  int max_queue = 256;
+  uint64_t seed = 1;
+};
+
+struct VerifyCounts {
+  int64_t checked = 0;     // matrices compared
+  int64_t mismatched = 0;  // of those, outside the tolerance (or misshapen)
+  int64_t skipped = 0;     // sampled but dropped: the queue was full
+  double max_error = 0;    // largest |server - offline| / max(1, |offline|)
+  std::string first_mismatch;  // where and by how much, "" if none
+};
+
+// Compares `got` (the server's) with `want` (offline); the largest scaled
+// error goes to *max_error; true when within `tolerance`. On failure *where
+// names the frame and state (or the shapes).
+bool MatricesAgree(const FloatMatrix& got, const FloatMatrix& want, double tolerance,
+                   double* max_error, std::string* where);
+
+class AnswerVerifier {
+ public:
+  // models[m]: the model the server serves under the m-th name of the
+  // streams' config (null: that model is not checked). `features` must
+  // outlive the verifier. The engine's error if it cannot prepare a model.
+  static absl::StatusOr<std::unique_ptr<AnswerVerifier>> Create(
+      std::vector<std::shared_ptr<const DiagGmmModel>> models, const FeatureSource* features,
+      const VerifyOptions& options);
+  // Finishes the queued checks, then stops its thread.
+  ~AnswerVerifier();
+
+  AnswerVerifier(const AnswerVerifier&) = delete;
+  AnswerVerifier& operator=(const AnswerVerifier&) = delete;
+
+  bool ShouldSample(int stream, int64_t chunk) const;
+  // Queues the check of one answer: scores[m] is the server's matrix for
+  // model m (empty: not sent) for frames [first_frame, first_frame + frames)
+  // of `stream`. Never blocks.
+  void Submit(int stream, int64_t first_frame, int frames, std::vector<FloatMatrix> scores);
+  // Waits until every queued check is done; the counts since the last call.
+  VerifyCounts TakeCounts();
+
+ private:
+  struct Check {
+    int stream;
+    int64_t first_frame;
+    int frames;
+    std::vector<FloatMatrix> scores;
+  };
+  AnswerVerifier(const FeatureSource* features, const VerifyOptions& options);
+  void WorkerLoop();
+  void RunCheck(const Check& check);
+
+  const VerifyOptions options_;
+  const FeatureSource* const features_;
+  std::unique_ptr<ScoringBackend> backend_;
+  std::vector<std::shared_ptr<const PreparedModel>> prepared_;  // null where not checked
+
+  absl::Mutex mu_;
+  std::deque<Check> queue_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  VerifyCounts counts_ ABSL_GUARDED_BY(mu_);
+  std::thread worker_;
+};
+
+}  // namespace gmmscore::load
+
+#endif  // GMMSCORE_CLIENT_LOAD_ANSWER_VERIFIER_H_

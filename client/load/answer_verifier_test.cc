@@ -1,0 +1,117 @@
+#include "client/load/answer_verifier.h"
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore::load {
+namespace {
+
+TEST(MatricesAgreeTest, ToleranceIsAbsoluteNearZeroAndRelativeBeyond) {
+  FloatMatrix want(2, 3);
+  want.at(0, 0) = -0.5f;
+  want.at(1, 2) = -4000.0f;
+  FloatMatrix got = want;
+  double max_error = 0;
+  std::string where;
+  EXPECT_TRUE(MatricesAgree(got, want, 1e-3, &max_error, &where));
+  EXPECT_EQ(max_error, 0);
+
+  got.at(0, 0) = -0.5f + 5e-4f;  // within 1e-3 absolute
+  got.at(1, 2) = -4002.0f;       // 5e-4 relative
+  EXPECT_TRUE(MatricesAgree(got, want, 1e-3, &max_error, &where));
+  EXPECT_NEAR(max_error, 5e-4, 1e-5);
+
+  got.at(0, 1) = 2e-3f;  // 2e-3 absolute near zero: wrong
+  max_error = 0;
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-3, &max_error, &where));
+  EXPECT_NE(where.find("frame 0 state 1"), std::string::npos) << where;
+
+  got = want;
+  got.at(1, 0) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-3, &max_error, &where));
+
+  EXPECT_FALSE(MatricesAgree(FloatMatrix(2, 2), want, 1e-3, &max_error, &where));
+  EXPECT_NE(where.find("shape"), std::string::npos);
+}
+
+class AnswerVerifierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto model = GenerateSyntheticModel({.num_states = 30, .min_gaussians = 2,
+                                         .max_gaussians = 6, .dim = 13, .seed = 5});
+    ASSERT_TRUE(model.ok());
+    model_ = std::make_shared<const DiagGmmModel>(*std::move(model));
+    features_ = std::make_unique<FeatureSource>(FeatureSource::Synthetic(13, 3, model_.get()));
+  }
+
+  // The offline scores of stream `stream`'s frames [first, first + n).
+  FloatMatrix Offline(int stream, int64_t first, int n) {
+    auto cpu = CreateCpuBackend({.num_threads = 1});
+    auto prepared = cpu->Prepare(model_);
+    ScoreResult result;
+    EXPECT_TRUE(
+        cpu->Score(**prepared, features_->ChunkMatrix(stream, first, n).view(), {}, &result).ok());
+    return result.loglikes;
+  }
+
+  std::shared_ptr<const DiagGmmModel> model_;
+  std::unique_ptr<FeatureSource> features_;
+};
+
+TEST_F(AnswerVerifierTest, AcceptsRightAnswersAndCatchesAWrongOne) {
+  auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0});
+  ASSERT_TRUE(verifier.ok()) << verifier.status();
+  for (int k = 0; k < 5; ++k) {
+    std::vector<FloatMatrix> scores = {Offline(2, k * 10, 10)};
+    (*verifier)->Submit(2, k * 10, 10, std::move(scores));
+  }
+  VerifyCounts counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 5);
+  EXPECT_EQ(counts.mismatched, 0);
+  EXPECT_LT(counts.max_error, 1e-5);
+
+  // One element off by 0.01 nats, in chunk 3 (frames 30..39) of stream 2.
+  FloatMatrix wrong = Offline(2, 30, 10);
+  wrong.at(4, 7) += 0.01f * std::max(1.0f, std::abs(wrong.at(4, 7)));
+  (*verifier)->Submit(2, 30, 10, {std::move(wrong)});
+  // The right answer for another stream is wrong for this one.
+  (*verifier)->Submit(1, 0, 10, {Offline(2, 0, 10)});
+  counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 2);
+  EXPECT_EQ(counts.mismatched, 2);
+  EXPECT_NE(counts.first_mismatch.find("stream 2"), std::string::npos) << counts.first_mismatch;
+  EXPECT_NE(counts.first_mismatch.find("frame 4 state 7"), std::string::npos)
+      << counts.first_mismatch;
+}
+
+TEST_F(AnswerVerifierTest, SamplingIsDeterministicAtTheAskedRate) {
+  auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 0.1, .seed = 9});
+  ASSERT_TRUE(verifier.ok());
+  int sampled = 0;
+  for (int s = 0; s < 100; ++s) {
+    for (int k = 0; k < 100; ++k) {
+      const bool a = (*verifier)->ShouldSample(s, k);
+      EXPECT_EQ(a, (*verifier)->ShouldSample(s, k));
+      sampled += a;
+    }
+  }
+  EXPECT_NEAR(sampled, 1000, 100);
+  auto none = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 0});
+  EXPECT_FALSE((*none)->ShouldSample(0, 0));
+}
+
+TEST_F(AnswerVerifierTest, FullQueueSkipsInsteadOfBlocking) {
+  auto verifier =
+      AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0, .max_queue = 2});
+  ASSERT_TRUE(verifier.ok());
+  for (int k = 0; k < 50; ++k) (*verifier)->Submit(0, k * 10, 10, {Offline(0, k * 10, 10)});
+  const VerifyCounts counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked + counts.skipped, 50);
+  EXPECT_EQ(counts.mismatched, 0);
+}
+
+}  // namespace
+}  // namespace gmmscore::load

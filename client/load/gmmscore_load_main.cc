@@ -1,0 +1,298 @@
+// gmmscore-load: load generator and capacity finder for gmmscored.
+//
+//   gmmscore-load --server 127.0.0.1:50051 --model am --streams 8:64:8 --duration_s 10 \
+//                 --json out.json --csv out.csv --plot out.svg
+//   gmmscore-load --server ... --model am --streams 16 --slo_ms 50 --search --search_max 4096
+//
+// Flags around LoadRunner (load_runner.h); the README's "Capacity testing"
+// section explains the output.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/load/answer_verifier.h"
+#include "client/load/feature_source.h"
+#include "client/load/load_report.h"
+#include "client/load/load_runner.h"
+#include "client/load/svg_plot.h"
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "kernels/io/model_loader.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "gmmscored address, HOST:PORT.");
+ABSL_FLAG(std::string, model, "",
+          "Model name(s) every stream scores with, comma-separated (several: fused, see "
+          "--fusion). Required.");
+ABSL_FLAG(std::string, streams, "1",
+          "Concurrent streams: N, a list a,b,c, or a sweep start:end:step (end included). With "
+          "--search: where the search starts.");
+ABSL_FLAG(int32_t, chunk_frames, 10, "Frames per chunk (10 = 100 ms of speech at 100 frames/s).");
+ABSL_FLAG(bool, realtime, true,
+          "Send each stream's chunks at real-time pace (one every chunk_frames * 10 ms); "
+          "--norealtime sends as fast as the server answers (see --max_outstanding).");
+ABSL_FLAG(int32_t, max_outstanding, 1,
+          "--norealtime: chunks a stream may have sent but not had answered.");
+ABSL_FLAG(double, duration_s, 10, "Measured seconds per point (after --ramp_s and --warmup_s).");
+ABSL_FLAG(int64_t, chunks, 0,
+          "Instead of --duration_s: chunks each stream sends; every chunk is measured.");
+ABSL_FLAG(double, ramp_s, 1, "Streams start evenly spread over this many seconds.");
+ABSL_FLAG(double, warmup_s, 1, "Seconds after the ramp that are not measured.");
+ABSL_FLAG(double, window_s, 2, "Length of the stability windows, seconds.");
+ABSL_FLAG(int32_t, stability_windows, 3,
+          "Stability: this many last windows must agree (throughput and p99 latency).");
+ABSL_FLAG(double, stability_pct, 10, "Stability: the tolerance, percent of the windows' mean.");
+ABSL_FLAG(double, max_duration_s, 0,
+          "> --duration_s: keep measuring whole windows until stable or this long.");
+ABSL_FLAG(int32_t, channels, 0,
+          "gRPC channels (separate HTTP/2 connections) the streams are spread over; 0 = one per "
+          "32 streams, at most 64.");
+ABSL_FLAG(int32_t, pacer_threads, 1, "Threads that keep the real-time schedule.");
+ABSL_FLAG(double, late_ms, 0, "A chunk is late above this latency; 0 = one chunk's duration.");
+ABSL_FLAG(double, slo_ms, 0, "p99 chunk latency objective: points are marked pass/fail.");
+ABSL_FLAG(bool, search, false,
+          "Find the most real-time streams whose p99 <= --slo_ms with no failures: double from "
+          "--streams until a point fails, then bisect.");
+ABSL_FLAG(int32_t, search_max, 4096, "--search: most streams tried.");
+ABSL_FLAG(int32_t, search_resolution, 1,
+          "--search: stop when pass and fail are this close (or 2% of the pass).");
+ABSL_FLAG(std::string, features, "",
+          "Kaldi feature archive to stream (ark:FILE, scp:...); empty = synthetic frames of the "
+          "model's dimension (from ListModels).");
+ABSL_FLAG(std::string, model_file, "",
+          "The file(s) the server loaded for --model, comma-separated in the same order: "
+          "synthetic frames are drawn from the first, and --verify_fraction checks answers "
+          "against them.");
+ABSL_FLAG(double, verify_fraction, 0,
+          "Share of answers scored again offline (LoadModel + CPU backend) and compared.");
+ABSL_FLAG(double, verify_tolerance, 1e-3,
+          "Verification: |server - offline| <= tolerance * max(1, |offline|).");
+ABSL_FLAG(std::string, fusion, "max", "Several models: max, log_sum_exp or posterior.");
+ABSL_FLAG(bool, fused_only, false, "Several models: answers carry only the fused matrix.");
+ABSL_FLAG(bool, frame_totals, false, "Answers carry per-frame totals too.");
+ABSL_FLAG(double, drain_s, 10, "After the stop: seconds the last answers may take.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of synthetic frames and of the verification sample.");
+ABSL_FLAG(std::string, json, "", "Write the report as JSON here.");
+ABSL_FLAG(std::string, csv, "", "Write one CSV row per point here.");
+ABSL_FLAG(std::string, plot, "", "Write an SVG plot (latency and throughput vs streams) here.");
+
+namespace gmmscore::load {
+namespace {
+
+absl::StatusOr<v1::ListModelsResponse> ListModels(const std::string& server) {
+  auto channel = grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  auto stub = v1::AcousticScorer::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ListModelsResponse response;
+  const grpc::Status status = stub->ListModels(&context, {}, &response);
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrFormat("ListModels on %s: %s: %s", server,
+                                                  StatusCodeName(status.error_code()),
+                                                  status.error_message()));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>& models) {
+  v1::StreamConfig config;
+  for (const std::string& m : models) config.add_models(m);
+  const std::string fusion = absl::GetFlag(FLAGS_fusion);
+  if (fusion == "max") {
+    config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+  } else if (fusion == "log_sum_exp") {
+    config.mutable_fusion()->set_method(v1::FUSION_METHOD_LOG_SUM_EXP);
+  } else if (fusion == "posterior") {
+    config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);
+  } else {
+    return absl::InvalidArgumentError("--fusion: max, log_sum_exp or posterior");
+  }
+  config.mutable_output()->set_fused_only(absl::GetFlag(FLAGS_fused_only));
+  config.mutable_output()->set_frame_totals(absl::GetFlag(FLAGS_frame_totals));
+  config.set_stream_id("gmmscore-load");
+  return config;
+}
+
+std::string CommandLine(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return absl::StrJoin(args, " ");
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "gmmscore-load: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "load generator and capacity finder for gmmscored.\n\n"
+      "  gmmscore-load --server HOST:PORT --model NAME --streams 8:64:8 [--slo_ms 50 --search]\n"
+      "                [--json F] [--csv F] [--plot F.svg]\n\n"
+      "Runs N concurrent StreamScore streams per point, each sending chunks of features at "
+      "real-time pace (or as fast as possible), and reports throughput, chunk latency "
+      "percentiles (from when a chunk was due to its answer), lateness, errors by status, "
+      "stability, a verification sample and the server's own time breakdown.");
+  const std::string command_line = CommandLine(argc, argv);
+  absl::ParseCommandLine(argc, argv);
+
+  const std::vector<std::string> models =
+      absl::StrSplit(absl::GetFlag(FLAGS_model), ',', absl::SkipEmpty());
+  if (models.empty()) return Fail(absl::InvalidArgumentError("--model is required"));
+  absl::StatusOr<std::vector<int>> counts = ParseStreamCounts(absl::GetFlag(FLAGS_streams));
+  if (!counts.ok()) return Fail(counts.status());
+  if (absl::GetFlag(FLAGS_chunk_frames) < 1) {
+    return Fail(absl::InvalidArgumentError("--chunk_frames must be >= 1"));
+  }
+  absl::StatusOr<v1::StreamConfig> config = ConfigFromFlags(models);
+  if (!config.ok()) return Fail(config.status());
+
+  const std::string server = absl::GetFlag(FLAGS_server);
+  absl::StatusOr<v1::ListModelsResponse> listed = ListModels(server);
+  if (!listed.ok()) return Fail(listed.status());
+  int dim = 0;
+  std::string device;
+  for (const v1::ModelInfo& info : listed->models()) {
+    if (info.name() == models.front()) {
+      dim = static_cast<int>(info.dim());
+      device = info.device();
+    }
+  }
+  if (dim == 0) {
+    return Fail(absl::NotFoundError(absl::StrFormat("the server at %s serves no model '%s'",
+                                                    server, models.front())));
+  }
+
+  // The model files, for synthetic frames and verification.
+  std::vector<std::shared_ptr<const DiagGmmModel>> files(models.size());
+  const std::vector<std::string> paths =
+      absl::StrSplit(absl::GetFlag(FLAGS_model_file), ',', absl::SkipEmpty());
+  for (size_t i = 0; i < paths.size() && i < files.size(); ++i) {
+    absl::StatusOr<DiagGmmModel> model = LoadModel(paths[i]);
+    if (!model.ok()) return Fail(model.status());
+    files[i] = std::make_shared<const DiagGmmModel>(*std::move(model));
+  }
+
+  std::unique_ptr<FeatureSource> features;
+  if (!absl::GetFlag(FLAGS_features).empty()) {
+    absl::StatusOr<FeatureSource> source =
+        FeatureSource::FromKaldiArchive(absl::GetFlag(FLAGS_features), dim);
+    if (!source.ok()) return Fail(source.status());
+    features = std::make_unique<FeatureSource>(*std::move(source));
+  } else {
+    features = std::make_unique<FeatureSource>(
+        FeatureSource::Synthetic(dim, absl::GetFlag(FLAGS_seed), files.front().get()));
+  }
+
+  std::unique_ptr<AnswerVerifier> verifier;
+  const double verify_fraction = absl::GetFlag(FLAGS_verify_fraction);
+  if (verify_fraction > 0) {
+    if (paths.empty()) {
+      return Fail(absl::InvalidArgumentError("--verify_fraction needs --model_file"));
+    }
+    if (models.size() > 1 && absl::GetFlag(FLAGS_fused_only)) {
+      return Fail(absl::InvalidArgumentError(
+          "--verify_fraction checks per-model matrices, which --fused_only leaves out"));
+    }
+    absl::StatusOr<std::unique_ptr<AnswerVerifier>> created = AnswerVerifier::Create(
+        files, features.get(),
+        {.fraction = verify_fraction, .tolerance = absl::GetFlag(FLAGS_verify_tolerance),
+         .seed = absl::GetFlag(FLAGS_seed)});
+    if (!created.ok()) return Fail(created.status());
+    verifier = *std::move(created);
+  }
+
+  RunOptions options{
+      .server = server,
+      .config = *config,
+      .chunk_frames = absl::GetFlag(FLAGS_chunk_frames),
+      .realtime = absl::GetFlag(FLAGS_realtime),
+      .max_outstanding = absl::GetFlag(FLAGS_max_outstanding),
+      .duration_s = absl::GetFlag(FLAGS_duration_s),
+      .chunks = absl::GetFlag(FLAGS_chunks),
+      .ramp_s = absl::GetFlag(FLAGS_ramp_s),
+      .warmup_s = absl::GetFlag(FLAGS_warmup_s),
+      .window_s = absl::GetFlag(FLAGS_window_s),
+      .max_duration_s = absl::GetFlag(FLAGS_max_duration_s),
+      .stability = {.windows = absl::GetFlag(FLAGS_stability_windows),
+                    .tolerance = absl::GetFlag(FLAGS_stability_pct) / 100.0},
+      .channels = absl::GetFlag(FLAGS_channels),
+      .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
+      .late_ms = absl::GetFlag(FLAGS_late_ms),
+      .slo_ms = absl::GetFlag(FLAGS_slo_ms),
+      .drain_s = absl::GetFlag(FLAGS_drain_s)};
+  LoadRunner runner(options, features.get(), verifier.get());
+
+  LoadReport report;
+  report.run = {.server = server,
+                .models = absl::StrJoin(models, ","),
+                .device = device,
+                .features = features->description(),
+                .realtime = options.realtime,
+                .chunk_frames = options.chunk_frames,
+                .duration_s = options.chunks > 0 ? 0 : options.duration_s,
+                .chunks = options.chunks,
+                .slo_ms = options.slo_ms,
+                .verify_fraction = verify_fraction,
+                .date = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()),
+                .command_line = command_line};
+  std::printf("gmmscore-load: %s on %s (%s), %d dims; features %s\n", report.run.models.c_str(),
+              server.c_str(), device.c_str(), dim, features->description().c_str());
+  std::fflush(stdout);
+
+  auto on_point = [&](const PointResult& point) {
+    report.points.push_back(point);
+    std::printf("%s", FormatPoint(point, options.slo_ms).c_str());
+    std::fflush(stdout);
+  };
+  bool verification_failed = false;
+  if (absl::GetFlag(FLAGS_search)) {
+    absl::StatusOr<CapacitySearch> search =
+        SearchCapacity(runner, counts->front(), absl::GetFlag(FLAGS_search_max),
+                       absl::GetFlag(FLAGS_search_resolution), on_point);
+    if (!search.ok()) return Fail(search.status());
+    report.search = *search;
+    const std::string bound = search->first_failing > 0
+                                  ? absl::StrFormat("%d failed", search->first_failing)
+                                  : std::string("the search maximum passed");
+    std::printf("capacity: %d streams within p99 <= %.1f ms (%s)\n", search->best,
+                options.slo_ms, bound.c_str());
+  } else {
+    for (int n : *counts) {
+      absl::StatusOr<PointResult> point = runner.Run(n);
+      if (!point.ok()) return Fail(point.status());
+      on_point(*point);
+    }
+  }
+  for (const PointResult& p : report.points) {
+    if (p.verify.has_value() && p.verify->mismatched > 0) verification_failed = true;
+  }
+
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {absl::GetFlag(FLAGS_json), ReportJson(report)},
+      {absl::GetFlag(FLAGS_csv), ReportCsv(report)},
+      {absl::GetFlag(FLAGS_plot), CapacityPlotSvg(report)}};
+  for (const auto& [path, contents] : outputs) {
+    if (path.empty()) continue;
+    absl::Status written = WriteFile(path, contents);
+    if (!written.ok()) return Fail(written);
+  }
+  if (verification_failed) {
+    std::fprintf(stderr, "gmmscore-load: verification found wrong answers (see above)\n");
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gmmscore::load
+
+int main(int argc, char** argv) { return gmmscore::load::Main(argc, argv); }

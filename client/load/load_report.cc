@@ -1,0 +1,337 @@
+#include "client/load/load_report.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace gmmscore::load {
+namespace {
+
+// A minimal streaming JSON writer: the caller opens and closes objects and
+// arrays; commas and quoting are handled here. Non-finite numbers become
+// null (JSON has no NaN).
+class JsonWriter {
+ public:
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(const std::string& key) {
+    Separate();
+    Quote(key);
+    out_ += ':';
+    after_key_ = true;
+  }
+  void String(const std::string& value) {
+    Separate();
+    Quote(value);
+  }
+  void Number(double value) {
+    Separate();
+    if (!std::isfinite(value)) {
+      out_ += "null";
+    } else if (value == std::floor(value) && std::abs(value) < 1e15) {
+      absl::StrAppend(&out_, static_cast<int64_t>(value));
+    } else {
+      absl::StrAppendFormat(&out_, "%.6g", value);
+    }
+  }
+  void Bool(bool value) {
+    Separate();
+    out_ += value ? "true" : "false";
+  }
+  template <typename T>
+  void Field(const std::string& key, const T& value) {
+    Key(key);
+    if constexpr (std::is_same_v<T, bool>) {
+      Bool(value);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      Number(static_cast<double>(value));
+    } else {
+      String(value);
+    }
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Open(char c) {
+    Separate();
+    out_ += c;
+    first_ = true;
+  }
+  void Close(char c) {
+    out_ += c;
+    first_ = false;
+  }
+  void Separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_ && !out_.empty()) out_ += ',';
+    first_ = false;
+  }
+  void Quote(const std::string& s) {
+    out_ += '"';
+    for (unsigned char c : s) {
+      switch (c) {
+        case '"': out_ += "\\\""; break;
+        case '\\': out_ += "\\\\"; break;
+        case '\n': out_ += "\\n"; break;
+        case '\t': out_ += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            absl::StrAppendFormat(&out_, "\\u%04x", c);
+          } else {
+            out_ += static_cast<char>(c);
+          }
+      }
+    }
+    out_ += '"';
+  }
+
+  std::string out_;
+  bool first_ = true;
+  bool after_key_ = false;
+};
+
+void WriteSummary(JsonWriter& j, const std::string& key, const LatencySummary& s) {
+  j.Key(key);
+  j.BeginObject();
+  j.Field("count", s.count);
+  j.Field("mean", s.mean);
+  j.Field("p50", s.p50);
+  j.Field("p90", s.p90);
+  j.Field("p95", s.p95);
+  j.Field("p99", s.p99);
+  j.Field("max", s.max);
+  j.EndObject();
+}
+
+void WriteServer(JsonWriter& j, const ServerBreakdown& b) {
+  j.Key("server");
+  j.BeginObject();
+  j.Field("device", b.device);
+  j.Field("seconds", b.seconds);
+  j.Field("cpu_cores", b.cpu_cores);
+  j.Field("jobs", b.jobs);
+  j.Field("batches", b.batches);
+  j.Field("frames", b.frames);
+  j.Field("frames_per_batch", b.frames_per_batch);
+  j.Field("jobs_per_batch", b.jobs_per_batch);
+  j.Field("queue_wait_ms_per_job", b.queue_wait_ms);
+  j.Field("worker_wait_ms_per_job", b.worker_wait_ms);
+  j.Field("answer_ms_per_job", b.answer_ms);
+  j.Field("pack_ms_per_batch", b.pack_ms);
+  j.Field("score_ms_per_batch", b.score_ms);
+  j.Field("split_ms_per_batch", b.split_ms);
+  j.Field("backend_busy", b.backend_busy);
+  j.Field("in_scheduler_ms_per_job", b.in_scheduler_ms);
+  j.EndObject();
+}
+
+void WritePoint(JsonWriter& j, const PointResult& p) {
+  const PointMetrics& m = p.metrics;
+  j.BeginObject();
+  j.Field("streams", p.streams);
+  j.Field("channels", p.channels);
+  j.Field("realtime", p.realtime);
+  j.Field("chunk_frames", p.chunk_frames);
+  j.Field("measured_s", m.seconds);
+  j.Key("throughput");
+  j.BeginObject();
+  j.Field("frames_per_s", m.frames_per_s);
+  j.Field("chunks_per_s", m.chunks_per_s);
+  j.Field("offered_frames_per_s", p.offered_frames_per_s);
+  j.Field("stream_equivalents", m.stream_equivalents);
+  j.Field("real_time_factor", m.real_time_factor);
+  j.EndObject();
+  WriteSummary(j, "latency_ms", m.latency_ms);
+  WriteSummary(j, "send_lag_ms", m.send_lag_ms);
+  j.Field("chunks_due", m.chunks_due);
+  j.Field("chunks_answered", m.chunks_answered);
+  j.Field("chunks_unanswered", m.chunks_unanswered);
+  j.Field("late_chunks", m.late_chunks);
+  j.Key("stream_status");
+  j.BeginObject();
+  for (const auto& [code, count] : p.stream_status) j.Field(code, count);
+  j.EndObject();
+  j.Field("streams_failed", p.streams_failed);
+  j.Field("first_error", p.first_error);
+  j.Field("unexpected_answers", p.unexpected_answers);
+  j.Key("stability");
+  j.BeginObject();
+  j.Field("stable", p.stability.stable);
+  j.Field("reason", p.stability.reason);
+  j.EndObject();
+  j.Key("windows");
+  j.BeginArray();
+  for (const WindowMetrics& w : m.windows) {
+    j.BeginObject();
+    j.Field("start_s", w.start_s);
+    j.Field("frames_per_s", w.frames_per_s);
+    j.Field("p99_ms", w.p99_ms);
+    j.Field("chunks", w.chunks);
+    j.EndObject();
+  }
+  j.EndArray();
+  if (p.verify.has_value()) {
+    j.Key("verify");
+    j.BeginObject();
+    j.Field("checked", p.verify->checked);
+    j.Field("mismatched", p.verify->mismatched);
+    j.Field("skipped", p.verify->skipped);
+    j.Field("max_error", p.verify->max_error);
+    j.Field("first_mismatch", p.verify->first_mismatch);
+    j.EndObject();
+  }
+  if (p.server.has_value()) WriteServer(j, *p.server);
+  j.Field("within_slo", p.within_slo);
+  j.EndObject();
+}
+
+std::string StatusList(const PointResult& p) {
+  std::vector<std::string> parts;
+  for (const auto& [code, count] : p.stream_status) parts.push_back(absl::StrCat(code, " ", count));
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatPoint(const PointResult& p, double slo_ms) {
+  const PointMetrics& m = p.metrics;
+  std::string out = absl::StrFormat(
+      "streams %d (%d channel%s, %s, %d-frame chunks, %.1f s measured): %.0f frames/s",
+      p.streams, p.channels, p.channels == 1 ? "" : "s", p.realtime ? "real time" : "as fast as possible", p.chunk_frames, m.seconds,
+      m.frames_per_s);
+  if (p.realtime) absl::StrAppendFormat(&out, " of %.0f offered", p.offered_frames_per_s);
+  absl::StrAppendFormat(&out, ", %.0f chunks/s, RTF %.3f, %.1f real-time stream equivalents\n",
+                        m.chunks_per_s, m.real_time_factor, m.stream_equivalents);
+  const LatencySummary& l = m.latency_ms;
+  absl::StrAppendFormat(&out,
+                        "  latency ms: p50 %.2f  p90 %.2f  p95 %.2f  p99 %.2f  max %.2f  (mean "
+                        "%.2f; send lag p99 %.2f)\n",
+                        l.p50, l.p90, l.p95, l.p99, l.max, l.mean, m.send_lag_ms.p99);
+  absl::StrAppendFormat(&out, "  chunks %d, late %d, unanswered %d; streams: %s", m.chunks_due,
+                        m.late_chunks, m.chunks_unanswered, StatusList(p));
+  if (!p.first_error.empty()) absl::StrAppendFormat(&out, " (first: %s)", p.first_error);
+  absl::StrAppendFormat(&out, "; %s\n",
+                        p.stability.stable ? "stable" : "NOT stable: " + p.stability.reason);
+  if (p.verify.has_value()) {
+    absl::StrAppendFormat(&out, "  verify: %d checked, %d mismatched, %d skipped, max error %.2g%s\n",
+                          p.verify->checked, p.verify->mismatched, p.verify->skipped,
+                          p.verify->max_error,
+                          p.verify->first_mismatch.empty() ? ""
+                                                           : "; first: " + p.verify->first_mismatch);
+  }
+  if (p.server.has_value()) {
+    absl::StrAppendFormat(&out, "  %s\n", FormatBreakdown(*p.server));
+    absl::StrAppendFormat(&out,
+                          "  time per chunk: %.2f ms in the server's scheduler of %.2f ms mean "
+                          "latency -> %.2f ms gRPC, network, reactor and client\n",
+                          p.server->in_scheduler_ms, l.mean, l.mean - p.server->in_scheduler_ms);
+  }
+  if (slo_ms > 0) {
+    absl::StrAppendFormat(&out, "  SLO p99 <= %.1f ms, no failures: %s\n", slo_ms,
+                          p.within_slo ? "pass" : "FAIL");
+  }
+  return out;
+}
+
+std::string ReportJson(const LoadReport& report) {
+  JsonWriter j;
+  const RunDescription& r = report.run;
+  j.BeginObject();
+  j.Key("run");
+  j.BeginObject();
+  j.Field("server", r.server);
+  j.Field("models", r.models);
+  j.Field("device", r.device);
+  j.Field("features", r.features);
+  j.Field("realtime", r.realtime);
+  j.Field("chunk_frames", r.chunk_frames);
+  j.Field("duration_s", r.duration_s);
+  j.Field("chunks", r.chunks);
+  j.Field("slo_ms", r.slo_ms);
+  j.Field("verify_fraction", r.verify_fraction);
+  j.Field("date", r.date);
+  j.Field("command_line", r.command_line);
+  j.EndObject();
+  j.Key("points");
+  j.BeginArray();
+  for (const PointResult& p : report.points) WritePoint(j, p);
+  j.EndArray();
+  if (report.search.has_value()) {
+    j.Key("search");
+    j.BeginObject();
+    j.Field("slo_ms", r.slo_ms);
+    j.Field("max_streams_within_slo", report.search->best);
+    j.Field("first_failing_streams", report.search->first_failing);
+    j.EndObject();
+  }
+  j.EndObject();
+  return j.Take() + "\n";
+}
+
+std::string ReportCsv(const LoadReport& report) {
+  std::string out =
+      "streams,channels,realtime,chunk_frames,measured_s,frames_per_s,chunks_per_s,"
+      "offered_frames_per_s,real_time_factor,latency_mean_ms,latency_p50_ms,latency_p90_ms,"
+      "latency_p95_ms,latency_p99_ms,latency_max_ms,send_lag_p99_ms,chunks_due,late_chunks,"
+      "chunks_unanswered,streams_failed,stream_status,stable,verify_checked,verify_mismatched,"
+      "server_cpu_cores,server_frames_per_batch,server_queue_wait_ms,server_worker_wait_ms,"
+      "server_pack_ms,server_score_ms,server_split_ms,server_answer_ms,server_backend_busy,"
+      "within_slo\n";
+  for (const PointResult& p : report.points) {
+    const PointMetrics& m = p.metrics;
+    std::vector<std::string> status;
+    for (const auto& [code, count] : p.stream_status) status.push_back(absl::StrCat(code, "=", count));
+    absl::StrAppendFormat(&out, "%d,%d,%d,%d,%.3f,%.1f,%.1f,%.1f,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+                                "%.3f,%d,%d,%d,%d,%s,%d,",
+                          p.streams, p.channels, p.realtime, p.chunk_frames, m.seconds,
+                          m.frames_per_s, m.chunks_per_s, p.offered_frames_per_s,
+                          m.real_time_factor, m.latency_ms.mean, m.latency_ms.p50,
+                          m.latency_ms.p90, m.latency_ms.p95, m.latency_ms.p99, m.latency_ms.max,
+                          m.send_lag_ms.p99, m.chunks_due, m.late_chunks, m.chunks_unanswered,
+                          p.streams_failed, absl::StrJoin(status, ";"), p.stability.stable);
+    if (p.verify.has_value()) {
+      absl::StrAppendFormat(&out, "%d,%d,", p.verify->checked, p.verify->mismatched);
+    } else {
+      out += ",,";
+    }
+    if (p.server.has_value()) {
+      const ServerBreakdown& b = *p.server;
+      absl::StrAppendFormat(&out, "%.3f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,", b.cpu_cores,
+                            b.frames_per_batch, b.queue_wait_ms, b.worker_wait_ms, b.pack_ms,
+                            b.score_ms, b.split_ms, b.answer_ms, b.backend_busy);
+    } else {
+      out += ",,,,,,,,,";
+    }
+    absl::StrAppendFormat(&out, "%d\n", p.within_slo);
+  }
+  return out;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& contents) {
+  auto failure = [&path](const char* what, int error) {
+    return absl::Status(absl::ErrnoToStatusCode(error),
+                        absl::StrFormat("cannot %s %s: %s", what, path, std::strerror(error)));
+  };
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return failure("create", errno);
+  const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
+  const int write_error = errno;
+  if (!written) {
+    std::fclose(file);
+    return failure("write", write_error);
+  }
+  if (std::fclose(file) != 0) return failure("write", errno);
+  return absl::OkStatus();
+}
+
+}  // namespace gmmscore::load

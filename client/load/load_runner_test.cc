@@ -1,0 +1,245 @@
+// LoadRunner and LoadStream against an in-process gmmscored
+// (tests/test_daemon.h): short real-time and as-fast-as-possible runs,
+// pacing of real streams, errors counted by status, verification that
+// catches a server serving a different model, the server's counters and the
+// capacity search.
+#include "client/load/load_runner.h"
+
+#include <memory>
+
+#include "absl/synchronization/notification.h"
+#include "client/load/load_report.h"
+#include "client/load/load_stream.h"
+#include "grpcpp/create_channel.h"
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+#include "tests/test_daemon.h"
+
+namespace gmmscore::load {
+namespace {
+
+const SyntheticModelSpec kSpec{.num_states = 40, .min_gaussians = 2, .max_gaussians = 4,
+                               .dim = 13, .seed = 1};
+
+class LoadRunnerTest : public ::testing::Test {
+ protected:
+  void Start(DaemonOptions options = {}) {
+    daemon_ = TestDaemon::Start({{"am", kSpec}}, options);
+    ASSERT_NE(daemon_, nullptr);
+    // The daemon's model again: synthetic models are deterministic.
+    model_ = std::make_shared<const DiagGmmModel>(*GenerateSyntheticModel(kSpec));
+    features_ = std::make_unique<FeatureSource>(FeatureSource::Synthetic(13, 1, model_.get()));
+  }
+
+  RunOptions Options(const std::string& model = "am") {
+    RunOptions o;
+    o.server = daemon_->address();
+    o.config.add_models(model);
+    o.chunk_frames = 5;  // 50 ms chunks keep the tests short
+    o.ramp_s = 0;
+    o.warmup_s = 0;
+    o.drain_s = 5;
+    return o;
+  }
+
+  std::unique_ptr<TestDaemon> daemon_;
+  std::shared_ptr<const DiagGmmModel> model_;
+  std::unique_ptr<FeatureSource> features_;
+};
+
+// 4 real-time streams x 12 chunks, every answer verified: all answered in
+// order and right, and the server's counters saw exactly these chunks.
+TEST_F(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
+  Start();
+  auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0});
+  ASSERT_TRUE(verifier.ok());
+  RunOptions o = Options();
+  o.chunks = 12;
+  o.slo_ms = 1000;
+  LoadRunner runner(o, features_.get(), verifier->get());
+  absl::StatusOr<PointResult> point = runner.Run(4);
+  ASSERT_TRUE(point.ok()) << point.status();
+  std::printf("%s", FormatPoint(*point, o.slo_ms).c_str());
+  EXPECT_EQ(point->stream_status.at("OK"), 4);
+  EXPECT_EQ(point->streams_failed, 0);
+  EXPECT_EQ(point->metrics.chunks_due, 48);
+  EXPECT_EQ(point->metrics.chunks_answered, 48);
+  EXPECT_EQ(point->metrics.chunks_unanswered, 0);
+  EXPECT_EQ(point->unexpected_answers, 0);
+  EXPECT_GT(point->metrics.latency_ms.p50, 0);
+  EXPECT_TRUE(point->within_slo);
+  ASSERT_TRUE(point->verify.has_value());
+  EXPECT_EQ(point->verify->checked + point->verify->skipped, 48);
+  EXPECT_GT(point->verify->checked, 0);
+  EXPECT_EQ(point->verify->mismatched, 0) << point->verify->first_mismatch;
+  ASSERT_TRUE(point->server.has_value());
+  EXPECT_EQ(point->server->jobs, 48);
+  EXPECT_EQ(point->server->frames, 48 * 5);
+  EXPECT_EQ(point->server->streams_started, 4);
+  EXPECT_GT(point->server->score_ms, 0);
+}
+
+// Real-time pacing seen on real streams: chunk k is due exactly k periods
+// after chunk 0, and is handed to gRPC within a few milliseconds of that.
+TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
+  Start();
+  const std::string address = daemon_->address();
+  auto stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  v1::StreamConfig config;
+  config.add_models("am");
+  Pacer pacer(1);
+  constexpr int kStreams = 6, kChunks = 10;
+  constexpr int64_t kPeriod = 40'000'000;
+  absl::Mutex mu;
+  int done = 0;
+  std::vector<std::unique_ptr<LoadStream>> streams;
+  const int64_t t0 = NowNs() + 50'000'000;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<LoadStream>(
+        StreamPlan{.index = i, .config = &config, .chunk_frames = 4, .realtime = true,
+                   .first_due_ns = t0 + kPeriod * i / kStreams, .period_ns = kPeriod,
+                   .max_chunks = kChunks},
+        features_.get(), &pacer, nullptr, [&] {
+          absl::MutexLock lock(&mu);
+          ++done;
+        }));
+    streams.back()->Start(stub.get());
+  }
+  {
+    absl::MutexLock lock(&mu);
+    auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return done == kStreams; };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all_done), absl::Seconds(10)));
+  }
+  std::vector<double> lag_ms;
+  for (const auto& stream : streams) {
+    EXPECT_TRUE(stream->status().ok()) << stream->status().error_message();
+    const std::vector<ChunkRecord>& r = stream->records();
+    ASSERT_EQ(r.size(), static_cast<size_t>(kChunks));
+    for (int k = 0; k < kChunks; ++k) {
+      if (k > 0) EXPECT_EQ(r[k].due_ns - r[k - 1].due_ns, kPeriod);
+      ASSERT_GE(r[k].sent_ns, r[k].due_ns);
+      ASSERT_GT(r[k].answered_ns, r[k].sent_ns);
+      lag_ms.push_back((r[k].sent_ns - r[k].due_ns) * 1e-6);
+    }
+  }
+  const LatencySummary lag = Summarize(lag_ms);
+  std::printf("send lag: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", lag.p50, lag.p99, lag.max);
+  EXPECT_LT(lag.p50, 2.0);
+  EXPECT_LT(lag.p99, 15.0);
+}
+
+// A daemon that takes 2 streams: the other 3 are counted under
+// RESOURCE_EXHAUSTED, and the point fails its SLO.
+TEST_F(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
+  DaemonOptions options;
+  options.limits.max_streams = 2;
+  Start(options);
+  RunOptions o = Options();
+  o.chunks = 20;  // 1 s: the first two are still live when the rest arrive
+  o.slo_ms = 1000;
+  LoadRunner runner(o, features_.get(), nullptr);
+  absl::StatusOr<PointResult> point = runner.Run(5);
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(point->stream_status.at("OK"), 2);
+  EXPECT_EQ(point->stream_status.at("RESOURCE_EXHAUSTED"), 3);
+  EXPECT_EQ(point->streams_failed, 3);
+  EXPECT_NE(point->first_error.find("RESOURCE_EXHAUSTED"), std::string::npos);
+  // The refused streams ended before their first chunk was due: only the
+  // two live ones have chunks.
+  EXPECT_EQ(point->metrics.chunks_due, 40);
+  EXPECT_EQ(point->metrics.chunks_answered, 40);
+  EXPECT_FALSE(point->within_slo);
+}
+
+TEST_F(LoadRunnerTest, UnknownModelIsCountedAsNotFound) {
+  Start();
+  RunOptions o = Options("no_such_model");
+  o.chunks = 3;
+  LoadRunner runner(o, features_.get(), nullptr);
+  absl::StatusOr<PointResult> point = runner.Run(3);
+  ASSERT_TRUE(point.ok());
+  EXPECT_EQ(point->stream_status.at("NOT_FOUND"), 3);
+  EXPECT_EQ(point->metrics.chunks_answered, 0);
+}
+
+// The verifier holds a different model than the server serves (another
+// seed): load must not hide that.
+TEST_F(LoadRunnerTest, VerificationCatchesWrongAnswers) {
+  Start();
+  SyntheticModelSpec other = kSpec;
+  other.seed = 2;
+  auto wrong = std::make_shared<const DiagGmmModel>(*GenerateSyntheticModel(other));
+  auto verifier = AnswerVerifier::Create({wrong}, features_.get(), {.fraction = 0.5});
+  ASSERT_TRUE(verifier.ok());
+  RunOptions o = Options();
+  o.realtime = false;
+  o.chunks = 10;
+  o.slo_ms = 1000;
+  LoadRunner runner(o, features_.get(), verifier->get());
+  absl::StatusOr<PointResult> point = runner.Run(2);
+  ASSERT_TRUE(point.ok());
+  ASSERT_TRUE(point->verify.has_value());
+  EXPECT_GT(point->verify->mismatched, 0);
+  EXPECT_FALSE(point->verify->first_mismatch.empty());
+  EXPECT_FALSE(point->within_slo);
+}
+
+// As fast as possible with 3 chunks in flight, then a timed real-time run
+// with stability windows.
+TEST_F(LoadRunnerTest, AsFastAsPossibleAndTimedRuns) {
+  Start();
+  RunOptions fast = Options();
+  fast.realtime = false;
+  fast.max_outstanding = 3;
+  fast.chunks = 30;
+  absl::StatusOr<PointResult> point = LoadRunner(fast, features_.get(), nullptr).Run(2);
+  ASSERT_TRUE(point.ok());
+  EXPECT_EQ(point->metrics.chunks_answered, 60);
+  EXPECT_LT(point->metrics.real_time_factor, 1.0);  // faster than real time
+
+  RunOptions timed = Options();
+  timed.duration_s = 1.0;
+  timed.window_s = 0.5;
+  timed.ramp_s = 0.1;
+  timed.warmup_s = 0.1;
+  point = LoadRunner(timed, features_.get(), nullptr).Run(3);
+  ASSERT_TRUE(point.ok());
+  std::printf("%s", FormatPoint(*point, 0).c_str());
+  EXPECT_EQ(point->streams_failed, 0);
+  EXPECT_EQ(point->metrics.windows.size(), 2u);
+  EXPECT_NEAR(point->metrics.seconds, 1.0, 1e-6);
+  // 3 streams x 100 frames/s.
+  EXPECT_NEAR(point->metrics.frames_per_s, 300, 40);
+  EXPECT_NEAR(point->metrics.real_time_factor, 1.0, 0.15);
+  EXPECT_EQ(point->metrics.chunks_unanswered, 0);
+}
+
+TEST_F(LoadRunnerTest, CapacitySearch) {
+  Start();
+  RunOptions o = Options();
+  o.chunks = 4;
+  o.slo_ms = 5000;  // everything passes: the search reaches its maximum
+  LoadRunner easy(o, features_.get(), nullptr);
+  std::vector<int> probed;
+  auto record = [&](const PointResult& p) { probed.push_back(p.streams); };
+  absl::StatusOr<CapacitySearch> search = SearchCapacity(easy, 1, 6, 1, record);
+  ASSERT_TRUE(search.ok());
+  EXPECT_EQ(search->best, 6);
+  EXPECT_EQ(search->first_failing, 0);
+  EXPECT_EQ(probed, std::vector<int>({1, 2, 4, 6}));
+
+  o.slo_ms = 1e-6;  // nothing passes
+  LoadRunner impossible(o, features_.get(), nullptr);
+  search = SearchCapacity(impossible, 2, 6, 1, [](const PointResult&) {});
+  ASSERT_TRUE(search.ok());
+  EXPECT_EQ(search->best, 0);
+  EXPECT_EQ(search->first_failing, 1);  // bisected below the start
+
+  o.slo_ms = 0;
+  LoadRunner no_slo(o, features_.get(), nullptr);
+  EXPECT_FALSE(SearchCapacity(no_slo, 1, 2, 1, [](const PointResult&) {}).ok());
+}
+
+}  // namespace
+}  // namespace gmmscore::load
