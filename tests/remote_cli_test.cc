@@ -92,9 +92,8 @@ TEST_F(RemoteCliTest, StreamWritesTheFusedScoresOfEveryUtterance) {
     ASSERT_EQ(fused.rows(), frames.rows);
     double allowed = 0.0;
     for (const char* m : {"spk_a", "spk_b"}) {
-      for (float v : ScoreAllowance(daemon_->model(m), frames).span()) {
-        allowed = std::max<double>(allowed, v);
-      }
+      const FloatMatrix allowance = ScoreAllowance(daemon_->model(m), frames);
+      for (float v : allowance.span()) allowed = std::max<double>(allowed, v);
     }
     for (int64_t i = 0; i < fused.rows() * fused.cols(); ++i) {
       ASSERT_NEAR(fused.data()[i], expected.loglikes.data()[i], allowed);
