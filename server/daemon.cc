@@ -29,25 +29,46 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(),
                                                      daemon->scheduler_.get(), options.limits);
 
+  absl::StatusOr<std::unique_ptr<DaemonOps>> ops =
+      DaemonOps::Create(options.ops, daemon->repository_.get());
+  if (!ops.ok()) {
+    daemon->StopUnstarted();
+    return ops.status();
+  }
+  daemon->ops_ = *std::move(ops);
+
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &daemon->port_);
+  builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);
   builder.RegisterService(daemon->service_.get());
+  daemon->ops_->ConfigureBuilder(&builder);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr || daemon->port_ == 0) {
-    {
-      absl::MutexLock lock(&daemon->drain_mu_);
-      daemon->drained_ = true;
-    }
-    daemon->scheduler_->Stop();
+    daemon->StopUnstarted();
     return absl::UnavailableError(
         absl::StrFormat("cannot listen on %s (address in use, or not HOST:PORT?)",
                         options.listen_address));
   }
   daemon->address_ = WithPort(options.listen_address, daemon->port_);
+  absl::Status ops_started = daemon->ops_->Started(
+      daemon->server_.get(), {.repository = daemon->repository_.get(),
+                              .service = daemon->service_.get(),
+                              .scheduler = daemon->scheduler_.get(),
+                              .backend = daemon->backend_->name()});
+  if (!ops_started.ok()) {
+    daemon->Drain(absl::ZeroDuration());
+    return ops_started;
+  }
   return daemon;
+}
+
+void Daemon::StopUnstarted() {
+  {
+    absl::MutexLock lock(&drain_mu_);
+    drained_ = true;
+  }
+  scheduler_->Stop();
 }
 
 Daemon::~Daemon() { Drain(absl::ZeroDuration()); }
@@ -56,10 +77,12 @@ void Daemon::Drain(absl::Duration timeout) {
   absl::MutexLock lock(&drain_mu_);
   if (drained_) return;
   drained_ = true;
+  ops_->BeginDrain();
   service_->Drain();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
   scheduler_->Stop();
   server_->Wait();
+  ops_->Stop();
 }
 
 }  // namespace gmmscore

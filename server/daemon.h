@@ -20,6 +20,7 @@
 #include "grpcpp/server.h"
 #include "kernels/score/scoring_backend.h"
 #include "server/batch_scheduler.h"
+#include "server/daemon_ops.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
 
@@ -32,6 +33,8 @@ struct DaemonOptions {
   ServiceLimits limits;
   // Largest request or response message, bytes.
   int max_message_bytes = 256 << 20;
+  // TLS, admin token, metrics endpoint, drain grace (server/daemon_ops.h).
+  OpsOptions ops;
 };
 
 class Daemon {
@@ -58,15 +61,20 @@ class Daemon {
   void Drain(absl::Duration timeout);
 
   const ModelRepository& repository() const { return *repository_; }
+  // Health, admin, metrics (daemon_ops.h).
+  DaemonOps& ops() { return *ops_; }
   const ScorerService& service() const { return *service_; }
   BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
 
  private:
   Daemon() = default;
+  // A Start that failed before the server ran: stops the scheduler.
+  void StopUnstarted();
 
   // Destroyed in reverse order: the server first, the backend last.
   std::unique_ptr<ScoringBackend> backend_;
   std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<DaemonOps> ops_;  // its admin service outlives server_
   std::unique_ptr<BatchScheduler> scheduler_;
   std::unique_ptr<ScorerService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "kernels/score/backend_factory.h"
+#include "server/auth_token.h"
 #include "server/daemon.h"
 #include "server/log.h"
 
@@ -52,6 +53,24 @@ ABSL_FLAG(int64_t, max_request_frames, 100000, "Most frames in one unary Score r
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
+// Operations (docs/OPERATIONS.md).
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT serving Prometheus metrics at GET /metrics (names start with gmmscore_); "
+          "empty: none.");
+ABSL_FLAG(int32_t, drain_grace_s, 0,
+          "On SIGTERM/SIGINT: seconds to report NOT_SERVING on grpc.health.v1 while still "
+          "accepting RPCs (so load balancers stop sending new streams), before draining.");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve over TLS.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; with TLS, require client certificates signed by it (mutual TLS).");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the bearer token the gmmscore.v1.ModelAdmin service requires "
+          "('authorization: Bearer <token>'); empty: no token (keep the port private). The "
+          "token is never logged.");
+ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
+          "Resident MiB all model versions together may hold (device memory on a GPU); a "
+          "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
 
 namespace gmmscore {
 namespace {
@@ -66,8 +85,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
   if (!backend.ok()) return backend.status();
   LogInfo("backend: %s", (*backend)->name());
 
-  absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
-      ModelRepository::LoadDirectory(dir, backend->get());
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::LoadDirectory(
+      dir, backend->get(),
+      {.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20});
   if (!repository.ok()) return repository.status();
   for (const ServedModel& served : (*repository)->models()) {
     const DiagGmmModel& model = served.model();
@@ -89,6 +109,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   options.limits.max_request_frames = absl::GetFlag(FLAGS_max_request_frames);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
+  options.ops.tls = {.cert_file = absl::GetFlag(FLAGS_tls_cert),
+                     .key_file = absl::GetFlag(FLAGS_tls_key),
+                     .client_ca_file = absl::GetFlag(FLAGS_tls_client_ca)};
+  if (const std::string token_file = absl::GetFlag(FLAGS_admin_token_file); !token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) return token.status();
+    options.ops.admin_token = *std::move(token);
+  }
   if (options.scheduler.max_batch_frames < 1 || options.scheduler.num_workers < 1 ||
       options.limits.max_chunk_frames < 1 || options.limits.max_chunks_in_flight < 1 ||
       options.limits.max_streams < 1 || options.max_message_bytes < 1) {
@@ -124,6 +154,10 @@ int Main(int argc, char** argv) {
           (*daemon)->address(), (*daemon)->repository().models().size(),
           (*daemon)->repository().device(), absl::GetFlag(FLAGS_max_batch_frames),
           absl::GetFlag(FLAGS_max_queue_delay_us));
+
+  if (const int port = (*daemon)->ops().metrics_port(); port > 0) {
+    LogInfo("metrics: GET /metrics on port %d", port);
+  }
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

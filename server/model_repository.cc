@@ -1,6 +1,7 @@
 #include "server/model_repository.h"
 
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <system_error>
 
@@ -12,20 +13,78 @@
 namespace gmmscore {
 namespace {
 
+namespace fs = std::filesystem;
+
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrFormat("%s: %s", path, status.message()));
 }
 
+// The model name of a directory entry, or "" if the entry is not a model:
+// a regular file by its stem, a CMU Sphinx model directory by its name.
+std::string ModelNameOf(const fs::directory_entry& entry) {
+  std::error_code error;
+  const std::string file_name = entry.path().filename().string();
+  if (file_name.empty() || file_name[0] == '.') return "";
+  if (entry.is_regular_file(error)) return entry.path().stem().string();
+  if (entry.is_directory(error) && DetectModelFormat(entry.path().string()).ok()) {
+    return file_name;
+  }
+  return "";
+}
+
+// Reads and prepares the model at `path`, to be served as `name`.
+// `fits(host_bytes)` is asked before preparing, with the host size as the
+// estimate of what the backend will hold.
+absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
+                                           ScoringBackend* backend,
+                                           const std::function<absl::Status(int64_t)>& fits) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ModelFormat> format = DetectModelFormat(path);
+  if (!format.ok()) return WithPath(format.status(), path);
+  absl::StatusOr<DiagGmmModel> model = LoadModel(path);
+  if (!model.ok()) return WithPath(model.status(), path);
+  if (fits) {
+    absl::Status status = fits(model->ByteSize());
+    if (!status.ok()) return WithPath(status, path);
+  }
+  auto prepared = backend->Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
+  if (!prepared.ok()) return WithPath(prepared.status(), path);
+  return ServedModel{.name = name,
+                     .source = path,
+                     .format = std::string(ModelFormatName(*format)),
+                     .load_time = absl::Now() - start,
+                     .prepared = *std::move(prepared)};
+}
+
+absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the model needs %.1f MiB but only %.1f MiB of the %.1f MiB model memory budget are free "
+      "(replaced versions still used by live streams count until those streams end)",
+      adding / 1048576.0, std::max<int64_t>(0, budget - held) / 1048576.0, budget / 1048576.0));
+}
+
 }  // namespace
 
-ModelRepository::ModelRepository(std::vector<ServedModel> models, std::string device)
-    : models_(std::move(models)), device_(std::move(device)) {}
+int64_t ServedModel::resident_bytes() const {
+  const int64_t device = prepared->device_bytes();
+  return device > 0 ? device : model().ByteSize();
+}
+
+ModelRepository::ModelRepository(Snapshot models, std::string device, std::string directory,
+                                 ScoringBackend* backend, int64_t budget)
+    : device_(std::move(device)),
+      directory_(std::move(directory)),
+      backend_(backend),
+      budget_bytes_(budget),
+      models_(std::move(models)) {}
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
-    std::vector<ServedModel> models, ScoringBackend* backend) {
+    std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
+    int64_t budget) {
   if (models.empty()) return absl::InvalidArgumentError("no models to serve");
   std::sort(models.begin(), models.end(),
             [](const ServedModel& a, const ServedModel& b) { return a.name < b.name; });
+  int64_t bytes = 0;
   for (size_t i = 0; i < models.size(); ++i) {
     if (models[i].name.empty()) {
       return absl::InvalidArgumentError(
@@ -36,29 +95,32 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
           absl::StrFormat("two models are named '%s' (%s and %s); names must be unique",
                           models[i].name, models[i - 1].source, models[i].source));
     }
+    bytes += models[i].resident_bytes();
   }
-  return std::unique_ptr<ModelRepository>(new ModelRepository(std::move(models), backend->name()));
+  if (budget > 0 && bytes > budget) return OverBudget(0, bytes, budget);
+  Snapshot snapshot;
+  for (ServedModel& model : models) {
+    snapshot.push_back(std::make_shared<const ServedModel>(std::move(model)));
+  }
+  return std::unique_ptr<ModelRepository>(new ModelRepository(
+      std::move(snapshot), backend->name(), std::move(directory), backend, budget));
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
-    const std::string& dir, ScoringBackend* backend) {
-  namespace fs = std::filesystem;
+    const std::string& dir, ScoringBackend* backend, const RepositoryOptions& options) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) {
     return absl::NotFoundError(absl::StrFormat("model repository %s is not a directory", dir));
   }
-  std::vector<fs::path> files;
+  std::vector<std::pair<fs::path, std::string>> files;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    const std::string file_name = entry.path().filename().string();
-    if (file_name.empty() || file_name[0] == '.') continue;
-    if (entry.is_regular_file(error)) {
-      files.push_back(entry.path());
-    } else if (entry.is_directory(error)) {
-      // A model that is a directory (a CMU Sphinx model); other directories
-      // are not models and are skipped.
-      absl::StatusOr<ModelFormat> format = DetectModelFormat(entry.path().string());
-      if (format.ok()) files.push_back(entry.path());
+    const std::string name = ModelNameOf(entry);
+    if (name.empty()) continue;
+    if (std::find(options.skip_at_start.begin(), options.skip_at_start.end(), name) !=
+        options.skip_at_start.end()) {
+      continue;
     }
+    files.emplace_back(entry.path(), name);
   }
   if (error) {
     return absl::NotFoundError(absl::StrFormat("cannot list %s: %s", dir, error.message()));
@@ -69,23 +131,12 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
   std::sort(files.begin(), files.end());
 
   std::vector<ServedModel> models;
-  for (const fs::path& file : files) {
-    const std::string path = file.string();
-    const absl::Time start = absl::Now();
-    absl::StatusOr<ModelFormat> format = DetectModelFormat(path);
-    if (!format.ok()) return WithPath(format.status(), path);
-    absl::StatusOr<DiagGmmModel> model = LoadModel(path);
-    if (!model.ok()) return WithPath(model.status(), path);
-    auto prepared = backend->Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
-    if (!prepared.ok()) return WithPath(prepared.status(), path);
-    models.push_back({.name = fs::is_directory(file) ? file.filename().string()
-                                                     : file.stem().string(),
-                      .source = path,
-                      .format = std::string(ModelFormatName(*format)),
-                      .load_time = absl::Now() - start,
-                      .prepared = *std::move(prepared)});
+  for (const auto& [file, name] : files) {
+    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, nullptr);
+    if (!served.ok()) return served.status();
+    models.push_back(*std::move(served));
   }
-  return Create(std::move(models), backend);
+  return Create(std::move(models), backend, dir, options.memory_budget_bytes);
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
@@ -105,21 +156,137 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
                       .load_time = absl::Now() - start,
                       .prepared = *std::move(prepared)});
   }
-  return Create(std::move(served), backend);
+  return Create(std::move(served), backend, "", 0);
 }
 
-absl::StatusOr<const ServedModel*> ModelRepository::Find(absl::string_view name) const {
-  auto it = std::lower_bound(models_.begin(), models_.end(), name,
-                             [](const ServedModel& m, absl::string_view n) { return m.name < n; });
-  if (it != models_.end() && it->name == name) return &*it;
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::Find(
+    absl::string_view name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = std::lower_bound(
+      models_.begin(), models_.end(), name,
+      [](const std::shared_ptr<const ServedModel>& m, absl::string_view n) { return m->name < n; });
+  if (it != models_.end() && (*it)->name == name) return *it;
   std::vector<absl::string_view> names;
-  for (const ServedModel& m : models_) names.push_back(m.name);
+  for (const auto& m : models_) names.push_back(m->name);
   constexpr size_t kMaxListed = 20;
   const bool more = names.size() > kMaxListed;
   if (more) names.resize(kMaxListed);
   return absl::NotFoundError(absl::StrFormat("no model named '%s' (this server serves: %s%s)",
                                              name, absl::StrJoin(names, ", "),
                                              more ? ", ..." : ""));
+}
+
+std::vector<ServedModel> ModelRepository::models() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<ServedModel> out;
+  out.reserve(models_.size());
+  for (const auto& m : models_) out.push_back(*m);
+  return out;
+}
+
+int64_t ModelRepository::RetiredBytesLocked(int* versions) const {
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [](const auto& weak) { return weak.expired(); }),
+                 retired_.end());
+  int64_t bytes = 0;
+  *versions = 0;
+  for (const auto& weak : retired_) {
+    if (std::shared_ptr<const PreparedModel> held = weak.lock()) {
+      const int64_t device = held->device_bytes();
+      bytes += device > 0 ? device : held->model().ByteSize();
+      ++*versions;
+    }
+  }
+  return bytes;
+}
+
+ModelRepository::MemoryUsage ModelRepository::memory() const {
+  absl::MutexLock lock(&mu_);
+  MemoryUsage usage;
+  for (const auto& m : models_) usage.served_bytes += m->resident_bytes();
+  usage.retired_bytes = RetiredBytesLocked(&usage.retired_versions);
+  usage.budget_bytes = budget_bytes_;
+  return usage;
+}
+
+absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::string& name) {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "'%s' is not a model name (a file name without extension, no '/', not starting "
+        "with '.')",
+        name));
+  }
+  if (directory_.empty()) {
+    return absl::FailedPreconditionError(
+        "this server's models were given in memory; there is no repository directory to load "
+        "from");
+  }
+  absl::MutexLock load_lock(&load_mu_);
+  std::error_code error;
+  std::string path;
+  for (const fs::directory_entry& entry : fs::directory_iterator(directory_, error)) {
+    if (ModelNameOf(entry) == name) {
+      path = entry.path().string();
+      break;
+    }
+  }
+  if (path.empty()) {
+    return absl::NotFoundError(absl::StrFormat("no model '%s' in the repository %s%s", name,
+                                               directory_,
+                                               error ? ": " + error.message() : std::string()));
+  }
+  // Everything held now; Load and Unload are serialised, so only releases
+  // (which make room) happen meanwhile.
+  auto held_now = [this] {
+    MemoryUsage usage = memory();
+    return usage.served_bytes + usage.retired_bytes;
+  };
+  auto fits = [&](int64_t adding) {
+    if (budget_bytes_ <= 0) return absl::OkStatus();
+    const int64_t held = held_now();
+    return held + adding > budget_bytes_ ? OverBudget(held, adding, budget_bytes_)
+                                         : absl::OkStatus();
+  };
+  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, fits);
+  if (!served.ok()) return served.status();
+  // The backend's real size may differ from the host estimate.
+  if (absl::Status status = fits(served->resident_bytes()); !status.ok()) {
+    return WithPath(status, path);
+  }
+
+  LoadResult result;
+  absl::MutexLock lock(&mu_);
+  auto it = std::lower_bound(
+      models_.begin(), models_.end(), name,
+      [](const std::shared_ptr<const ServedModel>& m, const std::string& n) { return m->name < n; });
+  if (it != models_.end() && (*it)->name == name) {
+    served->version = (*it)->version + 1;
+    retired_.push_back((*it)->prepared);
+    result.replaced = true;
+    result.model = std::make_shared<const ServedModel>(*std::move(served));
+    *it = result.model;
+  } else {
+    result.model = std::make_shared<const ServedModel>(*std::move(served));
+    models_.insert(it, result.model);
+  }
+  return result;
+}
+
+absl::Status ModelRepository::Unload(const std::string& name) {
+  absl::MutexLock load_lock(&load_mu_);
+  absl::MutexLock lock(&mu_);
+  auto it = std::find_if(models_.begin(), models_.end(),
+                         [&](const auto& m) { return m->name == name; });
+  if (it == models_.end()) {
+    return absl::NotFoundError(absl::StrFormat("no model named '%s' is served", name));
+  }
+  if (models_.size() == 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "'%s' is the last model served; load another before unloading it", name));
+  }
+  retired_.push_back((*it)->prepared);
+  models_.erase(it);
+  return absl::OkStatus();
 }
 
 }  // namespace gmmscore

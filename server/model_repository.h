@@ -1,21 +1,31 @@
-// ModelRepository: the models a daemon serves, loaded once at start and
-// prepared on its scoring backend, looked up by name.
+// ModelRepository: the models a daemon serves, prepared on its scoring
+// backend, looked up by name; loaded at start and changed while the daemon
+// runs (Load, Unload: the ModelAdmin service).
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<ModelRepository> repo,
 //                        ModelRepository::LoadDirectory("/srv/models", backend.get()));
-//   GMM_ASSIGN_OR_RETURN(const ServedModel* model, repo->Find("spk1"));
+//   GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repo->Find("spk1"));
+//   GMM_ASSIGN_OR_RETURN(ModelRepository::LoadResult loaded, repo->Load("spk1"));  // replace
 //
-// Thread safety: immutable after creation; safe to share across threads.
+// Versions: Find hands out the version served now, shared; whoever holds it
+// (a stream's plan) keeps scoring with it after a Load replaces it or an
+// Unload removes it, and its memory is freed when the last holder lets go.
+//
+// Thread safety: all methods are thread-safe; Load and Unload are serialised
+// among themselves and never block Find for longer than a pointer swap.
 #ifndef GMMSCORE_SERVER_MODEL_REPOSITORY_H_
 #define GMMSCORE_SERVER_MODEL_REPOSITORY_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/score/scoring_backend.h"
@@ -28,8 +38,20 @@ struct ServedModel {
   std::string format;  // "native", "kaldi-text", ... or "memory"
   absl::Duration load_time;  // reading and preparing it
   std::shared_ptr<const PreparedModel> prepared;
+  uint64_t version = 1;  // 1, then +1 per replacement of this name
 
   const DiagGmmModel& model() const { return prepared->model(); }
+  // Bytes the backend holds for it: device bytes on a GPU, the host scoring
+  // form on the CPU backend (which scores from it in place).
+  int64_t resident_bytes() const;
+};
+
+struct RepositoryOptions {
+  // Resident bytes all versions together (served, and replaced ones still in
+  // use) may hold; a Load beyond it is RESOURCE_EXHAUSTED. 0: no budget.
+  int64_t memory_budget_bytes = 0;
+  // Names in the directory not loaded at start (loaded later through Load).
+  std::vector<std::string> skip_at_start;
 };
 
 class ModelRepository {
@@ -43,8 +65,9 @@ class ModelRepository {
   // NOT_FOUND if `dir` is not a directory; INVALID_ARGUMENT if it holds no
   // model or two files give the same name; a file's load or Prepare error
   // (its code kept, the message prefixed with the path) otherwise.
+  // RESOURCE_EXHAUSTED if the models exceed options.memory_budget_bytes.
   static absl::StatusOr<std::unique_ptr<ModelRepository>> LoadDirectory(
-      const std::string& dir, ScoringBackend* backend);
+      const std::string& dir, ScoringBackend* backend, const RepositoryOptions& options = {});
 
   // The same for models already in memory (tests, embedding). INVALID_ARGUMENT
   // for an empty list, an empty or duplicate name, or a null model.
@@ -52,21 +75,59 @@ class ModelRepository {
       std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
       ScoringBackend* backend);
 
-  // NOT_FOUND naming `name` and the models served.
-  absl::StatusOr<const ServedModel*> Find(absl::string_view name) const;
+  // The version served now. NOT_FOUND naming `name` and the models served.
+  absl::StatusOr<std::shared_ptr<const ServedModel>> Find(absl::string_view name) const;
 
-  // Sorted by name.
-  const std::vector<ServedModel>& models() const { return models_; }
+  // A snapshot of the versions served now, sorted by name.
+  std::vector<ServedModel> models() const;
   // The backend's name ("cpu", "cuda:0", ...).
   const std::string& device() const { return device_; }
+  // The directory models are loaded from; empty for FromModels.
+  const std::string& directory() const { return directory_; }
+
+  struct LoadResult {
+    std::shared_ptr<const ServedModel> model;
+    bool replaced = false;
+  };
+  // Reads `name` from directory() (as LoadDirectory names files), prepares
+  // it, and serves it from now on in place of the version served (if any).
+  // INVALID_ARGUMENT for a name that is not a plain file name; NOT_FOUND if
+  // no file in the directory has that name; FAILED_PRECONDITION without a
+  // directory; RESOURCE_EXHAUSTED if it would not fit the memory budget
+  // (counted with every version still held, the replaced one included);
+  // the reader's or Prepare's error otherwise. On error nothing changes.
+  absl::StatusOr<LoadResult> Load(const std::string& name);
+  // Stops serving `name`; holders keep their version. NOT_FOUND if not
+  // served; FAILED_PRECONDITION for the last model served.
+  absl::Status Unload(const std::string& name);
+
+  struct MemoryUsage {
+    int64_t served_bytes = 0;   // versions served now
+    int64_t retired_bytes = 0;  // replaced or unloaded versions still held
+    int retired_versions = 0;
+    int64_t budget_bytes = 0;   // 0: none
+  };
+  MemoryUsage memory() const;
 
  private:
-  ModelRepository(std::vector<ServedModel> models, std::string device);
-  static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(std::vector<ServedModel> models,
-                                                                 ScoringBackend* backend);
+  using Snapshot = std::vector<std::shared_ptr<const ServedModel>>;
+  ModelRepository(Snapshot models, std::string device, std::string directory,
+                  ScoringBackend* backend, int64_t budget);
+  static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(
+      std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
+      int64_t budget);
+  // Retired versions still held; drops the ones freed.
+  int64_t RetiredBytesLocked(int* versions) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::vector<ServedModel> models_;
   const std::string device_;
+  const std::string directory_;
+  ScoringBackend* const backend_;
+  const int64_t budget_bytes_;
+
+  absl::Mutex load_mu_;  // serialises Load and Unload
+  mutable absl::Mutex mu_;
+  Snapshot models_ ABSL_GUARDED_BY(mu_);  // sorted by name
+  mutable std::vector<std::weak_ptr<const PreparedModel>> retired_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmmscore

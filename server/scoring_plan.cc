@@ -72,13 +72,13 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
     if (!seen.insert(name).second) {
       return absl::InvalidArgumentError(absl::StrFormat("model '%s' is named twice", name));
     }
-    GMM_ASSIGN_OR_RETURN(const ServedModel* model, repository.Find(name));
-    plan.models.push_back(model);
+    GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repository.Find(name));
+    plan.models.push_back(std::move(model));
   }
   const DiagGmmModel& first = plan.models.front()->model();
   plan.dim = first.dim();
   plan.num_states = first.num_states();
-  for (const ServedModel* model : plan.models) {
+  for (const std::shared_ptr<const ServedModel>& model : plan.models) {
     if (model->model().dim() != plan.dim) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "models '%s' (dimension %d) and '%s' (dimension %d) cannot score the same frames",

@@ -28,7 +28,9 @@
 namespace gmmscore {
 
 struct ScoringPlan {
-  std::vector<const ServedModel*> models;  // >= 1, distinct, in the order named
+  // >= 1, distinct, in the order named; the versions served when the plan
+  // was made (a stream keeps them to its end, whatever is loaded meanwhile).
+  std::vector<std::shared_ptr<const ServedModel>> models;
   int dim = 0;                              // shared by all models
   int num_states = 0;                       // shared by all models
   std::optional<FusionOptions> fusion;      // set iff models.size() > 1

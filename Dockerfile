@@ -1,0 +1,40 @@
+# gmmscored in a container: built on the CUDA devel image, run on the CUDA
+# runtime image as a non-root user. Not built here (no Docker engine on the
+# development machine); see docs/OPERATIONS.md.
+#
+#   docker build -t gmmscored .
+#   docker run --gpus all -p 50051:50051 -p 9464:9464 -v /srv/models:/models:ro gmmscored
+ARG CUDA_VERSION=12.4.1
+FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 AS build
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+      build-essential cmake ninja-build pkg-config git ca-certificates \
+      libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev \
+      libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
+      libcivetweb-dev && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGMMSCORE_CUDA=ON \
+ && ninja -C /build gmmscored gmmscore \
+ && mkdir -p /out/bin && cp /build/server/gmmscored /build/client/cli/gmmscore /out/bin/
+
+FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04
+ENV DEBIAN_FRONTEND=noninteractive
+# Runtime libraries only; grpc_health_probe-style checks use the gmmscore CLI.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+      libabsl20210324 libopenblas0-pthread libgrpc++1 libprotobuf23 libcivetweb1 zlib1g \
+      ca-certificates && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system gmmscore && useradd --system --gid gmmscore --home /nonexistent \
+      --shell /usr/sbin/nologin gmmscore
+COPY --from=build /out/bin/ /usr/local/bin/
+COPY deploy/gmmscored.textproto /etc/gmmscore/gmmscored.textproto
+USER gmmscore:gmmscore
+EXPOSE 50051 9464
+# The metrics endpoint answers only while the process serves; gRPC health
+# (grpc.health.v1) is what Kubernetes probes (deploy/kubernetes/).
+HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
+  CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q gmmscore_active_streams <&3"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/gmmscored"]
+CMD ["--model_repository=/models", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464", \
+     "--drain_grace_s=5", "--drain_timeout_s=25"]

@@ -1,0 +1,60 @@
+#include "server/daemon_ops.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/log.h"
+
+namespace gmmscore {
+
+absl::StatusOr<std::unique_ptr<DaemonOps>> DaemonOps::Create(const OpsOptions& options,
+                                                             ModelRepository* repository) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<DaemonOps> ops(new DaemonOps(options, repository));
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  ops->credentials_ = *std::move(credentials);
+  return ops;
+}
+
+void DaemonOps::ConfigureBuilder(grpc::ServerBuilder* builder) {
+  // The admin service reports health once the server exists (Started).
+  admin_ = std::make_unique<ModelAdminService>(repository_, nullptr, options_.admin_token);
+  builder->RegisterService(admin_.get());
+  builder->experimental().SetInterceptorCreators(metrics_.InterceptorFactories());
+}
+
+absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
+  health_ = std::make_unique<HealthReporter>(server->GetHealthCheckService());
+  admin_->set_health(health_.get());
+  for (const ServedModel& model : repository_->models()) health_->SetModel(model.name, true);
+  health_->SetServing(true);
+  sources_ = std::move(sources);
+  if (!options_.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http = MetricsHttpServer::Start(
+        options_.metrics_listen, [this] { return metrics_.Render(sources_); });
+    if (!http.ok()) return http.status();
+    metrics_http_ = *std::move(http);
+  }
+  return absl::OkStatus();
+}
+
+void DaemonOps::BeginDrain() {
+  if (health_ == nullptr) return;
+  health_->SetServing(false);
+  for (const ServedModel& model : repository_->models()) health_->SetModel(model.name, false);
+  if (options_.drain_grace > absl::ZeroDuration()) {
+    LogInfo("health NOT_SERVING; still accepting RPCs for %s (drain grace)",
+            absl::FormatDuration(options_.drain_grace));
+    absl::SleepFor(options_.drain_grace);
+  }
+  health_->Shutdown();
+}
+
+void DaemonOps::Stop() { metrics_http_.reset(); }
+
+}  // namespace gmmscore

@@ -1,0 +1,90 @@
+// DaemonOps: the operations side of a Daemon, kept apart from the scoring
+// path: transport credentials (TLS, mutual TLS), the standard health service
+// and server reflection, the ModelAdmin service, Prometheus metrics (/metrics
+// over HTTP) and the health transitions of a drain.
+//
+// Daemon::Start calls, in order:
+//   GMM_ASSIGN_OR_RETURN(auto ops, DaemonOps::Create(options.ops, repository));  // before the builder
+//   builder.AddListeningPort(address, ops->credentials(), &port);
+//   ops->ConfigureBuilder(&builder);
+//   server = builder.BuildAndStart();
+//   GMM_RETURN_IF_ERROR(ops->Started(server.get(), {...sources...}));
+// and Daemon::Drain calls ops->BeginDrain() first, ops->Stop() last.
+//
+// Thread safety: Create/ConfigureBuilder/Started from one thread; after that
+// all methods are thread-safe.
+#ifndef GMMSCORE_SERVER_DAEMON_OPS_H_
+#define GMMSCORE_SERVER_DAEMON_OPS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "server/admin_service.h"
+#include "server/health_reporter.h"
+#include "server/metrics_http_server.h"
+#include "server/model_repository.h"
+#include "server/server_metrics.h"
+#include "server/tls_credentials.h"
+
+namespace gmmscore {
+
+struct OpsOptions {
+  // Transport: plaintext unless a certificate and key are given.
+  TlsOptions tls;
+  // Bearer token the ModelAdmin service requires (empty: none; then keep the
+  // port on a trusted network). Never logged.
+  std::string admin_token;
+  // HOST:PORT serving GET /metrics; empty: no metrics endpoint. Port 0
+  // picks a free one (metrics_port()).
+  std::string metrics_listen;
+  // On drain: how long health reports NOT_SERVING while RPCs are still
+  // accepted, so that load balancers and Kubernetes stop sending new streams
+  // before the port closes.
+  absl::Duration drain_grace = absl::ZeroDuration();
+};
+
+class DaemonOps {
+ public:
+  // Turns on gRPC's health service and reflection (process-wide settings
+  // read when a ServerBuilder is made), reads the TLS files.
+  // `repository` must outlive this object. Errors: MakeServerCredentials'.
+  static absl::StatusOr<std::unique_ptr<DaemonOps>> Create(const OpsOptions& options,
+                                                           ModelRepository* repository);
+
+  std::shared_ptr<grpc::ServerCredentials> credentials() const { return credentials_; }
+  // Registers ModelAdmin and the metrics interceptor.
+  void ConfigureBuilder(grpc::ServerBuilder* builder);
+  // Health SERVING (overall, scorer, every model); starts the metrics
+  // endpoint. UNAVAILABLE if its address cannot be bound.
+  absl::Status Started(grpc::Server* server, MetricsSources sources);
+
+  // Health NOT_SERVING everywhere (for good), then waits drain_grace.
+  void BeginDrain();
+  // Stops the metrics endpoint (the sources it reads are about to go).
+  void Stop();
+
+  ServerMetrics& metrics() { return metrics_; }
+  // 0 without a metrics endpoint.
+  int metrics_port() const { return metrics_http_ == nullptr ? 0 : metrics_http_->port(); }
+
+ private:
+  DaemonOps(const OpsOptions& options, ModelRepository* repository)
+      : options_(options), repository_(repository) {}
+
+  const OpsOptions options_;
+  ModelRepository* const repository_;
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
+  ServerMetrics metrics_;
+  std::unique_ptr<HealthReporter> health_;
+  std::unique_ptr<ModelAdminService> admin_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  MetricsSources sources_;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_DAEMON_OPS_H_

@@ -1,0 +1,231 @@
+#include "server/server_metrics.h"
+
+#include <deque>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "grpcpp/support/interceptor.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr char kStreamScore[] = "/gmmscore.v1.AcousticScorer/StreamScore";
+constexpr char kScore[] = "/gmmscore.v1.AcousticScorer/Score";
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+// "/pkg.Service/Method" -> {"pkg.Service", "Method"}.
+MetricLabels MethodLabels(const char* full_method) {
+  std::string method = full_method == nullptr ? "" : full_method;
+  if (!method.empty() && method[0] == '/') method.erase(0, 1);
+  const size_t slash = method.find('/');
+  if (slash == std::string::npos) return {{"grpc_service", ""}, {"grpc_method", method}};
+  return {{"grpc_service", method.substr(0, slash)}, {"grpc_method", method.substr(slash + 1)}};
+}
+
+// One per RPC. Scoring RPCs answer their chunks in order, so receipt times
+// queue up and each answer sent takes the oldest.
+class MetricsInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  MetricsInterceptor(ServerMetrics* metrics, const char* method)
+      : metrics_(metrics),
+        labels_(MethodLabels(method)),
+        stream_score_(method != nullptr && std::string(method) == kStreamScore),
+        scoring_(stream_score_ || (method != nullptr && std::string(method) == kScore)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() != nullptr) {
+      metrics_->messages_received.Add(labels_);
+      // A stream's first message is its config, not a chunk.
+      if (scoring_ && !(stream_score_ && received_ == 0)) {
+        metrics_->chunks_received.Add(labels_);
+        absl::MutexLock lock(&mu_);
+        received_at_.push_back(absl::Now());
+      }
+      ++received_;
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      metrics_->messages_sent.Add(labels_);
+      if (scoring_) {
+        absl::Time received = absl::InfinitePast();
+        {
+          absl::MutexLock lock(&mu_);
+          if (!received_at_.empty()) {
+            received = received_at_.front();
+            received_at_.pop_front();
+          }
+        }
+        metrics_->chunks_answered.Add(labels_);
+        if (received != absl::InfinitePast()) {
+          metrics_->chunk_latency.Observe(absl::ToDoubleSeconds(absl::Now() - received));
+        }
+      }
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      MetricLabels with_code = labels_;
+      with_code.emplace_back("grpc_code", CodeName(methods->GetSendStatus().error_code()));
+      metrics_->requests.Add(with_code);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  ServerMetrics* const metrics_;
+  const MetricLabels labels_;
+  const bool stream_score_;
+  const bool scoring_;
+  int64_t received_ = 0;  // only the reading side touches it
+  absl::Mutex mu_;
+  std::deque<absl::Time> received_at_ ABSL_GUARDED_BY(mu_);
+};
+
+class MetricsInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit MetricsInterceptorFactory(ServerMetrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new MetricsInterceptor(metrics_, info->method());
+  }
+
+ private:
+  ServerMetrics* const metrics_;
+};
+
+void Gauge(MetricsWriter* out, const std::string& name, const std::string& help, double value) {
+  out->Family(name, help, "gauge");
+  out->Sample(name, {}, value);
+}
+
+void Counter(MetricsWriter* out, const std::string& name, const std::string& help, double value) {
+  out->Family(name, help, "counter");
+  out->Sample(name, {}, value);
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : chunk_latency(Histogram::ExponentialBounds(0.00025, 2, 16)),  // 0.25 ms .. 8 s
+      queue_wait(Histogram::ExponentialBounds(0.00005, 2, 16)),     // 50 us .. 1.6 s
+      score_time(Histogram::ExponentialBounds(0.00005, 2, 16)),
+      batch_frames(Histogram::ExponentialBounds(1, 2, 17)),  // 1 .. 65536 frames
+      batch_jobs(Histogram::ExponentialBounds(1, 2, 13)) {}   // 1 .. 4096 chunks
+
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+ServerMetrics::InterceptorFactories() {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<MetricsInterceptorFactory>(this));
+  return factories;
+}
+
+void ServerMetrics::ObserveGroup(int64_t frames, int64_t jobs, absl::Duration score,
+                                 const std::vector<absl::Duration>& queue_waits) {
+  batch_frames.Observe(static_cast<double>(frames));
+  batch_jobs.Observe(static_cast<double>(jobs));
+  score_time.Observe(absl::ToDoubleSeconds(score));
+  for (absl::Duration wait : queue_waits) queue_wait.Observe(absl::ToDoubleSeconds(wait));
+}
+
+std::string ServerMetrics::Render(const MetricsSources& sources) const {
+  MetricsWriter out;
+  out.Family("gmmscore_requests_total", "RPCs ended, by service, method and status code.",
+             "counter");
+  requests.WriteTo(&out, "gmmscore_requests_total");
+  out.Family("gmmscore_messages_received_total", "Messages received, by service and method.",
+             "counter");
+  messages_received.WriteTo(&out, "gmmscore_messages_received_total");
+  out.Family("gmmscore_messages_sent_total", "Messages sent, by service and method.", "counter");
+  messages_sent.WriteTo(&out, "gmmscore_messages_sent_total");
+  out.Family("gmmscore_chunks_received_total",
+             "Frame chunks received (StreamScore chunks, Score requests).", "counter");
+  chunks_received.WriteTo(&out, "gmmscore_chunks_received_total");
+  out.Family("gmmscore_chunks_answered_total", "Frame chunks answered.", "counter");
+  chunks_answered.WriteTo(&out, "gmmscore_chunks_answered_total");
+
+  out.Family("gmmscore_chunk_latency_seconds",
+             "End to end: a chunk received -> its answer handed to gRPC.", "histogram");
+  chunk_latency.WriteTo(&out, "gmmscore_chunk_latency_seconds", {});
+  out.Family("gmmscore_queue_wait_seconds",
+             "A chunk's wait in the batch scheduler's queue (per model job).", "histogram");
+  queue_wait.WriteTo(&out, "gmmscore_queue_wait_seconds", {});
+  out.Family("gmmscore_backend_score_seconds",
+             "Time of one backend Score call (one kernel launch sequence on CUDA).", "histogram");
+  score_time.WriteTo(&out, "gmmscore_backend_score_seconds", {});
+  out.Family("gmmscore_batch_frames", "Frames scored per backend call.", "histogram");
+  batch_frames.WriteTo(&out, "gmmscore_batch_frames", {});
+  out.Family("gmmscore_batch_chunks",
+             "Chunks (stream chunks and requests) per backend call.", "histogram");
+  batch_jobs.WriteTo(&out, "gmmscore_batch_chunks", {});
+
+  if (sources.scheduler != nullptr) {
+    const BatchSchedulerStats stats = sources.scheduler->stats();
+    Counter(&out, "gmmscore_frames_scored_total", "Frames scored by the backend.",
+            static_cast<double>(stats.frames));
+    Counter(&out, "gmmscore_backend_calls_total", "Backend Score calls (batches x models).",
+            static_cast<double>(stats.group_calls));
+    Gauge(&out, "gmmscore_queued_jobs", "Jobs waiting in the batch scheduler's queue.",
+          static_cast<double>(stats.queued_jobs));
+    Gauge(&out, "gmmscore_running_backend_calls", "Backend Score calls running now.",
+          static_cast<double>(stats.running_groups));
+  }
+  if (sources.service != nullptr) {
+    Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",
+          static_cast<double>(sources.service->live_streams()));
+  }
+  if (sources.repository != nullptr) {
+    const std::vector<ServedModel> models = sources.repository->models();
+    out.Family("gmmscore_model_resident_bytes",
+               "Bytes the backend holds for a served model (device bytes on a GPU, the host "
+               "scoring form on the CPU).",
+               "gauge");
+    for (const ServedModel& model : models) {
+      out.Sample("gmmscore_model_resident_bytes",
+                 {{"model", model.name}, {"version", std::to_string(model.version)}},
+                 static_cast<double>(model.resident_bytes()));
+    }
+    out.Family("gmmscore_model_device_bytes", "Device bytes of a served model (0 on the CPU).",
+               "gauge");
+    for (const ServedModel& model : models) {
+      out.Sample("gmmscore_model_device_bytes",
+                 {{"model", model.name}, {"version", std::to_string(model.version)}},
+                 static_cast<double>(model.prepared->device_bytes()));
+    }
+    const ModelRepository::MemoryUsage memory = sources.repository->memory();
+    Gauge(&out, "gmmscore_models_served", "Models served.", static_cast<double>(models.size()));
+    Gauge(&out, "gmmscore_model_memory_bytes", "Resident bytes of all served models.",
+          static_cast<double>(memory.served_bytes));
+    Gauge(&out, "gmmscore_model_retired_bytes",
+          "Resident bytes of replaced or unloaded versions still used by live streams.",
+          static_cast<double>(memory.retired_bytes));
+    Gauge(&out, "gmmscore_model_memory_budget_bytes", "The model memory budget (0: none).",
+          static_cast<double>(memory.budget_bytes));
+  }
+  out.Family("gmmscore_backend_info", "The scoring backend in use (value 1).", "gauge");
+  out.Sample("gmmscore_backend_info", {{"backend", sources.backend}}, 1);
+  return out.Take();
+}
+
+}  // namespace gmmscore

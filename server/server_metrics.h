@@ -1,0 +1,70 @@
+// ServerMetrics: everything gmmscored exports at /metrics (prefix
+// gmmscore_). RPC and message counts and end-to-end chunk latency come from
+// a gRPC server interceptor (so no service code changes to count); batch
+// shapes, queue wait and backend time from the scheduler's per-group report;
+// gauges (streams, queue, model memory, backend) are read when scraped.
+//
+//   ServerMetrics metrics;
+//   builder.experimental().SetInterceptorCreators(metrics.InterceptorFactories());
+//   scheduler_options.on_group = [&](const GroupReport& r) { metrics.ObserveGroup(r); };
+//   std::string text = metrics.Render({.repository = ..., .service = ..., ...});
+//
+// The names and what each one means: docs/OPERATIONS.md.
+//
+// Thread safety: all methods are thread-safe.
+#ifndef GMMSCORE_SERVER_SERVER_METRICS_H_
+#define GMMSCORE_SERVER_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpcpp/support/server_interceptor.h"
+#include "server/batch_scheduler.h"
+#include "server/metrics_exposition.h"
+#include "server/model_repository.h"
+#include "server/scorer_service.h"
+
+namespace gmmscore {
+
+// What is read at scrape time; any pointer may be null (left out).
+struct MetricsSources {
+  const ModelRepository* repository = nullptr;
+  const ScorerService* service = nullptr;
+  const BatchScheduler* scheduler = nullptr;
+  std::string backend;  // "cpu", "cuda:0"
+};
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  // One factory counting every RPC of the server it is given to; the
+  // factory refers to this object, which must outlive the server.
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+  InterceptorFactories();
+
+  // One backend call: its frames, its jobs (= stream chunks or unary
+  // requests), how long each job waited in the queue, how long Score took.
+  void ObserveGroup(int64_t frames, int64_t jobs, absl::Duration score_time,
+                    const std::vector<absl::Duration>& queue_waits);
+
+  std::string Render(const MetricsSources& sources) const;
+
+  // For the interceptor and tests. Labels: {"grpc_service", "grpc_method"}
+  // (+ "grpc_code" for requests).
+  LabeledCounter requests;           // gmmscore_requests_total: RPCs ended, by status code
+  LabeledCounter messages_received;  // gmmscore_messages_received_total
+  LabeledCounter messages_sent;      // gmmscore_messages_sent_total
+  LabeledCounter chunks_received;    // gmmscore_chunks_received_total (stream chunks, requests)
+  LabeledCounter chunks_answered;    // gmmscore_chunks_answered_total
+  Histogram chunk_latency;           // gmmscore_chunk_latency_seconds: receipt -> answer sent
+  Histogram queue_wait;              // gmmscore_queue_wait_seconds
+  Histogram score_time;              // gmmscore_backend_score_seconds (per backend call)
+  Histogram batch_frames;            // gmmscore_batch_frames (per backend call)
+  Histogram batch_jobs;              // gmmscore_batch_chunks (per backend call)
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_SERVER_METRICS_H_
