@@ -51,6 +51,9 @@ ABSL_FLAG(double, window_s, 2, "Length of the stability windows, seconds.");
 ABSL_FLAG(int32_t, stability_windows, 3,
           "Stability: this many last windows must agree (throughput and p99 latency).");
 ABSL_FLAG(double, stability_pct, 10, "Stability: the tolerance, percent of the windows' mean.");
+ABSL_FLAG(std::string, stability_latency, "mean",
+          "Stability: the latency the windows must agree on, 'mean' (perf_analyzer's default) or "
+          "'p99'.");
 ABSL_FLAG(double, max_duration_s, 0,
           "> --duration_s: keep measuring whole windows until stable or this long.");
 ABSL_FLAG(int32_t, channels, 0,
@@ -149,6 +152,10 @@ int Main(int argc, char** argv) {
   if (models.empty()) return Fail(absl::InvalidArgumentError("--model is required"));
   absl::StatusOr<std::vector<int>> counts = ParseStreamCounts(absl::GetFlag(FLAGS_streams));
   if (!counts.ok()) return Fail(counts.status());
+  if (absl::GetFlag(FLAGS_stability_latency) != "mean" &&
+      absl::GetFlag(FLAGS_stability_latency) != "p99") {
+    return Fail(absl::InvalidArgumentError("--stability_latency: mean or p99"));
+  }
   if (absl::GetFlag(FLAGS_chunk_frames) < 1) {
     return Fail(absl::InvalidArgumentError("--chunk_frames must be >= 1"));
   }
@@ -223,7 +230,8 @@ int Main(int argc, char** argv) {
       .window_s = absl::GetFlag(FLAGS_window_s),
       .max_duration_s = absl::GetFlag(FLAGS_max_duration_s),
       .stability = {.windows = absl::GetFlag(FLAGS_stability_windows),
-                    .tolerance = absl::GetFlag(FLAGS_stability_pct) / 100.0},
+                    .tolerance = absl::GetFlag(FLAGS_stability_pct) / 100.0,
+                    .use_p99 = absl::GetFlag(FLAGS_stability_latency) == "p99"},
       .channels = absl::GetFlag(FLAGS_channels),
       .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
       .late_ms = absl::GetFlag(FLAGS_late_ms),

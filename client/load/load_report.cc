@@ -164,6 +164,7 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
   j.Field("streams_failed", p.streams_failed);
   j.Field("first_error", p.first_error);
   j.Field("unexpected_answers", p.unexpected_answers);
+  j.Field("client_cpu_cores", p.client_cpu_cores);
   j.Key("stability");
   j.BeginObject();
   j.Field("stable", p.stability.stable);
@@ -175,6 +176,7 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
     j.BeginObject();
     j.Field("start_s", w.start_s);
     j.Field("frames_per_s", w.frames_per_s);
+    j.Field("mean_ms", w.mean_ms);
     j.Field("p99_ms", w.p99_ms);
     j.Field("chunks", w.chunks);
     j.EndObject();
@@ -217,6 +219,7 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
                         "  latency ms: p50 %.2f  p90 %.2f  p95 %.2f  p99 %.2f  max %.2f  (mean "
                         "%.2f; send lag p99 %.2f)\n",
                         l.p50, l.p90, l.p95, l.p99, l.max, l.mean, m.send_lag_ms.p99);
+  absl::StrAppendFormat(&out, "  load generator: %.2f cores busy\n", p.client_cpu_cores);
   absl::StrAppendFormat(&out, "  chunks %d, late %d, unanswered %d; streams: %s", m.chunks_due,
                         m.late_chunks, m.chunks_unanswered, StatusList(p));
   if (!p.first_error.empty()) absl::StrAppendFormat(&out, " (first: %s)", p.first_error);
@@ -286,7 +289,7 @@ std::string ReportCsv(const LoadReport& report) {
       "chunks_unanswered,streams_failed,stream_status,stable,verify_checked,verify_mismatched,"
       "server_cpu_cores,server_frames_per_batch,server_queue_wait_ms,server_worker_wait_ms,"
       "server_pack_ms,server_score_ms,server_split_ms,server_answer_ms,server_backend_busy,"
-      "within_slo\n";
+      "client_cpu_cores,within_slo\n";
   for (const PointResult& p : report.points) {
     const PointMetrics& m = p.metrics;
     std::vector<std::string> status;
@@ -312,7 +315,7 @@ std::string ReportCsv(const LoadReport& report) {
     } else {
       out += ",,,,,,,,,";
     }
-    absl::StrAppendFormat(&out, "%d\n", p.within_slo);
+    absl::StrAppendFormat(&out, "%.3f,%d\n", p.client_cpu_cores, p.within_slo);
   }
   return out;
 }

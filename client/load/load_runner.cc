@@ -1,5 +1,7 @@
 #include "client/load/load_runner.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -73,6 +75,14 @@ absl::StatusOr<std::vector<std::unique_ptr<v1::AcousticScorer::Stub>>> Connect(
   return stubs;
 }
 
+// User + system CPU seconds of this process.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
 std::optional<v1::GetServerStatsResponse> ReadServerStats(v1::AcousticScorer::Stub* stub) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -134,6 +144,8 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   }
   v1::AcousticScorer::Stub* stats_stub = (*stubs)[0].get();
   std::optional<v1::GetServerStatsResponse> stats_before, stats_after;
+  double cpu_before = ProcessCpuSeconds(), cpu_after = 0;
+  int64_t cpu_start_ns = NowNs(), cpu_end_ns = 0;
   if (by_chunks) stats_before = ReadServerStats(stats_stub);
   for (int i = 0; i < num_streams; ++i) {
     const StreamPlan plan{.index = i,
@@ -159,8 +171,12 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   } else {
     SleepUntil(window.start_ns);
     stats_before = ReadServerStats(stats_stub);
+    cpu_before = ProcessCpuSeconds();
+    cpu_start_ns = NowNs();
     SleepUntil(window.end_ns);
     stats_after = ReadServerStats(stats_stub);
+    cpu_after = ProcessCpuSeconds();
+    cpu_end_ns = NowNs();
     // Measure more windows until the last ones agree (or max_end).
     const int64_t window_ns = std::max<int64_t>(1, SecondsToNs(o.window_s));
     while (window.end_ns + window_ns <= max_end) {
@@ -177,6 +193,8 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
       window.end_ns += window_ns;
       SleepUntil(window.end_ns);
       stats_after = ReadServerStats(stats_stub);
+      cpu_after = ProcessCpuSeconds();
+      cpu_end_ns = NowNs();
     }
     const int64_t stop = NowNs();
     for (const auto& stream : streams) stream->StopAt(stop);
@@ -186,7 +204,14 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
     for (const auto& stream : streams) stream->Cancel();
     done.WaitFor(num_streams, absl::InfiniteDuration());
   }
-  if (by_chunks) stats_after = ReadServerStats(stats_stub);
+  if (by_chunks) {
+    stats_after = ReadServerStats(stats_stub);
+    cpu_after = ProcessCpuSeconds();
+    cpu_end_ns = NowNs();
+  }
+  if (cpu_end_ns > cpu_start_ns) {
+    result.client_cpu_cores = (cpu_after - cpu_before) / ((cpu_end_ns - cpu_start_ns) * 1e-9);
+  }
 
   std::vector<ChunkRecord> records;
   for (const auto& stream : streams) {

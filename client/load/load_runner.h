@@ -77,6 +77,9 @@ struct PointResult {
   int64_t unexpected_answers = 0;
   std::optional<VerifyCounts> verify;
   std::optional<ServerBreakdown> server;
+  // CPU time this load generator used over the measurement / its length:
+  // the cores it took from the machine (it shares them with a local server).
+  double client_cpu_cores = 0;
   // slo_ms > 0: p99 <= slo_ms, no stream failed, no chunk unanswered, no
   // verification mismatch.
   bool within_slo = false;

@@ -92,6 +92,7 @@ PointMetrics ComputeMetrics(const std::vector<ChunkRecord>& records, const Measu
   for (int w = 0; w < num_windows; ++w) {
     m.windows.push_back({.start_s = w * window_s,
                          .frames_per_s = window_frames[w] / window_s,
+                         .mean_ms = Summarize(window_latency[w]).mean,
                          .p99_ms = Percentile(window_latency[w], 99),
                          .chunks = static_cast<int64_t>(window_latency[w].size())});
   }
@@ -105,21 +106,23 @@ StabilityVerdict CheckStability(const std::vector<WindowMetrics>& windows,
     return {false, absl::StrFormat("%d windows, %d needed", windows.size(), n)};
   }
   const auto last = windows.end() - n;
-  double mean_tput = 0, mean_p99 = 0;
+  auto latency = [&rule](const WindowMetrics& w) { return rule.use_p99 ? w.p99_ms : w.mean_ms; };
+  const char* latency_name = rule.use_p99 ? "p99" : "mean latency";
+  double mean_tput = 0, mean_latency = 0;
   for (auto it = last; it != windows.end(); ++it) {
     mean_tput += it->frames_per_s / n;
-    mean_p99 += it->p99_ms / n;
+    mean_latency += latency(*it) / n;
   }
   const double tput_band = rule.tolerance * mean_tput;
-  const double p99_band = std::max(rule.tolerance * mean_p99, rule.latency_floor_ms);
+  const double latency_band = std::max(rule.tolerance * mean_latency, rule.latency_floor_ms);
   for (auto it = last; it != windows.end(); ++it) {
     if (std::abs(it->frames_per_s - mean_tput) > tput_band) {
       return {false, absl::StrFormat("throughput %.0f frames/s vs mean %.0f (> %.0f%%)",
                                      it->frames_per_s, mean_tput, rule.tolerance * 100)};
     }
-    if (std::abs(it->p99_ms - mean_p99) > p99_band) {
-      return {false, absl::StrFormat("p99 %.2f ms vs mean %.2f ms (> %.2f ms)", it->p99_ms,
-                                     mean_p99, p99_band)};
+    if (std::abs(latency(*it) - mean_latency) > latency_band) {
+      return {false, absl::StrFormat("%s %.2f ms vs %.2f ms over the windows (> %.2f ms)",
+                                     latency_name, latency(*it), mean_latency, latency_band)};
     }
   }
   return {true, ""};

@@ -64,7 +64,8 @@ struct MeasureWindow {
 struct WindowMetrics {
   double start_s = 0;         // from the measurement's start
   double frames_per_s = 0;    // frames of answers that arrived in the window
-  double p99_ms = 0;          // of the chunks due in the window
+  double mean_ms = 0;         // latency of the chunks due in the window
+  double p99_ms = 0;
   int64_t chunks = 0;         // chunks due in the window and answered
 };
 
@@ -106,13 +107,15 @@ PointMetrics ComputeMetrics(const std::vector<ChunkRecord>& records, const Measu
 
 // perf_analyzer's rule: a measurement is stable when the last `windows`
 // windows agree: each one's throughput within `tolerance` (a fraction) of
-// their mean, and each one's p99 latency within max(tolerance * mean,
-// latency_floor_ms) of their mean (the floor keeps millisecond jitter on
-// sub-millisecond latencies from counting as instability).
+// their mean, and each one's latency (mean, as perf_analyzer's default, or
+// p99) within max(tolerance * mean, latency_floor_ms) of their mean (the
+// floor keeps millisecond jitter on millisecond latencies from counting as
+// instability).
 struct StabilityRule {
   int windows = 3;
   double tolerance = 0.10;
   double latency_floor_ms = 1.0;
+  bool use_p99 = false;  // compare the windows' p99 instead of their mean
 };
 
 struct StabilityVerdict {

@@ -99,8 +99,12 @@ TEST(ComputeMetricsTest, AsFastAsPossibleRealTimeFactor) {
 }
 
 TEST(StabilityTest, Rule) {
-  auto w = [](double tput, double p99) { return WindowMetrics{.frames_per_s = tput, .p99_ms = p99}; };
-  const StabilityRule rule{.windows = 3, .tolerance = 0.10, .latency_floor_ms = 1.0};
+  // Windows whose mean latency is a third of their p99.
+  auto w = [](double tput, double p99) {
+    return WindowMetrics{.frames_per_s = tput, .mean_ms = p99 / 3, .p99_ms = p99};
+  };
+  const StabilityRule rule{
+      .windows = 3, .tolerance = 0.10, .latency_floor_ms = 1.0, .use_p99 = true};
   EXPECT_FALSE(CheckStability({w(100, 5), w(100, 5)}, rule).stable);
   EXPECT_EQ(CheckStability({w(100, 5), w(100, 5)}, rule).reason, "2 windows, 3 needed");
   // The first window (warm-up effects) does not count: only the last 3.
@@ -115,6 +119,19 @@ TEST(StabilityTest, Rule) {
   EXPECT_NE(p99.reason.find("p99"), std::string::npos);
   // Sub-millisecond latencies that differ by 100% but < 1 ms are stable.
   EXPECT_TRUE(CheckStability({w(100, 0.4), w(100, 0.8), w(100, 0.6)}, rule).stable);
+  // perf_analyzer's default compares mean latency: means 10, 10, 13.3 ms
+  // (13.3 is 20% above their average) are unstable; 20, 20, 21 are stable.
+  StabilityRule by_mean = rule;
+  by_mean.use_p99 = false;
+  const StabilityVerdict mean = CheckStability({w(100, 30), w(100, 30), w(100, 40)}, by_mean);
+  EXPECT_FALSE(mean.stable);
+  EXPECT_NE(mean.reason.find("mean latency"), std::string::npos) << mean.reason;
+  EXPECT_TRUE(CheckStability({w(100, 60), w(100, 60), w(100, 63)}, by_mean).stable);
+  // A p99 spike with a steady mean: unstable by p99, stable by mean.
+  std::vector<WindowMetrics> spike = {w(100, 60), w(100, 60), w(100, 60)};
+  spike[2].p99_ms = 120;
+  EXPECT_TRUE(CheckStability(spike, by_mean).stable);
+  EXPECT_FALSE(CheckStability(spike, rule).stable);
 }
 
 TEST(ServerBreakdownTest, Differences) {

@@ -202,8 +202,9 @@ std::string CapacityPlotSvg(const LoadReport& report) {
     if (p.realtime) offered.points.push_back({x, p.offered_frames_per_s});
   }
   latency.series = {p50, p90, p99, max};
-  throughput.series = {answered};
+  // Offered first, so that answered (usually equal) is drawn over it.
   if (!offered.points.empty()) throughput.series.push_back(offered);
+  throughput.series.push_back(answered);
   if (run.slo_ms > 0) {
     latency.horizontal.push_back(
         {.value = run.slo_ms, .label = absl::StrFormat("SLO %g ms", run.slo_ms),
