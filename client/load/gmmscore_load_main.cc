@@ -87,6 +87,10 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of synthetic frames and of the verification s
 ABSL_FLAG(std::string, json, "", "Write the report as JSON here.");
 ABSL_FLAG(std::string, csv, "", "Write one CSV row per point here.");
 ABSL_FLAG(std::string, plot, "", "Write an SVG plot (latency and throughput vs streams) here.");
+ABSL_FLAG(std::string, replot, "",
+          "Run nothing: read the points of earlier --csv files (comma-separated) and write "
+          "--plot (and --json/--csv) from them; the capacity line marks the most streams that "
+          "passed below every failure. --model and --slo_ms label the plot.");
 
 namespace gmmscore::load {
 namespace {
@@ -135,6 +139,42 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+// --replot: the plot of earlier runs' CSV files, without a server.
+int Replot(const std::vector<std::string>& models, const std::string& command_line) {
+  LoadReport report;
+  for (absl::string_view path : absl::StrSplit(absl::GetFlag(FLAGS_replot), ',',
+                                               absl::SkipEmpty())) {
+    std::FILE* file = std::fopen(std::string(path).c_str(), "rb");
+    if (file == nullptr) {
+      return Fail(absl::NotFoundError(absl::StrFormat("cannot open %s", path)));
+    }
+    std::string text;
+    char buffer[65536];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) text.append(buffer, n);
+    std::fclose(file);
+    absl::StatusOr<std::vector<PointResult>> points = ReadPointsCsv(text);
+    if (!points.ok()) return Fail(points.status());
+    report.points.insert(report.points.end(), points->begin(), points->end());
+  }
+  if (report.points.empty()) return Fail(absl::InvalidArgumentError("--replot: no points"));
+  report.run = {.models = absl::StrJoin(models, ","),
+                .realtime = report.points.front().realtime,
+                .chunk_frames = report.points.front().chunk_frames,
+                .slo_ms = absl::GetFlag(FLAGS_slo_ms),
+                .command_line = command_line};
+  if (report.run.slo_ms > 0) report.search = CapacityOf(report.points);
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {absl::GetFlag(FLAGS_json), ReportJson(report)},
+      {absl::GetFlag(FLAGS_csv), ReportCsv(report)},
+      {absl::GetFlag(FLAGS_plot), CapacityPlotSvg(report)}};
+  for (const auto& [path, contents] : outputs) {
+    if (path.empty()) continue;
+    absl::Status written = WriteFile(path, contents);
+    if (!written.ok()) return Fail(written);
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "load generator and capacity finder for gmmscored.\n\n"
@@ -150,6 +190,7 @@ int Main(int argc, char** argv) {
   const std::vector<std::string> models =
       absl::StrSplit(absl::GetFlag(FLAGS_model), ',', absl::SkipEmpty());
   if (models.empty()) return Fail(absl::InvalidArgumentError("--model is required"));
+  if (!absl::GetFlag(FLAGS_replot).empty()) return Replot(models, command_line);
   absl::StatusOr<std::vector<int>> counts = ParseStreamCounts(absl::GetFlag(FLAGS_streams));
   if (!counts.ok()) return Fail(counts.status());
   if (absl::GetFlag(FLAGS_stability_latency) != "mean" &&

@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace gmmscore::load {
 namespace {
@@ -318,6 +320,69 @@ std::string ReportCsv(const LoadReport& report) {
     absl::StrAppendFormat(&out, "%.3f,%d\n", p.client_cpu_cores, p.within_slo);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<PointResult>> ReadPointsCsv(const std::string& text) {
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (lines.empty()) return absl::InvalidArgumentError("empty CSV");
+  const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+  std::vector<PointResult> points;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+    if (cells.size() != header.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "CSV line %d has %d fields, the header %d", i + 1, cells.size(), header.size()));
+    }
+    auto get = [&](const std::string& name) {
+      for (size_t c = 0; c < header.size(); ++c) {
+        double value = 0;
+        if (header[c] == name && absl::SimpleAtod(cells[c], &value)) return value;
+      }
+      return 0.0;
+    };
+    PointResult p;
+    p.streams = static_cast<int>(get("streams"));
+    p.channels = static_cast<int>(get("channels"));
+    p.realtime = get("realtime") != 0;
+    p.chunk_frames = static_cast<int>(get("chunk_frames"));
+    p.offered_frames_per_s = get("offered_frames_per_s");
+    PointMetrics& m = p.metrics;
+    m.seconds = get("measured_s");
+    m.frames_per_s = get("frames_per_s");
+    m.chunks_per_s = get("chunks_per_s");
+    m.real_time_factor = get("real_time_factor");
+    m.latency_ms = {.count = static_cast<int64_t>(get("chunks_due")),
+                    .mean = get("latency_mean_ms"),
+                    .p50 = get("latency_p50_ms"),
+                    .p90 = get("latency_p90_ms"),
+                    .p95 = get("latency_p95_ms"),
+                    .p99 = get("latency_p99_ms"),
+                    .max = get("latency_max_ms")};
+    m.chunks_due = static_cast<int64_t>(get("chunks_due"));
+    m.late_chunks = static_cast<int64_t>(get("late_chunks"));
+    m.chunks_unanswered = static_cast<int64_t>(get("chunks_unanswered"));
+    p.streams_failed = static_cast<int64_t>(get("streams_failed"));
+    p.client_cpu_cores = get("client_cpu_cores");
+    p.within_slo = get("within_slo") != 0;
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+CapacitySearch CapacityOf(const std::vector<PointResult>& points) {
+  CapacitySearch capacity;
+  for (const PointResult& p : points) {
+    if (!p.within_slo && (capacity.first_failing == 0 || p.streams < capacity.first_failing)) {
+      capacity.first_failing = p.streams;
+    }
+  }
+  for (const PointResult& p : points) {
+    if (p.within_slo && p.streams > capacity.best &&
+        (capacity.first_failing == 0 || p.streams < capacity.first_failing)) {
+      capacity.best = p.streams;
+    }
+  }
+  return capacity;
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& contents) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/load/load_runner.h"
 
 namespace gmmscore::load {
@@ -52,6 +53,16 @@ std::string FormatPoint(const PointResult& point, double slo_ms);
 
 std::string ReportJson(const LoadReport& report);
 std::string ReportCsv(const LoadReport& report);
+
+// The points of a ReportCsv text again, with the fields a plot and the
+// capacity need (streams, mode, throughput, latency percentiles, lateness,
+// failures, within_slo); the rest stay zero. INVALID_ARGUMENT naming the
+// line when a row does not match the header.
+absl::StatusOr<std::vector<PointResult>> ReadPointsCsv(const std::string& text);
+
+// The largest stream count that passed its SLO below every count that
+// failed (0: none passed), and the smallest that failed (0: none).
+CapacitySearch CapacityOf(const std::vector<PointResult>& points);
 
 // Writes `contents` to `path`; errno-derived status on failure.
 absl::Status WriteFile(const std::string& path, const std::string& contents);

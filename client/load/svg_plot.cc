@@ -45,32 +45,45 @@ void Text(std::string* svg, double x, double y, const std::string& text, const c
 }
 
 void RenderPanel(std::string* svg, const Panel& panel, double top) {
-  // Data range, from 0 unless the data go below.
+  const bool log_y = panel.log_y;
+  auto drawable = [log_y](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && (!log_y || y > 0);
+  };
+  // Data range, from 0 unless the data go below (log: the smallest value).
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
-  double y_lo = 0, y_hi = 0;
+  double y_lo = log_y ? std::numeric_limits<double>::infinity() : 0, y_hi = log_y ? 0 : 0;
   for (const Series& s : panel.series) {
     for (const auto& [x, y] : s.points) {
-      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      if (!drawable(x, y)) continue;
       x_lo = std::min(x_lo, x);
       x_hi = std::max(x_hi, x);
       y_lo = std::min(y_lo, y);
       y_hi = std::max(y_hi, y);
     }
   }
-  for (const Rule& r : panel.horizontal) y_hi = std::max(y_hi, r.value);
+  for (const Rule& r : panel.horizontal) {
+    if (log_y && r.value <= 0) continue;
+    y_lo = std::min(y_lo, r.value);
+    y_hi = std::max(y_hi, r.value);
+  }
   if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
   x_lo = std::min(x_lo, 0.0);
   if (x_hi <= x_lo) x_hi = x_lo + 1;
-  if (y_hi <= y_lo) y_hi = y_lo + 1;
+  if (log_y && !(y_lo > 0 && std::isfinite(y_lo))) y_lo = 1, y_hi = std::max(y_hi, 10.0);
+  if (y_hi <= y_lo) y_hi = log_y ? y_lo * 10 : y_lo + 1;
   const std::vector<double> x_ticks = NiceTicks(x_lo, x_hi, 8);
-  const std::vector<double> y_ticks = NiceTicks(y_lo, y_hi, 6);
+  const std::vector<double> y_ticks = log_y ? LogTicks(y_lo, y_hi) : NiceTicks(y_lo, y_hi, 6);
   x_lo = x_ticks.front(), x_hi = x_ticks.back();
   y_lo = y_ticks.front(), y_hi = y_ticks.back();
+  // Position along the y axis: linear, or linear in log10.
+  auto ty = [log_y](double y) { return log_y ? std::log10(y) : y; };
 
   const double left = kLeft, right = kWidth - kRight;
   const double plot_top = top + kTop, bottom = top + kPanelHeight - kBottom;
   auto px = [&](double x) { return left + (x - x_lo) / (x_hi - x_lo) * (right - left); };
-  auto py = [&](double y) { return bottom - (y - y_lo) / (y_hi - y_lo) * (bottom - plot_top); };
+  auto py = [&](double y) {
+    return bottom - (ty(y) - ty(y_lo)) / (ty(y_hi) - ty(y_lo)) * (bottom - plot_top);
+  };
 
   Text(svg, (left + right) / 2, top + 20, panel.title, "middle", 14, " font-weight=\"bold\"");
   for (double t : y_ticks) {
@@ -90,7 +103,8 @@ void RenderPanel(std::string* svg, const Panel& panel, double top) {
                         "stroke=\"#444\"/>\n",
                         left, plot_top, right - left, bottom - plot_top);
   Text(svg, (left + right) / 2, bottom + 36, panel.x_label, "middle", 12);
-  Text(svg, 16, (plot_top + bottom) / 2, panel.y_label, "middle", 12,
+  Text(svg, 16, (plot_top + bottom) / 2, log_y ? panel.y_label + " (log scale)" : panel.y_label,
+       "middle", 12,
        absl::StrFormat(" transform=\"rotate(-90 16 %.1f)\"", (plot_top + bottom) / 2));
 
   for (const Rule& r : panel.horizontal) {
@@ -116,7 +130,7 @@ void RenderPanel(std::string* svg, const Panel& panel, double top) {
   for (const Series& s : panel.series) {
     std::vector<std::pair<double, double>> points;
     for (const auto& p : s.points) {
-      if (std::isfinite(p.first) && std::isfinite(p.second)) points.push_back(p);
+      if (drawable(p.first, p.second)) points.push_back(p);
     }
     std::sort(points.begin(), points.end());
     std::vector<std::string> coords;
@@ -163,6 +177,21 @@ std::vector<double> NiceTicks(double lo, double hi, int count) {
   return ticks;
 }
 
+std::vector<double> LogTicks(double lo, double hi) {
+  const int first = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+  const int last = std::max(first + 1, static_cast<int>(std::ceil(std::log10(hi) - 1e-9)));
+  const bool fine = last - first <= 3;
+  std::vector<double> ticks;
+  for (int e = first; e <= last; ++e) {
+    const double decade = std::pow(10.0, e);
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m > 1 && (!fine || e == last)) continue;
+      ticks.push_back(m * decade);
+    }
+  }
+  return ticks;
+}
+
 std::string RenderChart(const std::string& title, const std::vector<Panel>& panels) {
   const double height = kTitleHeight + kPanelHeight * panels.size();
   std::string svg = absl::StrFormat(
@@ -182,7 +211,8 @@ std::string CapacityPlotSvg(const LoadReport& report) {
   const RunDescription& run = report.run;
   Panel latency{.title = "Chunk latency (due to answer)",
                 .x_label = "concurrent streams",
-                .y_label = "milliseconds"};
+                .y_label = "milliseconds",
+                .log_y = true};
   Series p50{.name = "p50", .color = "#1f77b4"};
   Series p90{.name = "p90", .color = "#2ca02c"};
   Series p99{.name = "p99", .color = "#d62728"};
@@ -217,10 +247,10 @@ std::string CapacityPlotSvg(const LoadReport& report) {
     latency.vertical.push_back(capacity);
     throughput.vertical.push_back(capacity);
   }
+  const std::string where = run.device.empty() ? run.server : run.device;
   const std::string title = absl::StrFormat(
-      "gmmscore-load: %s on %s, %d-frame chunks, %s", run.models,
-      run.device.empty() ? run.server : run.device, run.chunk_frames,
-      run.realtime ? "real time" : "as fast as possible");
+      "gmmscore-load: %s%s, %d-frame chunks, %s", run.models, where.empty() ? "" : " on " + where,
+      run.chunk_frames, run.realtime ? "real time" : "as fast as possible");
   return RenderChart(title, {latency, throughput});
 }
 

@@ -39,14 +39,21 @@ struct Panel {
   std::vector<Series> series;
   std::vector<Rule> horizontal;  // y = value
   std::vector<Rule> vertical;    // x = value
+  // Logarithmic y axis (values <= 0 are left out): latencies that span
+  // milliseconds to seconds once a server is overloaded.
+  bool log_y = false;
 };
 
 // "Nice" axis ticks covering [lo, hi]: about `count` multiples of 1, 2 or 5
 // times a power of ten, the first <= lo, the last >= hi.
 std::vector<double> NiceTicks(double lo, double hi, int count);
+// Ticks of a log axis covering [lo, hi] (both > 0): 1-2-5 steps per decade
+// when few decades are spanned, else powers of ten.
+std::vector<double> LogTicks(double lo, double hi);
 
 // Panels stacked top to bottom, each with axes from 0 (or the data's
-// minimum, if negative) to a nice maximum, grid, tick labels and a legend.
+// minimum, if negative; log axes from the decade below the minimum) to a
+// nice maximum, grid, tick labels and a legend.
 std::string RenderChart(const std::string& title, const std::vector<Panel>& panels);
 
 // The capacity plot of `report` (x = streams; points in the order of x).

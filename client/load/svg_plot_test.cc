@@ -24,6 +24,13 @@ TEST(NiceTicksTest, CoverTheRangeWithRoundSteps) {
   EXPECT_GE(NiceTicks(5, 5, 4).size(), 2u);  // a flat range still has an axis
 }
 
+TEST(NiceTicksTest, LogTicks) {
+  // 0.7 .. 80 ms: three decades, 1-2-5 steps.
+  EXPECT_EQ(LogTicks(0.7, 80), std::vector<double>({0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100}));
+  // 1 ms .. 5 s: powers of ten only.
+  EXPECT_EQ(LogTicks(1, 5000), std::vector<double>({1, 10, 100, 1000, 10000}));
+}
+
 LoadReport TwoPoints() {
   LoadReport report;
   report.run = {.server = "x:1", .models = "am", .device = "cpu", .realtime = true,
@@ -65,6 +72,22 @@ TEST(SvgPlotTest, EscapesText) {
   EXPECT_NE(svg.find("a &lt; b &amp; &quot;c&quot;"), std::string::npos);
 }
 
+TEST(LoadReportTest, CapacityOfPoints) {
+  auto point = [](int streams, bool pass) {
+    PointResult p;
+    p.streams = streams;
+    p.within_slo = pass;
+    return p;
+  };
+  // 500 passed once but 481 failed: noise above the knee does not count.
+  const CapacitySearch c =
+      CapacityOf({point(200, true), point(475, true), point(481, false), point(500, true)});
+  EXPECT_EQ(c.best, 475);
+  EXPECT_EQ(c.first_failing, 481);
+  EXPECT_EQ(CapacityOf({point(8, true)}).first_failing, 0);
+  EXPECT_EQ(CapacityOf({point(8, false)}).best, 0);
+}
+
 TEST(LoadReportTest, JsonAndCsv) {
   const LoadReport report = TwoPoints();
   const std::string json = ReportJson(report);
@@ -87,6 +110,18 @@ TEST(LoadReportTest, JsonAndCsv) {
   EXPECT_EQ(Count(header, ","), Count(row, ",")) << header << "\n" << row;
   EXPECT_EQ(Count(csv, "\n"), 3);
   EXPECT_EQ(row.rfind("8,1,1,10,", 0), 0u) << row;
+
+  // The CSV reads back into what a plot needs.
+  absl::StatusOr<std::vector<PointResult>> again = ReadPointsCsv(csv);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->size(), 2u);
+  EXPECT_EQ((*again)[1].streams, 16);
+  EXPECT_EQ((*again)[1].chunk_frames, 10);
+  EXPECT_TRUE((*again)[1].realtime);
+  EXPECT_DOUBLE_EQ((*again)[1].metrics.latency_ms.p99, 96);
+  EXPECT_DOUBLE_EQ((*again)[1].metrics.frames_per_s, 16 * 99);
+  EXPECT_EQ((*again)[1].streams_failed, 1);
+  EXPECT_FALSE(ReadPointsCsv("streams,channels\n1\n").ok());
 
   const std::string text = FormatPoint(report.points[1], 50);
   EXPECT_NE(text.find("p99 96.00"), std::string::npos) << text;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds gmmscored, gmmscore-load and gmmscore (for `synth`) here, with the
+# CUDA backend, and packs them with the shared libraries ldd lists into
+# build-loadpack/bundle.tar.xz, so that the device tool can carry them to a
+# GPU machine without our Debian packages (gRPC, protobuf, Abseil, OpenBLAS
+# travel along; libc, libm, libstdc++, libgcc_s and cuBLAS are the machine's,
+# as in build_device_bundle.sh). tools/gpu_capacity.sh runs them there.
+#   tools/build_load_bundle.sh && <device run, carry build-loadpack> tools/gpu_capacity.sh a
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build-load-cuda}
+cuda=${GMMSCORE_CUDA:-ON}
+targets=(gmmscored gmmscore-load gmmscore)
+cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA="$cuda" -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$build" "${targets[@]}"
+stage=build-loadpack/stage
+rm -rf build-loadpack && mkdir -p "$stage/bin" "$stage/lib"
+cp "$build/server/gmmscored" "$build/client/load/gmmscore-load" "$build/client/cli/gmmscore" \
+   "$stage/bin/"
+for b in "$stage"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
+  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+strip --strip-unneeded "$stage"/bin/* "$stage"/lib/* 2>/dev/null || true
+tar cf - -C "$stage" bin lib | xz -T2 -6 > build-loadpack/bundle.tar.xz
+rm -rf "$stage"
+du -sh build-loadpack/bundle.tar.xz

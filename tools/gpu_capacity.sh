@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Capacity runs of gmmscored on the GPU machine (issue 6, docs/PERFORMANCE.md),
+# over the bundle tools/build_load_bundle.sh packs. Daemon and load
+# generator on the same host, loopback, 10-frame (100 ms) chunks at real-time
+# pace; a search for the most streams with p99 <= SLO_MS and no failures.
+#
+#   tools/gpu_capacity.sh CASE [more gmmscore-load flags]
+#     a      one model 5000x32x39, full per-state float32 output
+#     b      10 speaker-cluster models 5000x32x39, posterior fusion, fused
+#            matrix only (10 full matrices per answer would be 2 MB)
+#     c      the paper's 5000x256x36 model
+#     smoke  500x8x39, a short search: checks that the bundle runs
+#
+# Environment: OUT (results: CASE.txt/.json/.csv/.svg, the daemon's log;
+# default /tmp/gmmscore-capacity), BACKEND (cuda), SLO_MS (50), START and MAX
+# (search range), DURATION_S (10 per point), DAEMON_FLAGS (extra gmmscored
+# flags, e.g. "--max_batch_frames 8192"), BIN (use these binaries instead of
+# the bundle's).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|smoke [gmmscore-load flags]}
+shift
+OUT=${OUT:-/tmp/gmmscore-capacity}
+work=${WORK:-/tmp/gmmscore-capacity-work}
+mkdir -p "$OUT" "$work"
+
+if [ -z "${BIN:-}" ]; then
+  if [ ! -x "$work/bundle/bin/gmmscore-load" ]; then
+    mkdir -p "$work/bundle"
+    tar xJf build-loadpack/bundle.tar.xz -C "$work/bundle" || { echo "no bundle"; exit 1; }
+  fi
+  BIN=$work/bundle/bin
+  export LD_LIBRARY_PATH="$work/bundle/lib:${LD_LIBRARY_PATH:-}"
+fi
+# cuBLAS comes from the machine's CUDA (or its PyTorch wheel), as in gpu_check.sh.
+cublas=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.so.13 2>/dev/null | head -1)
+if [ -n "$cublas" ]; then
+  export LD_LIBRARY_PATH="$(dirname "$cublas"):$LD_LIBRARY_PATH"
+else
+  wheel=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null)
+  [ -n "$wheel" ] && export LD_LIBRARY_PATH="$wheel:$LD_LIBRARY_PATH"
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$OUT/gpu.txt"
+
+repo=$work/repo-$case_name
+mkdir -p "$repo"
+synth() {  # NAME STATES GAUSSIANS DIM SEED
+  [ -f "$repo/$1.gmm" ] || "$BIN/gmmscore" synth --states "$2" --gaussians "$3" --dim "$4" \
+    --seed "$5" --output "$repo/$1.gmm" >/dev/null || exit 1
+}
+verify=(--verify_fraction 0.001)
+case "$case_name" in
+  a) synth big 5000 32 39 1
+     load=(--model big --model_file "$repo/big.gmm" --streams "${START:-250}")
+     max=${MAX:-4096} ;;
+  b) names=()
+     for i in 0 1 2 3 4 5 6 7 8 9; do synth "spk$i" 5000 32 39 $((i + 1)); names+=("spk$i"); done
+     load=(--model "$(IFS=,; echo "${names[*]}")" --fusion posterior --fused_only
+           --streams "${START:-100}")
+     verify=()  # per-model matrices are not sent with --fused_only
+     max=${MAX:-2048} ;;
+  c) synth paper 5000 256 36 1
+     load=(--model paper --model_file "$repo/paper.gmm" --streams "${START:-100}")
+     max=${MAX:-2048} ;;
+  smoke) synth small 500 8 39 1
+     load=(--model small --model_file "$repo/small.gmm" --streams "${START:-50}")
+     verify=(--verify_fraction 0.05)
+     max=${MAX:-800} DURATION_S=${DURATION_S:-3} ;;
+  *) echo "unknown case $case_name (a, b, c or smoke)"; exit 2 ;;
+esac
+
+port=${PORT:-50151}
+log=$OUT/gmmscored-$case_name.log
+# shellcheck disable=SC2086
+"$BIN/gmmscored" --model_repository "$repo" --listen "127.0.0.1:$port" \
+  --backend "${BACKEND:-cuda}" --max_streams 100000 ${DAEMON_FLAGS:-} > "$log" 2>&1 &
+daemon=$!
+for _ in $(seq 600); do
+  grep -q 'listening on' "$log" && break
+  kill -0 "$daemon" 2>/dev/null || { echo "gmmscored did not start:"; cat "$log"; exit 1; }
+  sleep 0.5
+done
+grep -E 'backend|model|listening' "$log"
+
+"$BIN/gmmscore-load" --server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" \
+  --search --search_max "$max" --slo_ms "${SLO_MS:-50}" --duration_s "${DURATION_S:-10}" \
+  --pacer_threads 2 --json "$OUT/$case_name.json" --csv "$OUT/$case_name.csv" \
+  --plot "$OUT/$case_name.svg" "$@" 2>&1 | tee "$OUT/$case_name.txt"
+status=${PIPESTATUS[0]}
+kill -TERM "$daemon"
+wait "$daemon"
+tail -1 "$log"
+exit "$status"
