@@ -91,6 +91,77 @@ std::optional<v1::GetServerStatsResponse> ReadServerStats(v1::AcousticScorer::St
   return response;
 }
 
+// One end of a measurement: the server's counters and this process's CPU.
+struct Snapshot {
+  std::optional<v1::GetServerStatsResponse> server;
+  double cpu_s = 0;
+  int64_t at_ns = 0;
+};
+
+Snapshot TakeSnapshot(v1::AcousticScorer::Stub* stub) {
+  return {ReadServerStats(stub), ProcessCpuSeconds(), NowNs()};
+}
+
+std::vector<ChunkRecord> SnapshotRecords(const std::vector<std::unique_ptr<LoadStream>>& streams) {
+  std::vector<ChunkRecord> records;
+  for (const auto& stream : streams) {
+    std::vector<ChunkRecord> own = stream->SnapshotRecords();
+    records.insert(records.end(), own.begin(), own.end());
+  }
+  return records;
+}
+
+// While whole windows fit before max_end and the last ones disagree
+// (CheckStability), measures one more window: moves window->end_ns and
+// takes *after again.
+void ExtendUntilStable(const std::vector<std::unique_ptr<LoadStream>>& streams,
+                       const StabilityRule& rule, int64_t window_ns, int64_t period,
+                       int64_t max_end, v1::AcousticScorer::Stub* stats_stub,
+                       MeasureWindow* window, Snapshot* after) {
+  window_ns = std::max<int64_t>(1, window_ns);
+  while (window->end_ns + window_ns <= max_end) {
+    // Let the answers to the chunks due before the end arrive.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(2 * period + 50'000'000));
+    const PointMetrics so_far =
+        ComputeMetrics(SnapshotRecords(streams), *window,
+                       {.late_ns = period, .window_ns = window_ns,
+                        .streams = static_cast<int>(streams.size())});
+    if (CheckStability(so_far.windows, rule).stable) return;
+    window->end_ns += window_ns;
+    SleepUntil(window->end_ns);
+    *after = TakeSnapshot(stats_stub);
+  }
+}
+
+// Every stream's records, and its final status and stray answers counted
+// into *result. Call after every stream is done.
+std::vector<ChunkRecord> TallyStreams(const std::vector<std::unique_ptr<LoadStream>>& streams,
+                                      PointResult* result) {
+  std::vector<ChunkRecord> records;
+  for (const auto& stream : streams) {
+    records.insert(records.end(), stream->records().begin(), stream->records().end());
+    const grpc::Status& status = stream->status();
+    ++result->stream_status[StatusCodeName(status.error_code())];
+    if (!status.ok() && result->streams_failed++ == 0) {
+      result->first_error =
+          absl::StrFormat("%s: %s", StatusCodeName(status.error_code()), status.error_message());
+    }
+    result->unexpected_answers += stream->unexpected_answers();
+  }
+  return records;
+}
+
+// From the first chunk's due time to just after the last event.
+MeasureWindow SpanOf(const std::vector<ChunkRecord>& records) {
+  if (records.empty()) return {};
+  MeasureWindow window{.start_ns = std::numeric_limits<int64_t>::max(), .end_ns = 0};
+  for (const ChunkRecord& r : records) {
+    window.start_ns = std::min(window.start_ns, r.due_ns);
+    window.end_ns = std::max(window.end_ns, std::max(r.due_ns, r.answered_ns) + 1);
+  }
+  return window;
+}
+
 }  // namespace
 
 std::string StatusCodeName(int code) {
@@ -120,15 +191,11 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   absl::StatusOr<std::vector<std::unique_ptr<v1::AcousticScorer::Stub>>> stubs =
       Connect(o.server, result.channels, o.connect_timeout);
   if (!stubs.ok()) return stubs.status();
+  v1::AcousticScorer::Stub* stats_stub = (*stubs)[0].get();
 
   const int64_t period = o.chunk_frames * kNsPerFrame;
   const int64_t ramp = SecondsToNs(o.ramp_s);
   const bool by_chunks = o.chunks > 0;
-  Pacer pacer(o.pacer_threads);  // outlives the streams (declared first)
-  DoneCounter done;
-  std::vector<std::unique_ptr<LoadStream>> streams;
-  streams.reserve(num_streams);
-
   // Stream i opens at t0 + offset_i and its first chunk is due one period
   // later, so that its config is there first.
   const int64_t t0 = NowNs() + 20'000'000;
@@ -142,11 +209,12 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
     window.end_ns = window.start_ns + SecondsToNs(o.duration_s);
     max_end = window.start_ns + SecondsToNs(std::max(o.duration_s, o.max_duration_s));
   }
-  v1::AcousticScorer::Stub* stats_stub = (*stubs)[0].get();
-  std::optional<v1::GetServerStatsResponse> stats_before, stats_after;
-  double cpu_before = ProcessCpuSeconds(), cpu_after = 0;
-  int64_t cpu_start_ns = NowNs(), cpu_end_ns = 0;
-  if (by_chunks) stats_before = ReadServerStats(stats_stub);
+
+  Pacer pacer(o.pacer_threads);  // outlives the streams (declared first)
+  DoneCounter done;
+  std::vector<std::unique_ptr<LoadStream>> streams;
+  Snapshot before, after;
+  if (by_chunks) before = TakeSnapshot(stats_stub);
   for (int i = 0; i < num_streams; ++i) {
     const StreamPlan plan{.index = i,
                           .config = &o.config,
@@ -170,71 +238,22 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
     drain += absl::Nanoseconds(ramp + o.chunks * (o.realtime ? period : kNsPerSecond));
   } else {
     SleepUntil(window.start_ns);
-    stats_before = ReadServerStats(stats_stub);
-    cpu_before = ProcessCpuSeconds();
-    cpu_start_ns = NowNs();
+    before = TakeSnapshot(stats_stub);
     SleepUntil(window.end_ns);
-    stats_after = ReadServerStats(stats_stub);
-    cpu_after = ProcessCpuSeconds();
-    cpu_end_ns = NowNs();
-    // Measure more windows until the last ones agree (or max_end).
-    const int64_t window_ns = std::max<int64_t>(1, SecondsToNs(o.window_s));
-    while (window.end_ns + window_ns <= max_end) {
-      // Let the answers to the chunks due before the end arrive.
-      std::this_thread::sleep_for(std::chrono::nanoseconds(2 * period + 50'000'000));
-      std::vector<ChunkRecord> records;
-      for (const auto& stream : streams) {
-        std::vector<ChunkRecord> own = stream->SnapshotRecords();
-        records.insert(records.end(), own.begin(), own.end());
-      }
-      const PointMetrics so_far = ComputeMetrics(
-          records, window, {.late_ns = period, .window_ns = window_ns, .streams = num_streams});
-      if (CheckStability(so_far.windows, o.stability).stable) break;
-      window.end_ns += window_ns;
-      SleepUntil(window.end_ns);
-      stats_after = ReadServerStats(stats_stub);
-      cpu_after = ProcessCpuSeconds();
-      cpu_end_ns = NowNs();
-    }
+    after = TakeSnapshot(stats_stub);
+    ExtendUntilStable(streams, o.stability, SecondsToNs(o.window_s), period, max_end, stats_stub,
+                      &window, &after);
     const int64_t stop = NowNs();
     for (const auto& stream : streams) stream->StopAt(stop);
   }
-
   if (!done.WaitFor(num_streams, drain)) {
     for (const auto& stream : streams) stream->Cancel();
     done.WaitFor(num_streams, absl::InfiniteDuration());
   }
-  if (by_chunks) {
-    stats_after = ReadServerStats(stats_stub);
-    cpu_after = ProcessCpuSeconds();
-    cpu_end_ns = NowNs();
-  }
-  if (cpu_end_ns > cpu_start_ns) {
-    result.client_cpu_cores = (cpu_after - cpu_before) / ((cpu_end_ns - cpu_start_ns) * 1e-9);
-  }
+  if (by_chunks) after = TakeSnapshot(stats_stub);
 
-  std::vector<ChunkRecord> records;
-  for (const auto& stream : streams) {
-    records.insert(records.end(), stream->records().begin(), stream->records().end());
-    const grpc::Status& status = stream->status();
-    ++result.stream_status[StatusCodeName(status.error_code())];
-    if (!status.ok()) {
-      if (result.streams_failed++ == 0) {
-        result.first_error =
-            absl::StrFormat("%s: %s", StatusCodeName(status.error_code()), status.error_message());
-      }
-    }
-    result.unexpected_answers += stream->unexpected_answers();
-  }
-  if (by_chunks) {
-    window.start_ns = std::numeric_limits<int64_t>::max();
-    window.end_ns = 0;
-    for (const ChunkRecord& r : records) {
-      window.start_ns = std::min(window.start_ns, r.due_ns);
-      window.end_ns = std::max(window.end_ns, std::max(r.due_ns, r.answered_ns) + 1);
-    }
-    if (records.empty()) window = {};
-  }
+  const std::vector<ChunkRecord> records = TallyStreams(streams, &result);
+  if (by_chunks) window = SpanOf(records);
   const int64_t late = o.late_ms > 0 ? SecondsToNs(o.late_ms / 1000.0) : period;
   result.metrics = ComputeMetrics(records, window,
                                   {.late_ns = late,
@@ -242,8 +261,11 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
                                    .streams = num_streams});
   result.stability = CheckStability(result.metrics.windows, o.stability);
   if (verifier_ != nullptr) result.verify = verifier_->TakeCounts();
-  if (stats_before.has_value() && stats_after.has_value()) {
-    result.server = DiffServerStats(*stats_before, *stats_after);
+  if (before.server.has_value() && after.server.has_value()) {
+    result.server = DiffServerStats(*before.server, *after.server);
+  }
+  if (after.at_ns > before.at_ns) {
+    result.client_cpu_cores = (after.cpu_s - before.cpu_s) / ((after.at_ns - before.at_ns) * 1e-9);
   }
   result.within_slo = o.slo_ms > 0 && result.metrics.latency_ms.count > 0 &&
                       result.metrics.latency_ms.p99 <= o.slo_ms && result.streams_failed == 0 &&

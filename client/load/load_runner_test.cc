@@ -215,6 +215,22 @@ TEST_F(LoadRunnerTest, AsFastAsPossibleAndTimedRuns) {
   EXPECT_EQ(point->metrics.chunks_unanswered, 0);
 }
 
+// --max_duration_s: 2 windows of 0.25 s are too few for the 3-window rule,
+// so the run measures whole windows more, until stable or 1.5 s.
+TEST_F(LoadRunnerTest, TimedRunMeasuresMoreWindowsUntilStable) {
+  Start();
+  RunOptions o = Options();
+  o.duration_s = 0.5;
+  o.window_s = 0.25;
+  o.max_duration_s = 1.5;
+  absl::StatusOr<PointResult> point = LoadRunner(o, features_.get(), nullptr).Run(2);
+  ASSERT_TRUE(point.ok());
+  EXPECT_GE(point->metrics.seconds, 0.75 - 1e-6);
+  EXPECT_LE(point->metrics.seconds, 1.5 + 1e-6);
+  EXPECT_GE(point->metrics.windows.size(), 3u);
+  EXPECT_EQ(point->metrics.chunks_unanswered, 0);
+}
+
 TEST_F(LoadRunnerTest, CapacitySearch) {
   Start();
   RunOptions o = Options();
