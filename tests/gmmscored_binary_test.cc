@@ -105,7 +105,9 @@ class DaemonProcess {
 class GmmscoredBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "gmmscored_binary_test_models";
+    // One folder per test process: ctest runs this fixture's tests in parallel,
+    // and a shared folder would be removed under a running daemon.
+    dir_ = fs::path(::testing::TempDir()) / ("gmmscored_binary_test_models_" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     for (int m = 0; m < 2; ++m) {
