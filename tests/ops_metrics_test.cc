@@ -81,6 +81,11 @@ TEST(OpsMetricsTest, ValuesAfterKnownTraffic) {
 
   HttpGet(port, "/other", &code);
   EXPECT_EQ(code, 404);
+  HttpRequest(port, "POST", "/metrics", &code);
+  EXPECT_EQ(code, 405);
+  // HEAD answers 200 with headers only.
+  EXPECT_EQ(HttpRequest(port, "HEAD", "/metrics", &code), "");
+  EXPECT_EQ(code, 200);
 }
 
 TEST(OpsMetricsTest, LiveStreamsAreCounted) {

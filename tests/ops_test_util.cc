@@ -109,6 +109,11 @@ grpc::Status AdminUnload(const std::shared_ptr<grpc::Channel>& channel, const st
 }
 
 std::string HttpGet(int port, const std::string& path, int* status_code) {
+  return HttpRequest(port, "GET", path, status_code);
+}
+
+std::string HttpRequest(int port, const std::string& method, const std::string& path,
+                        int* status_code) {
   if (status_code != nullptr) *status_code = 0;
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
@@ -120,7 +125,7 @@ std::string HttpGet(int port, const std::string& path, int* status_code) {
     return "";
   }
   const std::string request =
-      absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     close(fd);
     return "";

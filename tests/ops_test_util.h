@@ -48,6 +48,9 @@ grpc::Status AdminUnload(const std::shared_ptr<grpc::Channel>& channel, const st
 
 // GET http://127.0.0.1:port/path; the body ("" on failure), *status_code set.
 std::string HttpGet(int port, const std::string& path, int* status_code = nullptr);
+// The same with any method (HEAD, POST, ...), no request body.
+std::string HttpRequest(int port, const std::string& method, const std::string& path,
+                        int* status_code = nullptr);
 // The value of the sample line "name{labels} value" (exact prefix match of
 // "name{labels}"), or -1 if absent.
 double MetricValue(const std::string& text, const std::string& series);

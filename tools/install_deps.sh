@@ -9,7 +9,7 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcivetweb-dev openssl
+  libmicrohttpd-dev openssl
   pocketsphinx-testdata pocketsphinx-en-us
 )
 missing=()
