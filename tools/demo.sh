@@ -18,7 +18,10 @@
 # 7. stops the daemon with SIGTERM (it drains and exits 0).
 #
 # Environment: GMMSCORE_BUILD_DIR (default build/), GMMSCORE_DEMO_DIR
-# (default demo_out/), GMMSCORE_DEMO_BACKEND (default auto).
+# (default demo_out/), GMMSCORE_DEMO_BACKEND (default auto); on the GPU
+# machine (no Debian packages there): GMMSCORE_BIN_DIR (prebuilt gmmscored
+# and gmmscore: skips steps 1-2) and GMMSCORE_DEMO_FEATURES (a features
+# archive made here: skips step 4).
 # The models are synthetic, so the states they pick are not phones; the point
 # is the path real features take and how fast it is.
 set -euo pipefail
@@ -29,17 +32,22 @@ out=${GMMSCORE_DEMO_DIR:-$root/demo_out}
 backend=${GMMSCORE_DEMO_BACKEND:-auto}
 say() { printf '\n== %s\n' "$*"; }
 
-say "dependencies"
-"$root/tools/install_deps.sh"
+if [[ -n ${GMMSCORE_BIN_DIR:-} ]]; then
+  gmmscored=$GMMSCORE_BIN_DIR/gmmscored
+  gmmscore=$GMMSCORE_BIN_DIR/gmmscore
+else
+  say "dependencies"
+  "$root/tools/install_deps.sh"
 
-say "build ($build)"
-cmake_log=$(mktemp)
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$cmake_log" 2>&1 ||
-  { cat "$cmake_log"; exit 1; }
-rm -f "$cmake_log"
-ninja -C "$build" gmmscored gmmscore | tail -n 1
-gmmscored=$build/server/gmmscored
-gmmscore=$build/client/cli/gmmscore
+  say "build ($build)"
+  cmake_log=$(mktemp)
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$cmake_log" 2>&1 ||
+    { cat "$cmake_log"; exit 1; }
+  rm -f "$cmake_log"
+  ninja -C "$build" gmmscored gmmscore | tail -n 1
+  gmmscored=$build/server/gmmscored
+  gmmscore=$build/client/cli/gmmscore
+fi
 
 say "demo model repository ($out/models)"
 rm -rf "$out"
@@ -48,13 +56,18 @@ mkdir -p "$out/models"
 "$gmmscore" synth --states 2000 --gaussians 16 --dim 39 --seed 2 --output "$out/models/speaker_b.gmm"
 
 say "features from real speech (pocketsphinx-testdata)"
-data=/usr/share/pocketsphinx/test/data
-if [[ ! -f $data/goforward.mfc ]]; then
-  data=$(dirname "$(dpkg -L pocketsphinx-testdata | grep '/goforward.mfc$' | head -n 1)")
+if [[ -n ${GMMSCORE_DEMO_FEATURES:-} ]]; then
+  cp "$GMMSCORE_DEMO_FEATURES" "$out/feats.ark"
+  echo "$GMMSCORE_DEMO_FEATURES (made on the development machine) -> $out/feats.ark"
+else
+  data=/usr/share/pocketsphinx/test/data
+  if [[ ! -f $data/goforward.mfc ]]; then
+    data=$(dirname "$(dpkg -L pocketsphinx-testdata | grep '/goforward.mfc$' | head -n 1)")
+  fi
+  mapfile -t recordings < <(ls "$data/goforward.mfc" "$data"/tidigits/*.mfc | head -n 8)
+  "$root/tools/sphinx_mfc_to_ark.sh" "$out/feats.ark" "${recordings[@]}"
+  echo "${#recordings[@]} recordings -> $out/feats.ark (13 MFCCs + deltas + accelerations = 39 dims)"
 fi
-mapfile -t recordings < <(ls "$data/goforward.mfc" "$data"/tidigits/*.mfc | head -n 8)
-"$root/tools/sphinx_mfc_to_ark.sh" "$out/feats.ark" "${recordings[@]}"
-echo "${#recordings[@]} recordings -> $out/feats.ark (13 MFCCs + deltas + accelerations = 39 dims)"
 
 say "start gmmscored on loopback"
 "$gmmscored" --model_repository "$out/models" --listen 127.0.0.1:0 --backend "$backend" \

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/reference_scorer.h"
+#include "kernels/score/transformed_batch_check.h"
 
 namespace gmmscore {
 namespace {
@@ -189,6 +190,10 @@ class CpuBackendTest : public ::testing::Test {
   std::shared_ptr<const DiagGmmModel> model_;
   std::shared_ptr<const PreparedModel> prepared_;
 };
+
+TEST_F(CpuBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
+  ExpectTransformedBatchMatchesReference(*backend_, {}, 2e-4);
+}
 
 TEST_F(CpuBackendTest, NameAndDeviceBytes) {
   EXPECT_EQ(backend_->name(), "cpu");

@@ -1,14 +1,18 @@
 #include "kernels/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
+#include "kernels/cuda/feature_transform_launch.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 
@@ -37,10 +41,15 @@ struct Lane {
   CudaStream stream;
   CublasHandle cublas;
   LoglikWorkspace gemm;
-  PinnedBuffer<float> host_in;
+  PinnedBuffer<float> host_in;   // every window's frames, then the packed transforms
   PinnedBuffer<float> host_out;
-  DeviceBuffer<float> features;
+  DeviceBuffer<float> features;  // a copy of host_in
   DeviceBuffer<float> loglikes;  // T x S, then T frame totals
+  // Windows with a speaker transform: their frames transformed on the device
+  // into `transformed` (same offsets as in `features`).
+  PinnedBuffer<TransformSegment> host_segments;
+  DeviceBuffer<TransformSegment> segments;
+  DeviceBuffer<float> transformed;
 };
 
 class CudaBackend : public ScoringBackend {
@@ -89,6 +98,7 @@ class CudaBackend : public ScoringBackend {
       if (cuda_model == nullptr || cuda_model->device() != device_ || job.result == nullptr) {
         return absl::InvalidArgumentError("model was not prepared by this CUDA backend, or no result");
       }
+      GMM_RETURN_IF_ERROR(ValidateWindowShape(job));
       GMM_RETURN_IF_ERROR(ValidateFeatures(job.model->model(), job.features));
       resident.push_back(&cuda_model->resident());
     }
@@ -107,33 +117,65 @@ class CudaBackend : public ScoringBackend {
   }
 
  private:
-  // Several models in one kernel launch when every window is short enough
-  // for the split kernel anyway (the kAuto choice) or split8 was asked for;
-  // otherwise one launch per window, each with its own algorithm.
-  static bool UseOneLaunch(absl::Span<const ScoreWindow> jobs, absl::Span<const DeviceModel* const> resident,
-                           Algorithm algorithm) {
-    if (jobs.size() < 2) return false;
+  // Several models in one kernel launch when every run is short enough for
+  // the split kernel anyway (the kAuto choice) or split8 was asked for;
+  // otherwise one launch per run, each with its own algorithm.
+  static bool UseOneLaunch(absl::Span<const LoglikJob> runs, Algorithm algorithm) {
+    if (runs.size() < 2) return false;
     if (algorithm == Algorithm::kSplit8) return true;
     if (algorithm != Algorithm::kAuto) return false;
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      if (ChooseAlgorithm(jobs[j].features.rows, resident[j]->num_gaussians) != Algorithm::kSplit8) return false;
+    for (const LoglikJob& run : runs) {
+      if (ChooseAlgorithm(run.num_frames, run.model->num_gaussians) != Algorithm::kSplit8) return false;
     }
     return true;
   }
 
-  // One copy in of every window's frames, the launches, one copy out of
-  // every window's scores (and frame totals) and one synchronisation.
+  // One copy in of every window's frames (and of each distinct speaker
+  // transform), the transforms, the launches, one copy out of every window's
+  // scores (and frame totals) and one synchronisation.
+  //
+  // Windows are packed in order; consecutive windows of one model (a
+  // scheduler's batch of many streams' chunks) become one run, scored by one
+  // launch over all their frames, as if they were one long window: that is
+  // what lets the kernel read the model once for all of them. Scores are laid
+  // out run after run, all frame totals after all scores, so a run's scores
+  // and totals are contiguous.
   absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                            absl::Span<const DeviceModel* const> resident, const ScoreOptions& options) {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
-    std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size());
-    int64_t in_count = 0, out_count = 0;
+    std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size()), totals_offset(jobs.size());
+    int64_t in_count = 0, scores_count = 0, total_frames = 0;
     for (size_t j = 0; j < jobs.size(); ++j) {
       const int64_t frames = jobs[j].features.rows;
       in_offset[j] = in_count;
-      out_offset[j] = out_count;
+      out_offset[j] = scores_count;
+      totals_offset[j] = total_frames;
       in_count += frames * jobs[j].features.cols;
-      out_count += frames * resident[j]->num_states + (options.frame_totals ? frames : 0);
+      scores_count += frames * resident[j]->num_states;
+      total_frames += frames;
+    }
+    const int64_t frames_count = in_count;
+    const int64_t out_count = scores_count + (options.frame_totals ? total_frames : 0);
+
+    // Each distinct transform once (a stream's chunks share theirs). When any
+    // window has one, every window's frames go through the transform pass
+    // (copied as they are where there is none), so that runs read one buffer.
+    absl::flat_hash_map<const FeatureTransform*, int64_t> matrix_offset;
+    std::vector<TransformSegment> segments;
+    int64_t max_segment_values = 0;
+    bool any_transform = false;
+    for (const ScoreWindow& job : jobs) any_transform |= job.transform != nullptr;
+    for (size_t j = 0; any_transform && j < jobs.size(); ++j) {
+      const FeatureTransform* transform = jobs[j].transform;
+      if (jobs[j].features.rows == 0) continue;
+      int64_t matrix = TransformSegment::kCopy;
+      if (transform != nullptr) {
+        auto [it, added] = matrix_offset.try_emplace(transform, in_count);
+        if (added) in_count += PackedTransformFloats(transform->dim());
+        matrix = it->second;
+      }
+      segments.push_back({in_offset[j], jobs[j].features.rows, matrix, jobs[j].features.cols});
+      max_segment_values = std::max(max_segment_values, jobs[j].features.rows * jobs[j].features.cols);
     }
     GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_in, in_count));
     GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, out_count));
@@ -147,27 +189,53 @@ class CudaBackend : public ScoringBackend {
                     features.cols * sizeof(float));
       }
     }
+    for (const auto& [transform, offset] : matrix_offset) PackTransform(*transform, lane.host_in.data() + offset);
     cudaStream_t stream = lane.stream.get();
     GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.features.data(), lane.host_in.data(), in_count * sizeof(float),
                                              cudaMemcpyHostToDevice, stream),
                              "copy features to device");
-    std::vector<LoglikJob> launches(jobs.size());
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      launches[j] = {resident[j], lane.features.data() + in_offset[j], jobs[j].features.rows,
-                     lane.loglikes.data() + out_offset[j]};
+    const float* frames = lane.features.data();
+    if (!segments.empty()) {
+      GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_segments, segments.size()));
+      GMM_RETURN_IF_ERROR(EnsureCapacity(lane.segments, segments.size()));
+      GMM_RETURN_IF_ERROR(EnsureCapacity(lane.transformed, frames_count));
+      std::memcpy(lane.host_segments.data(), segments.data(), segments.size() * sizeof(TransformSegment));
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.segments.data(), lane.host_segments.data(),
+                                               segments.size() * sizeof(TransformSegment),
+                                               cudaMemcpyHostToDevice, stream),
+                               "copy transform segments to device");
+      GMM_RETURN_IF_ERROR(LaunchFeatureTransforms(lane.features.data(), lane.transformed.data(),
+                                                  lane.features.data(), lane.segments.data(),
+                                                  static_cast<int>(segments.size()), max_segment_values, stream));
+      frames = lane.transformed.data();
     }
-    if (UseOneLaunch(jobs, resident, options.algorithm)) {
-      GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(launches, lane.gemm, stream));
+
+    // Runs of consecutive windows of one model; run_totals[r]: where its
+    // frame totals go.
+    std::vector<LoglikJob> runs;
+    std::vector<float*> run_totals;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (jobs[j].features.rows == 0) continue;
+      if (!runs.empty() && runs.back().model == resident[j]) {
+        runs.back().num_frames += jobs[j].features.rows;
+        continue;
+      }
+      runs.push_back({resident[j], frames + in_offset[j], jobs[j].features.rows,
+                      lane.loglikes.data() + out_offset[j]});
+      run_totals.push_back(lane.loglikes.data() + scores_count + totals_offset[j]);
+    }
+    if (UseOneLaunch(runs, options.algorithm)) {
+      GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(runs, lane.gemm, stream));
     } else {
-      for (const LoglikJob& job : launches) {
+      for (const LoglikJob& run : runs) {
         GMM_RETURN_IF_ERROR(
-            LaunchLoglik(*job.model, options.algorithm, job.features, job.num_frames, job.loglikes, lane.gemm, stream));
+            LaunchLoglik(*run.model, options.algorithm, run.features, run.num_frames, run.loglikes, lane.gemm, stream));
       }
     }
     if (options.frame_totals) {
-      for (const LoglikJob& job : launches) {
-        GMM_RETURN_IF_ERROR(LaunchFrameTotals(job.loglikes, job.num_frames, job.model->num_states,
-                                              job.loglikes + job.num_frames * job.model->num_states, stream));
+      for (size_t r = 0; r < runs.size(); ++r) {
+        GMM_RETURN_IF_ERROR(
+            LaunchFrameTotals(runs[r].loglikes, runs[r].num_frames, runs[r].model->num_states, run_totals[r], stream));
       }
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(), out_count * sizeof(float),
@@ -176,10 +244,13 @@ class CudaBackend : public ScoringBackend {
     GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run likelihood kernels");
     for (size_t j = 0; j < jobs.size(); ++j) {
       ScoreResult* result = jobs[j].result;
-      const int64_t cells = launches[j].num_frames * resident[j]->num_states;
-      const float* out = lane.host_out.data() + out_offset[j];
-      std::memcpy(result->loglikes.data(), out, cells * sizeof(float));
-      if (options.frame_totals) result->frame_totals.assign(out + cells, out + cells + launches[j].num_frames);
+      const int64_t frames_j = jobs[j].features.rows;
+      std::memcpy(result->loglikes.data(), lane.host_out.data() + out_offset[j],
+                  frames_j * resident[j]->num_states * sizeof(float));
+      if (options.frame_totals) {
+        const float* totals = lane.host_out.data() + scores_count + totals_offset[j];
+        result->frame_totals.assign(totals, totals + frames_j);
+      }
     }
     return absl::OkStatus();
   }

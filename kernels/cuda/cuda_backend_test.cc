@@ -17,6 +17,7 @@
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/reference_scorer.h"
+#include "kernels/score/transformed_batch_check.h"
 
 namespace gmmscore {
 namespace {
@@ -254,6 +255,45 @@ TEST_F(CudaBackendTest, BatchOfModelsMatchesEachAloneInOneLaunchOrMany) {
   ScoreResult result;
   std::vector<ScoreWindow> bad = {{models[0].get(), features[0].view(), &result}, {models[1].get(), wrong.view(), &result}};
   EXPECT_THAT(backend_->ScoreBatch(bad, {}).message(), HasSubstr("dimension 12"));
+}
+
+// A scheduler's batch: many streams' uneven chunks of one model, scored as
+// one run (one launch over all frames), each window getting its own rows.
+TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
+  auto prepared = Prepare({.num_states = 300, .min_gaussians = 1, .max_gaussians = 24, .dim = 39, .seed = 41});
+  std::mt19937 random(5);
+  std::vector<FloatMatrix> features;
+  for (int w = 0; w < 64; ++w) {
+    features.push_back(GenerateSyntheticFeatures(prepared->model(), 1 + random() % 50, 500 + w));
+  }
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kSplit8}) {
+    std::vector<ScoreResult> results(features.size());
+    std::vector<ScoreWindow> jobs;
+    for (size_t w = 0; w < features.size(); ++w) {
+      results[w].loglikes = FloatMatrix(features[w].rows(), 300, NAN);
+      jobs.push_back({prepared.get(), features[w].view(), &results[w]});
+    }
+    ASSERT_TRUE(backend_->ScoreBatch(jobs, {.algorithm = algorithm}).ok()) << AlgorithmName(algorithm);
+    for (size_t w = 0; w < features.size(); ++w) {
+      const std::vector<double> reference = ReferenceLogLikelihoods(prepared->model(), features[w].view());
+      EXPECT_LE(MaxNormalizedError(results[w].loglikes, reference), ErrorBound(algorithm))
+          << AlgorithmName(algorithm) << " window " << w;
+      ASSERT_EQ(results[w].frame_totals.size(), static_cast<size_t>(features[w].rows()));
+      const std::vector<float> totals = ComputeFrameTotals(results[w].loglikes);
+      for (int64_t t = 0; t < features[w].rows(); ++t) {
+        EXPECT_NEAR(results[w].frame_totals[t], totals[t], 1e-3 * std::max(1.0f, std::abs(totals[t])))
+            << "window " << w << " frame " << t;
+      }
+    }
+  }
+}
+
+// The speaker transform runs on the device, before every algorithm.
+TEST_F(CudaBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kGemm}) {
+    SCOPED_TRACE(std::string(AlgorithmName(algorithm)));
+    ExpectTransformedBatchMatchesReference(*backend_, {.algorithm = algorithm}, ErrorBound(algorithm));
+  }
 }
 
 TEST_F(CudaBackendTest, ForeignModelIsRejected) {

@@ -91,4 +91,18 @@ FloatMatrix GenerateSyntheticFeatures(const DiagGmmModel& model, int64_t frames,
   return features;
 }
 
+std::vector<float> GenerateSyntheticTransform(int dim, bool with_offset, uint64_t seed) {
+  PortableRandom random(seed ^ 0x2545f4914f6cdd1dull);
+  const int cols = with_offset ? dim + 1 : dim;
+  std::vector<float> values(static_cast<size_t>(dim) * cols);
+  for (int i = 0; i < dim; ++i) {
+    for (int j = 0; j < dim; ++j) {
+      values[static_cast<size_t>(i) * cols + j] =
+          static_cast<float>((i == j ? 1.0 : 0.0) + 0.005 * random.Normal());
+    }
+    if (with_offset) values[static_cast<size_t>(i) * cols + dim] = static_cast<float>(0.3 * random.Normal());
+  }
+  return values;
+}
+
 }  // namespace gmmscore

@@ -9,6 +9,7 @@
 #define GMMSCORE_KERNELS_MODEL_SYNTHETIC_MODEL_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/core/matrix.h"
@@ -34,6 +35,11 @@ absl::StatusOr<DiagGmmModel> GenerateSyntheticModel(const SyntheticModelSpec& sp
 // of the model (so likelihoods are in the range real speech gives), with
 // occasional outliers several standard deviations out.
 FloatMatrix GenerateSyntheticFeatures(const DiagGmmModel& model, int64_t frames, uint64_t seed);
+
+// A speaker transform near the identity, as fMLLR estimates are: A = I plus
+// noise of 0.005, b of spread 0.3. Row-major dim x (dim + 1) values ([A | b])
+// with an offset, dim x dim (A alone) without.
+std::vector<float> GenerateSyntheticTransform(int dim, bool with_offset, uint64_t seed);
 
 }  // namespace gmmscore
 

@@ -45,6 +45,11 @@ class FeatureTransform {
   // callers that validated already (the batch packer).
   void ApplyUnchecked(ConstMatrixView in, float* out) const;
 
+  // A (D x D, row-major) and b (D). Every value is a float32 value widened
+  // (Create takes floats), so a backend may store them as float losslessly.
+  absl::Span<const double> linear() const { return linear_; }
+  absl::Span<const double> offset() const { return offset_; }
+
  private:
   FeatureTransform(int dim, std::vector<double> linear, std::vector<double> offset)
       : dim_(dim), linear_(std::move(linear)), offset_(std::move(offset)) {}

@@ -30,12 +30,36 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
       absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8, tf32x3 or gemm)"));
 }
 
+absl::Status ValidateWindowShape(const ScoreWindow& job) {
+  if (job.model == nullptr || job.result == nullptr) {
+    return absl::InvalidArgumentError("batch job without a model or a result");
+  }
+  const int dim = job.model->model().dim();
+  if (job.features.cols != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features have dimension ", job.features.cols, ", the model expects ", dim));
+  }
+  if (job.transform != nullptr && job.transform->dim() != dim) {
+    return absl::InvalidArgumentError(absl::StrCat("the feature transform has dimension ",
+                                                   job.transform->dim(), ", the model ", dim));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
   for (const ScoreWindow& job : jobs) {
-    if (job.model == nullptr || job.result == nullptr) {
-      return absl::InvalidArgumentError("batch job without a model or a result");
+    if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
+    if (absl::Status status = ValidateFeatures(job.model->model(), job.features); !status.ok()) return status;
+  }
+  FloatMatrix transformed;
+  for (const ScoreWindow& job : jobs) {
+    ConstMatrixView features = job.features;
+    if (job.transform != nullptr) {
+      transformed.Resize(features.rows, features.cols);
+      job.transform->ApplyUnchecked(features, transformed.data());
+      features = transformed.view();
     }
-    if (absl::Status status = Score(*job.model, job.features, options, job.result); !status.ok()) return status;
+    if (absl::Status status = Score(*job.model, features, options, job.result); !status.ok()) return status;
   }
   return absl::OkStatus();
 }

@@ -24,6 +24,7 @@
 #include "absl/types/span.h"
 #include "kernels/core/matrix.h"
 #include "kernels/model/diag_gmm_model.h"
+#include "kernels/score/feature_transform.h"
 
 namespace gmmscore {
 
@@ -72,11 +73,20 @@ class PreparedModel {
 };
 
 // One window of a batch: `features` scored with `model` into `*result`.
+// With a `transform` (a stream's speaker transform, whose dim() must be the
+// model's), every frame x is scored as y = A x + b instead: the CUDA backend
+// applies it on the device (float64 sums, rounded once), the others on the
+// host; both within float32 rounding of the exact transform.
 struct ScoreWindow {
   const PreparedModel* model = nullptr;
   ConstMatrixView features;
   ScoreResult* result = nullptr;
+  const FeatureTransform* transform = nullptr;
 };
+
+// INVALID_ARGUMENT unless job has a model and a result, and its features
+// (and transform, if any) have the model's dimension.
+absl::Status ValidateWindowShape(const ScoreWindow& job);
 
 class ScoringBackend {
  public:
@@ -100,7 +110,8 @@ class ScoringBackend {
   // backend), as one unit of work: on CUDA one copy in, one kernel launch
   // for all models (split8, the kAuto choice), one copy out. Every job is
   // validated before any work starts; on error no result is meaningful.
-  // The base implementation calls Score for each job.
+  // The base implementation calls Score for each job (transforming its
+  // frames on the host first).
   virtual absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options);
 };
 
