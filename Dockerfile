@@ -11,7 +11,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config git ca-certificates \
       libabsl-dev libgtest-dev libgmock-dev libopenblas-dev zlib1g-dev \
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc \
-      libmicrohttpd-dev && rm -rf /var/lib/apt/lists/*
+      libmicrohttpd-dev libsphinxbase-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGMMSCORE_CUDA=ON \
@@ -22,7 +22,7 @@ FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04
 ENV DEBIAN_FRONTEND=noninteractive
 # Runtime libraries only; grpc_health_probe-style checks use the gmmscore CLI.
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-      libabsl20210324 libopenblas0-pthread libgrpc++1 libprotobuf23 libmicrohttpd12 zlib1g \
+      libabsl20210324 libopenblas0-pthread libgrpc++1 libprotobuf23 libmicrohttpd12 libsphinxbase3 zlib1g \
       ca-certificates && rm -rf /var/lib/apt/lists/* \
  && groupadd --system gmmscore && useradd --system --gid gmmscore --home /nonexistent \
       --shell /usr/sbin/nologin gmmscore

@@ -1,0 +1,188 @@
+// The sphinxbase calls of sphinx_front_end.h: options -> cmd_ln -> fe_t,
+// samples -> cepstra.
+#include "kernels/frontend/sphinx_front_end.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/io/sphinx_features.h"
+
+extern "C" {
+#include <sphinxbase/cmd_ln.h>
+#include <sphinxbase/err.h>
+#include <sphinxbase/fe.h>
+}
+
+namespace gmmscore {
+namespace {
+
+static_assert(sizeof(mfcc_t) == sizeof(float), "sphinxbase built with FIXED_POINT is not supported");
+
+// sphinxbase logs through one process-wide callback. Its INFO lines would flood a server's
+// stderr, and its warnings and errors belong in the Status we return: the
+// callback keeps warnings and errors for the calling thread, if it asked.
+thread_local std::string* sphinx_messages = nullptr;
+
+void SphinxLog(void* /*user_data*/, err_lvl_t level, const char* format, ...) {
+  if (sphinx_messages == nullptr || level < ERR_WARN) return;
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  absl::StrAppend(sphinx_messages, sphinx_messages->empty() ? "" : "; ",
+                  absl::StripTrailingAsciiWhitespace(buffer));
+}
+
+// Collects sphinxbase's messages on this thread for its lifetime.
+class SphinxMessages {
+ public:
+  SphinxMessages() {
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+      // cmd_ln prints the whole configuration straight to the log file
+      // handle, bypassing the callback: take the handle away first (this
+      // only works while sphinxbase's own callback is installed).
+      err_set_logfp(nullptr);
+      err_set_callback(SphinxLog, nullptr);
+    });
+    sphinx_messages = &text_;
+  }
+  ~SphinxMessages() { sphinx_messages = nullptr; }
+  SphinxMessages(const SphinxMessages&) = delete;
+  SphinxMessages& operator=(const SphinxMessages&) = delete;
+  std::string text() const { return text_.empty() ? "no message" : text_; }
+
+ private:
+  std::string text_;
+};
+
+struct CmdLnFree {
+  void operator()(cmd_ln_t* config) const { cmd_ln_free_r(config); }
+};
+struct FeFree {
+  void operator()(fe_t* fe) const { fe_free(fe); }
+};
+using FrontEndPtr = std::unique_ptr<fe_t, FeFree>;
+
+// sphinxbase's arguments for `o`; every option is given, so no default of
+// the installed sphinxbase version leaks in unnoticed.
+std::vector<std::string> Arguments(const FrontEndOptions& o) {
+  auto yes_no = [](bool b) { return std::string(b ? "yes" : "no"); };
+  return {"gmmscore",
+          "-samprate", absl::StrFormat("%.9g", o.sample_rate),
+          "-frate", absl::StrCat(o.frame_rate),
+          "-wlen", absl::StrFormat("%.9g", o.window_length),
+          "-nfft", absl::StrCat(o.fft_size),
+          "-nfilt", absl::StrCat(o.num_filters),
+          "-lowerf", absl::StrFormat("%.9g", o.lower_freq),
+          "-upperf", absl::StrFormat("%.9g", o.upper_freq),
+          "-ncep", absl::StrCat(o.num_cepstra),
+          "-transform", o.transform,
+          "-lifter", absl::StrCat(o.lifter),
+          "-alpha", absl::StrFormat("%.9g", o.pre_emphasis),
+          "-remove_dc", yes_no(o.remove_dc),
+          "-remove_noise", yes_no(o.remove_noise),
+          "-remove_silence", yes_no(o.remove_silence),
+          "-round_filters", yes_no(o.round_filters),
+          "-unit_area", yes_no(o.unit_area),
+          "-dither", "no",
+          "-doublebw", "no",
+          "-logspec", "no",
+          "-smoothspec", "no",
+          "-input_endian", "little",
+          "-verbose", "no",
+          // sphinxbase holds frames back until its VAD has seen this many
+          // speech frames, even with silence removal off, and drops them if
+          // the audio ends first: with it off, release every frame at once.
+          "-vad_startspeech", o.remove_silence ? "10" : "1"};
+}
+
+absl::StatusOr<FrontEndPtr> CreateFrontEnd(const FrontEndOptions& options,
+                                                             SphinxMessages& messages) {
+  std::vector<std::string> args = Arguments(options);
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  std::unique_ptr<cmd_ln_t, CmdLnFree> config(
+      cmd_ln_parse_r(nullptr, fe_get_args(), static_cast<int32>(argv.size()), argv.data(), /*strict=*/TRUE));
+  if (config == nullptr) {
+    return absl::InternalError(absl::StrCat("sphinxbase rejected the front end options: ", messages.text()));
+  }
+  // fe_init_auto_r takes its own reference to the configuration.
+  FrontEndPtr fe(fe_init_auto_r(config.get()));
+  if (fe == nullptr) {
+    return absl::InternalError(absl::StrCat("sphinxbase could not build the front end: ", messages.text()));
+  }
+  return fe;
+}
+
+}  // namespace
+
+absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, const FrontEndOptions& options) {
+  GMM_RETURN_IF_ERROR(ValidateFrontEndOptions(options));
+  SphinxMessages messages;
+  GMM_ASSIGN_OR_RETURN(FrontEndPtr fe, CreateFrontEnd(options, messages));
+  const int width = fe_get_output_size(fe.get());
+  if (fe_start_utt(fe.get()) < 0) return absl::InternalError(absl::StrCat("fe_start_utt: ", messages.text()));
+
+  // Frames come out in chunks; the VAD (when on) may hold some back and
+  // release them later, so keep going until the input is used up.
+  constexpr int kChunkFrames = 256;
+  std::vector<float> chunk(static_cast<size_t>(kChunkFrames + 1) * width);
+  std::vector<mfcc_t*> rows(kChunkFrames + 1);
+  for (int i = 0; i <= kChunkFrames; ++i) rows[i] = chunk.data() + static_cast<size_t>(i) * width;
+  std::vector<float> cepstra;
+  const int16* next = samples.data();
+  size_t left = samples.size();
+  while (true) {
+    int32 frames = kChunkFrames;
+    const size_t left_before = left;
+    if (fe_process_frames(fe.get(), &next, &left, rows.data(), &frames, nullptr) < 0) {
+      return absl::InternalError(absl::StrCat("fe_process_frames: ", messages.text()));
+    }
+    cepstra.insert(cepstra.end(), chunk.begin(), chunk.begin() + static_cast<size_t>(frames) * width);
+    if (frames == 0 && (left == 0 || left == left_before)) break;
+  }
+  if (left != 0) {
+    return absl::InternalError(absl::StrCat("fe_process_frames stopped with ", left, " samples unread"));
+  }
+  int32 last = 0;
+  if (fe_end_utt(fe.get(), rows[0], &last) < 0) {
+    return absl::InternalError(absl::StrCat("fe_end_utt: ", messages.text()));
+  }
+  cepstra.insert(cepstra.end(), chunk.begin(), chunk.begin() + static_cast<size_t>(last) * width);
+
+  const int64_t num_frames = static_cast<int64_t>(cepstra.size()) / width;
+  FloatMatrix out(num_frames, width);
+  std::copy(cepstra.begin(), cepstra.end(), out.data());
+  return out;
+}
+
+absl::StatusOr<FloatMatrix> ComputeFeatures(const PcmAudio& audio, const FeaturePipeline& pipeline,
+                                            const std::string& name) {
+  if (audio.sample_rate != pipeline.front_end.sample_rate) {
+    return absl::InvalidArgumentError(absl::StrCat("audio '", name, "' is sampled at ", audio.sample_rate,
+                                                   " Hz but the model's front end expects ",
+                                                   pipeline.front_end.sample_rate,
+                                                   " Hz (feat.params -samprate); resample it first"));
+  }
+  absl::StatusOr<FloatMatrix> cepstra = ComputeCepstra(audio.samples, pipeline.front_end);
+  if (!cepstra.ok()) {
+    return absl::Status(cepstra.status().code(), absl::StrCat("audio '", name, "': ", cepstra.status().message()));
+  }
+  if (pipeline.cmn == CmnMode::kBatch) ApplyBatchCmn(&*cepstra);
+  absl::StatusOr<FloatMatrix> features = ComputeSphinxFeatures(*cepstra, pipeline.feature_type);
+  if (!features.ok()) {
+    return absl::Status(features.status().code(), absl::StrCat("audio '", name, "': ", features.status().message()));
+  }
+  return features;
+}
+
+}  // namespace gmmscore
