@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -51,15 +52,55 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
     if (absl::Status status = ValidateFeatures(job.model->model(), job.features); !status.ok()) return status;
   }
-  FloatMatrix transformed;
-  for (const ScoreWindow& job : jobs) {
-    ConstMatrixView features = job.features;
-    if (job.transform != nullptr) {
-      transformed.Resize(features.rows, features.cols);
-      job.transform->ApplyUnchecked(features, transformed.data());
-      features = transformed.view();
+  // Consecutive windows of one model (a scheduler's group of many streams'
+  // chunks) are packed into one matrix, transformed on the way, and scored
+  // by one Score call: one GEMM over all their frames instead of one per
+  // chunk. A lone window without a transform is scored where it lies.
+  FloatMatrix packed;
+  ScoreResult run_result;
+  for (size_t first = 0; first < jobs.size();) {
+    size_t end = first + 1;
+    while (end < jobs.size() && jobs[end].model == jobs[first].model) ++end;
+    const PreparedModel& model = *jobs[first].model;
+    if (end == first + 1 && jobs[first].transform == nullptr) {
+      if (absl::Status status = Score(model, jobs[first].features, options, jobs[first].result); !status.ok()) {
+        return status;
+      }
+      first = end;
+      continue;
     }
-    if (absl::Status status = Score(*job.model, features, options, job.result); !status.ok()) return status;
+    int64_t frames = 0;
+    for (size_t j = first; j < end; ++j) frames += jobs[j].features.rows;
+    const int dim = model.model().dim();
+    packed.Resize(frames, dim);
+    int64_t row = 0;
+    for (size_t j = first; j < end; ++j) {
+      const ConstMatrixView& features = jobs[j].features;
+      if (jobs[j].transform != nullptr) {
+        jobs[j].transform->ApplyUnchecked(features, packed.row(row));
+      } else {
+        for (int64_t t = 0; t < features.rows; ++t) {
+          std::memcpy(packed.row(row + t), features.row(t), sizeof(float) * dim);
+        }
+      }
+      row += features.rows;
+    }
+    if (absl::Status status = Score(model, packed.view(), options, &run_result); !status.ok()) return status;
+    const int64_t states = run_result.loglikes.cols();
+    row = 0;
+    for (size_t j = first; j < end; ++j) {
+      const int64_t rows = jobs[j].features.rows;
+      ScoreResult& result = *jobs[j].result;
+      result.loglikes.Resize(rows, states);
+      if (rows > 0) std::memcpy(result.loglikes.data(), run_result.loglikes.row(row), sizeof(float) * rows * states);
+      result.frame_totals.clear();
+      if (!run_result.frame_totals.empty()) {
+        result.frame_totals.assign(run_result.frame_totals.begin() + row,
+                                   run_result.frame_totals.begin() + row + rows);
+      }
+      row += rows;
+    }
+    first = end;
   }
   return absl::OkStatus();
 }
