@@ -19,6 +19,14 @@ for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/; done
 strip --strip-unneeded .device/bin/* .device/lib/* 2>/dev/null || true
+# The demo's features (real speech from pocketsphinx-testdata), made here:
+# the GPU machine has no Debian packages.
+data=/usr/share/pocketsphinx/test/data
+if [ -f "$data/goforward.mfc" ]; then
+  mkdir -p .device/demo
+  tools/sphinx_mfc_to_ark.sh .device/demo/feats.ark "$data/goforward.mfc" \
+    $(ls "$data"/tidigits/*.mfc 2>/dev/null | head -n 7) >/dev/null
+fi
 # OpenBLAS alone is 36 MB: pack the bundle so it fits the 64 MiB carry limit.
 mkdir -p .devpack
 tar cf - .device | xz -T2 -6 > .devpack/bundle.tar.xz
