@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "client/cli/command.h"
+#include "client/cli/feature_commands.h"
 #include "client/cli/flag_parser.h"
 #include "client/cli/offline_commands.h"
 #include "client/cli/remote_commands.h"
@@ -23,7 +24,7 @@ namespace {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
-  for (std::vector<Command> group : {OfflineCommands(), RemoteCommands()}) {
+  for (std::vector<Command> group : {OfflineCommands(), FeatureCommands(), RemoteCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;

@@ -14,6 +14,7 @@
 #include "client/cli/common_flags.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
+#include "kernels/io/kaldi_fmllr.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/htk_model.h"
 #include "kernels/io/kaldi_specifier.h"
@@ -25,6 +26,9 @@
 #include "kernels/score/scoring_backend.h"
 
 ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");
+ABSL_FLAG(std::string, fmllr, "",
+          "speaker transforms applied before scoring: one Kaldi fMLLR matrix file (D x (D+1) or D x D) "
+          "for every utterance, or an ark:/scp: table of them keyed by utterance");
 ABSL_FLAG(std::string, algo, "auto",
           "CUDA algorithm: auto, fused8, fused16, fused32, split8, tf32x3 or gemm (CPU ignores it)");
 ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
@@ -59,15 +63,16 @@ struct ScoreTotals {
 // Scores every utterance of `rspecifier` into `writer`.
 absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend,
                           const ScoreOptions& options, const std::string& rspecifier,
-                          const std::string& model_path, KaldiMatrixArchiveWriter& writer,
-                          ScoreTotals* totals) {
+                          const std::string& model_path, const FmllrTransforms* fmllr,
+                          KaldiMatrixArchiveWriter& writer, ScoreTotals* totals) {
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveReader> reader,
                        KaldiMatrixArchiveReader::Open(rspecifier));
   ScoreResult result;
+  FloatMatrix transformed;
   while (true) {
     GMM_ASSIGN_OR_RETURN(const bool more, reader->Next());
     if (!more) return absl::OkStatus();
-    const ConstMatrixView features = reader->matrix().view();
+    ConstMatrixView features = reader->matrix().view();
     const std::string where =
         absl::StrCat("utterance '", reader->key(), "' in '", rspecifier, "'");
     if (features.cols != prepared.model().dim() && features.rows > 0) {
@@ -80,6 +85,11 @@ absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend
       GMM_RETURN_IF_ERROR(writer.Write(reader->key(), FloatMatrix(0, prepared.model().num_states()).view()));
       ++totals->utterances;
       continue;
+    }
+    if (fmllr != nullptr) {
+      GMM_ASSIGN_OR_RETURN(const FeatureTransform* transform, fmllr->For(reader->key()));
+      GMM_RETURN_IF_ERROR(transform->Apply(features, &transformed));
+      features = transformed.view();
     }
     if (absl::Status status = ValidateFeatures(prepared.model(), features); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", status.message()));
@@ -113,12 +123,17 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(backend.status());
   GMM_ASSIGN_OR_RETURN(std::shared_ptr<const DiagGmmModel> model, LoadSharedModel(model_path));
   GMM_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedModel> prepared, (*backend)->Prepare(model));
+  std::optional<FmllrTransforms> fmllr;
+  if (specified.contains("fmllr")) {
+    GMM_ASSIGN_OR_RETURN(fmllr, ReadFmllrTransforms(absl::GetFlag(FLAGS_fmllr), model->dim()));
+  }
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer,
                        KaldiMatrixArchiveWriter::Open(wspecifier));
 
   const auto start = std::chrono::steady_clock::now();
   ScoreTotals totals;
-  absl::Status status = ScoreArchive(*prepared, **backend, options, rspecifier, model_path, *writer, &totals);
+  absl::Status status = ScoreArchive(*prepared, **backend, options, rspecifier, model_path,
+                                     fmllr.has_value() ? &*fmllr : nullptr, *writer, &totals);
   const absl::Status closed = writer->Close();
   if (status.ok()) status = closed;
   if (!status.ok()) {
@@ -270,15 +285,17 @@ std::vector<Command> OfflineCommands() {
       {"score", "score a feature archive with a model; write a Kaldi log-likelihood archive",
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
        "               [--backend cpu|cuda|auto]\n"
-       "               [--algo auto|fused8|fused16|fused32|split8|tf32x3|gemm]\n\n"
+       "               [--algo auto|fused8|fused16|fused32|split8|tf32x3|gemm]\n"
+       "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"
        "The model may be a native file or a Kaldi text AmDiagGmm. Output is binary for ark:,\n"
        "text for ark,t:; ark:- reads stdin or writes stdout. On error the partial output file\n"
        "is removed. --algo picks the CUDA kernel (docs/PERFORMANCE.md): auto chooses by window\n"
        "length and model size; tf32x3 is the tensor-core path (\"fast\" precision, up to 1e-3\n"
-       "nats); the CPU backend ignores it.",
-       {"model", "features", "output", "backend", "algo"},
+       "nats); the CPU backend ignores it. --fmllr applies Kaldi fMLLR transforms y = A x + b to\n"
+       "the features first: one matrix file for all utterances, or a table keyed by utterance.",
+       {"model", "features", "output", "backend", "algo", "fmllr"},
        RunScore},
       {"convert", "convert a model to the native format or to Kaldi text",
        "gmmscore convert --model M --output OUT [--format native|kaldi-text|kaldi-binary]\n\n"

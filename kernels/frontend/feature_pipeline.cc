@@ -160,13 +160,13 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
 }
 
 absl::StatusOr<FeaturePipeline> FeaturePipelineForModel(const std::string& model_dir) {
-  struct stat info;
-  if (::stat(model_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+  if (!LooksLikeSphinxModelDirectory(model_dir)) {
     return absl::NotFoundError(absl::StrCat("'", model_dir,
-                                            "' is not a Sphinx model directory (the front end is read from its "
-                                            "feat.params)"));
+                                            "' is not a Sphinx model directory (no mdef and means; the front end "
+                                            "is read from its feat.params)"));
   }
   const std::string path = model_dir + "/feat.params";
+  struct stat info;
   if (::stat(path.c_str(), &info) != 0) return FeaturePipeline{};
   GMM_ASSIGN_OR_RETURN(const SphinxFeatParams params, ReadSphinxFeatParams(path));
   return FeaturePipelineFromFeatParams(params, absl::StrCat("feat.params '", path, "'"));

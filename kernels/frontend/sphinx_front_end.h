@@ -85,7 +85,8 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
                                                               const std::string& where);
 
 // The pipeline of the Sphinx model directory `model_dir` (its feat.params, or
-// the defaults when it has none). NOT_FOUND when it is not a directory.
+// the defaults when it has none). NOT_FOUND when it is not a Sphinx model
+// directory (no mdef and means).
 absl::StatusOr<FeaturePipeline> FeaturePipelineForModel(const std::string& model_dir);
 
 // Cepstra (frames x num_cepstra) of `samples`, taken at options.sample_rate:

@@ -145,7 +145,14 @@ absl::StatusOr<PcmAudio> ReadSpeechFile(const std::string& path, int raw_sample_
   if (magic == "RIFF" || magic == "RIFX" || magic == "RF64" || absl::EndsWithIgnoreCase(path, ".wav")) {
     return DecodeWav(bytes, path);
   }
-  return DecodeRawPcm16(bytes, raw_sample_rate, path);
+  for (const absl::string_view raw : {".raw", ".pcm", ".s16", ".sw"}) {
+    if (absl::EndsWithIgnoreCase(path, raw)) return DecodeRawPcm16(bytes, raw_sample_rate, path);
+  }
+  // Any file of even length "is" raw PCM: guessing would turn a wrong file
+  // into noise features without a word.
+  return absl::InvalidArgumentError(absl::StrCat("speech file '", path,
+                                                 "' is neither WAV (no RIFF magic) nor named as raw PCM16 "
+                                                 "(.raw, .pcm, .s16, .sw)"));
 }
 
 std::string EncodeWav(const PcmAudio& audio) {

@@ -44,8 +44,10 @@ absl::StatusOr<PcmAudio> DecodeWav(absl::string_view bytes, const std::string& n
 absl::StatusOr<PcmAudio> DecodeRawPcm16(absl::string_view bytes, int sample_rate, const std::string& name);
 
 // Reads `path` as WAV when it starts with a RIFF-family magic or its name ends
-// in ".wav" (so a .wav with a damaged header is an error, not noise), and as
-// raw PCM16 at `raw_sample_rate` otherwise.
+// in ".wav" (so a .wav with a damaged header is an error, not noise), as raw
+// PCM16 at `raw_sample_rate` when it ends in .raw, .pcm, .s16 or .sw, and
+// refuses anything else (INVALID_ARGUMENT): raw samples have no header to
+// recognise them by.
 absl::StatusOr<PcmAudio> ReadSpeechFile(const std::string& path, int raw_sample_rate);
 
 // A canonical 44-byte-header WAV file of `audio` (for tests and tools).

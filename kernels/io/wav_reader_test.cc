@@ -100,6 +100,13 @@ TEST(WavReaderTest, RawFilesAndDetection) {
   EXPECT_THAT(status.message(), HasSubstr("RIFF"));
 
   EXPECT_EQ(ReadSpeechFile(TempPath("missing.wav"), 16000).status().code(), absl::StatusCode::kNotFound);
+
+  // Neither WAV nor named as raw: refused, not read as noise.
+  const std::string text = TempPath("feats.txt");
+  WriteFile(text, "utt  [\n  1 2 \n ]\n");
+  absl::Status unknown = ReadSpeechFile(text, 16000).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.message(), HasSubstr("neither WAV"));
 }
 
 TEST(WavReaderTest, EveryTruncationIsDataLossOrInvalidNamingTheFile) {

@@ -1,0 +1,120 @@
+#include "client/cli/feature_commands.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cli/common_flags.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/frontend/sphinx_front_end.h"
+#include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_specifier.h"
+#include "kernels/io/sphinx_model.h"
+#include "kernels/io/wav_reader.h"
+
+ABSL_FLAG(std::string, input, "",
+          "speech files, comma-separated: RIFF WAV (PCM16 mono) or raw little-endian PCM16 at the "
+          "model's sample rate");
+ABSL_FLAG(std::string, feat_params, "",
+          "a Sphinx feat.params naming the front end (instead of --model's)");
+ABSL_FLAG(bool, remove_silence, false,
+          "drop the frames sphinxbase's VAD calls silence (pocketsphinx's default; off keeps frame t at "
+          "time t / frate)");
+
+namespace gmmscore::cli {
+namespace {
+
+absl::StatusOr<FeaturePipeline> PipelineFromFlags(const SpecifiedFlags& specified) {
+  if (specified.contains("feat_params")) {
+    const std::string path = absl::GetFlag(FLAGS_feat_params);
+    GMM_ASSIGN_OR_RETURN(const SphinxFeatParams params, ReadSphinxFeatParams(path));
+    return FeaturePipelineFromFeatParams(params, absl::StrCat("feat.params '", path, "'"));
+  }
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (!std::filesystem::is_directory(model)) {
+    return UsageError(absl::StrCat("--model '", model,
+                                   "' is not a Sphinx model directory; the front end comes from a feat.params: "
+                                   "give --feat_params FILE for other models"));
+  }
+  return FeaturePipelineForModel(model);
+}
+
+// "dir/utt1.wav" -> "utt1": the archive key of one input.
+std::string UtteranceKey(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+absl::Status WriteFeatures(const std::vector<std::string>& inputs, const FeaturePipeline& pipeline,
+                           KaldiMatrixArchiveWriter& writer, int64_t* frames) {
+  for (const std::string& input : inputs) {
+    GMM_ASSIGN_OR_RETURN(const PcmAudio audio,
+                         ReadSpeechFile(input, static_cast<int>(pipeline.front_end.sample_rate)));
+    GMM_ASSIGN_OR_RETURN(const FloatMatrix features, ComputeFeatures(audio, pipeline, input));
+    GMM_RETURN_IF_ERROR(writer.Write(UtteranceKey(input), features.view()));
+    *frames += features.rows();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunFeatures(const SpecifiedFlags& specified) {
+  GMM_RETURN_IF_ERROR(RequireFlags(specified, {"input", "output"}, "features"));
+  if (specified.contains("model") == specified.contains("feat_params")) {
+    return UsageError("features needs exactly one of --model (a Sphinx model directory) and --feat_params");
+  }
+  const std::vector<std::string> inputs =
+      absl::StrSplit(absl::GetFlag(FLAGS_input), ',', absl::SkipEmpty());
+  std::set<std::string> keys;
+  for (const std::string& input : inputs) {
+    if (!keys.insert(UtteranceKey(input)).second) {
+      return UsageError(absl::StrCat("two inputs would share the archive key '", UtteranceKey(input),
+                                     "' (keys are file names without directory and extension)"));
+    }
+  }
+  if (inputs.empty()) return UsageError("--input names no file");
+  const std::string wspecifier = absl::GetFlag(FLAGS_output);
+  absl::StatusOr<ArchiveSpecifier> output = ParseArchiveWspecifier(wspecifier);
+  if (!output.ok()) return UsageError(output.status().message());
+  absl::StatusOr<FeaturePipeline> pipeline = PipelineFromFlags(specified);
+  GMM_RETURN_IF_ERROR(pipeline.status());
+  pipeline->front_end.remove_silence = absl::GetFlag(FLAGS_remove_silence);
+
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer, KaldiMatrixArchiveWriter::Open(wspecifier));
+  int64_t frames = 0;
+  absl::Status status = WriteFeatures(inputs, *pipeline, *writer, &frames);
+  const absl::Status closed = writer->Close();
+  if (status.ok()) status = closed;
+  if (!status.ok()) {
+    // A partial archive would look like a complete one to the next tool.
+    if (output->path != "-") std::remove(output->path.c_str());
+    return status;
+  }
+  std::fprintf(stderr, "gmmscore: wrote %zu utterances, %lld frames of %s features (%d Hz, %s CMN)\n",
+               inputs.size(), static_cast<long long>(frames), pipeline->feature_type.c_str(),
+               static_cast<int>(pipeline->front_end.sample_rate),
+               pipeline->cmn == CmnMode::kBatch ? "batch" : "no");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Command> FeatureCommands() {
+  return {
+      {"features", "compute a Sphinx model's features from speech audio; write a Kaldi archive",
+       "gmmscore features --input SPEECH[,SPEECH...] (--model SPHINX_DIR | --feat_params FILE)\n"
+       "                  --output ark[,t]:FEATS [--remove_silence]\n\n"
+       "Reads each SPEECH file (RIFF WAV, 16-bit PCM mono; or headerless little-endian 16-bit PCM\n"
+       "at the model's sample rate) and computes the features the model scores: sphinxbase's MFCC\n"
+       "front end with the options of the model's feat.params (-samprate -lowerf -upperf -nfilt\n"
+       "-ncep -nfft -wlen -transform -lifter ...; dither always off), then CMN and the dynamic\n"
+       "features (-cmn, -feat, e.g. 1s_c_d_dd: 39 dims). One utterance per file, keyed by its\n"
+       "name without directory and extension. On error the partial output file is removed.",
+       {"input", "model", "feat_params", "output", "remove_silence"},
+       RunFeatures},
+  };
+}
+
+}  // namespace gmmscore::cli
