@@ -62,6 +62,11 @@ absl::StatusOr<std::unique_ptr<KaldiMatrixArchiveReader>> KaldiMatrixArchiveRead
   return std::unique_ptr<KaldiMatrixArchiveReader>(new KaldiMatrixArchiveReader(*std::move(in)));
 }
 
+std::unique_ptr<KaldiMatrixArchiveReader> KaldiMatrixArchiveReader::FromString(std::string data, std::string name) {
+  return std::unique_ptr<KaldiMatrixArchiveReader>(
+      new KaldiMatrixArchiveReader(InputStream::FromString(std::move(data), std::move(name))));
+}
+
 KaldiMatrixArchiveReader::KaldiMatrixArchiveReader(std::unique_ptr<InputStream> in)
     : in_(std::move(in)) {}
 

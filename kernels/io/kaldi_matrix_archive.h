@@ -57,6 +57,8 @@ class KaldiMatrixArchiveReader {
  public:
   // Parses the rspecifier and opens the file (nothing is read yet).
   static absl::StatusOr<std::unique_ptr<KaldiMatrixArchiveReader>> Open(absl::string_view rspecifier);
+  // Reads an archive held in memory; `name` stands for the file in messages.
+  static std::unique_ptr<KaldiMatrixArchiveReader> FromString(std::string data, std::string name);
 
   KaldiMatrixArchiveReader(const KaldiMatrixArchiveReader&) = delete;
   KaldiMatrixArchiveReader& operator=(const KaldiMatrixArchiveReader&) = delete;

@@ -526,6 +526,10 @@ absl::StatusOr<SphinxMdef> ReadSphinxMdef(const std::string& path) {
 
 absl::StatusOr<SphinxFeatParams> ReadSphinxFeatParams(const std::string& path) {
   GMM_ASSIGN_OR_RETURN(const std::string bytes, ReadRequired(path, "feat.params"));
+  return ParseSphinxFeatParams(bytes, path);
+}
+
+absl::StatusOr<SphinxFeatParams> ParseSphinxFeatParams(absl::string_view bytes, const std::string& path) {
   SphinxFeatParams params;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(bytes, '\n')) {

@@ -141,6 +141,8 @@ absl::StatusOr<SphinxWeights> DecodeSphinxSendump(absl::string_view bytes, const
 absl::StatusOr<SphinxMdef> ReadSphinxMdef(const std::string& path);
 absl::StatusOr<SphinxMdef> DecodeSphinxMdef(absl::string_view bytes, const std::string& name);
 absl::StatusOr<SphinxFeatParams> ReadSphinxFeatParams(const std::string& path);
+// feat.params text held in memory; `path` names it in errors.
+absl::StatusOr<SphinxFeatParams> ParseSphinxFeatParams(absl::string_view text, const std::string& path);
 
 // True when `directory` holds an mdef and a means file.
 bool LooksLikeSphinxModelDirectory(const std::string& directory);
