@@ -100,7 +100,10 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
   // Options sphinxbase has that would change the features in ways not done here.
   static const std::set<std::string> kUnsupported = {"lda", "ldadim", "logspec", "smoothspec", "warp_type",
                                                      "warp_params"};
-  for (const auto& [name, value] : params.values) {
+  for (const auto& entry : params.values) {
+    // Named references, not a structured binding: clang 14 cannot capture those.
+    const std::string& name = entry.first;
+    const std::string& value = entry.second;
     absl::Status status;
     auto number = [&](auto* out) {
       if (!absl::SimpleAtoi(value, out)) status = Bad(name, absl::StrCat("\"", value, "\" is not an integer"));
