@@ -23,7 +23,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& targe
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(target,
+                                options.credentials != nullptr
+                                    ? options.credentials
+                                    : grpc::InsecureChannelCredentials(),
+                                args);
   if (!channel->WaitForConnected(DeadlineIn(options.connect_timeout))) {
     return absl::UnavailableError(absl::StrFormat(
         "cannot connect to gmmscored at %s within %s (is it running and listening there?)",
@@ -37,8 +41,15 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, const ClientOptions& opti
       stub_(v1::AcousticScorer::NewStub(channel_)),
       options_(options) {}
 
+void Client::Authorize(grpc::ClientContext* context) const {
+  if (!options_.bearer_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
+}
+
 absl::StatusOr<std::vector<v1::ModelInfo>> Client::ListModels() {
   grpc::ClientContext context;
+  Authorize(&context);
   context.set_deadline(DeadlineIn(options_.call_timeout));
   v1::ListModelsResponse response;
   absl::Status status = ToAbslStatus(stub_->ListModels(&context, {}, &response));
@@ -48,6 +59,7 @@ absl::StatusOr<std::vector<v1::ModelInfo>> Client::ListModels() {
 
 absl::StatusOr<v1::ScoreResponse> Client::Score(const v1::ScoreRequest& request) {
   grpc::ClientContext context;
+  Authorize(&context);
   context.set_deadline(DeadlineIn(options_.call_timeout));
   v1::ScoreResponse response;
   absl::Status status = ToAbslStatus(stub_->Score(&context, request, &response));
@@ -58,6 +70,7 @@ absl::StatusOr<v1::ScoreResponse> Client::Score(const v1::ScoreRequest& request)
 absl::StatusOr<std::unique_ptr<StreamSession>> Client::StartStream(
     const v1::StreamConfig& config) {
   auto context = std::make_unique<grpc::ClientContext>();
+  Authorize(context.get());
   auto stream = stub_->StreamScore(context.get());
   v1::StreamScoreRequest first;
   *first.mutable_config() = config;

@@ -22,6 +22,8 @@
 #include "client/stream_session.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 
 namespace gmmscore {
 
@@ -32,12 +34,18 @@ struct ClientOptions {
   absl::Duration call_timeout = absl::Seconds(60);
   // Largest message received; answers of big models are large. -1: no limit.
   int max_receive_message_bytes = -1;
+  // Transport credentials for Connect (TLS, mutual TLS: grpc::SslCredentials);
+  // null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Sent with every call as "authorization: Bearer <token>" when not empty
+  // (servers with --scoring_token_file require it).
+  std::string bearer_token;
 };
 
 class Client {
  public:
-  // Opens an insecure channel to `target` ("host:port", or any gRPC target)
-  // and waits up to options.connect_timeout for it to connect; UNAVAILABLE
+  // Opens a channel to `target` ("host:port", or any gRPC target) with
+  // options.credentials (plaintext when null) and waits up to options.connect_timeout for it to connect; UNAVAILABLE
   // naming the target if it does not.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target,
                                                          const ClientOptions& options = {});
@@ -61,6 +69,9 @@ class Client {
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
  private:
+  // The bearer token, if any, on `context`.
+  void Authorize(grpc::ClientContext* context) const;
+
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::AcousticScorer::Stub> stub_;
   const ClientOptions options_;

@@ -1,7 +1,6 @@
 #include "server/batch_scheduler.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -17,18 +16,95 @@ BatchScheduler::BatchScheduler(ScoringBackend* backend, BatchSchedulerOptions op
 
 BatchScheduler::~BatchScheduler() { Stop(); }
 
+namespace {
+
+// OK while `job` may still be scored at `now`; otherwise why it may not.
+absl::Status DeadStatus(const ScoreJob& job, absl::Time now) {
+  // The deadline first: gRPC cancels an RPC whose deadline passed, and the
+  // deadline is the better reason to report.
+  if (now >= job.deadline) {
+    return absl::DeadlineExceededError("the RPC's deadline passed before its chunk was scored");
+  }
+  if (job.cancelled != nullptr && job.cancelled->load(std::memory_order_acquire)) {
+    return absl::CancelledError("the RPC was cancelled before its chunk was scored");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void BatchScheduler::Submit(ScoreJob job) {
+  std::vector<ScoreJob> jobs;
+  jobs.push_back(std::move(job));
+  SubmitAll(std::move(jobs));
+}
+
+void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
+  if (jobs.empty()) return;
+  int64_t frames = 0;
+  for (const ScoreJob& job : jobs) frames += job.features->rows();
+  std::vector<std::pair<ScoreJob, absl::Status>> dead;
+  absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
-    if (!stopping_) {
-      queued_frames_ += job.features->rows();
-      queue_.push_back({std::move(job), absl::Now()});
-      work_cv_.Signal();
-      return;
+    auto full = [&] {
+      return !queue_.empty() && queued_frames_ + frames > options_.max_queued_frames;
+    };
+    if (stopping_) {
+      refused = absl::UnavailableError("the scoring scheduler is shutting down");
+    } else {
+      // Room held by jobs nobody waits for any more is given back first.
+      if (full()) TakeDeadLocked(absl::Now(), &dead);
+      if (full()) {
+        refused = absl::ResourceExhaustedError(absl::StrFormat(
+            "the server's scoring queue is full (%d frames waiting, limit %d: "
+            "--max_queued_frames); the server is overloaded, retry later or elsewhere",
+            queued_frames_, options_.max_queued_frames));
+        stats_.rejected_jobs += static_cast<int64_t>(jobs.size());
+      }
     }
-    ++stats_.jobs;
+    if (refused.ok()) {
+      const absl::Time now = absl::Now();
+      for (ScoreJob& job : jobs) {
+        queued_frames_ += job.features->rows();
+        queue_.push_back({std::move(job), now});
+      }
+      work_cv_.Signal();
+    } else {
+      stats_.jobs += static_cast<int64_t>(jobs.size());
+    }
   }
-  job.done(absl::UnavailableError("the scoring scheduler is shutting down"));
+  for (auto& [job, status] : dead) job.done(std::move(status));
+  if (!refused.ok()) {
+    for (ScoreJob& job : jobs) job.done(refused);
+  }
+}
+
+void BatchScheduler::PurgeDead() {
+  std::vector<std::pair<ScoreJob, absl::Status>> dead;
+  {
+    absl::MutexLock lock(&mu_);
+    TakeDeadLocked(absl::Now(), &dead);
+    if (!dead.empty()) work_cv_.SignalAll();
+  }
+  for (auto& [job, status] : dead) job.done(std::move(status));
+}
+
+void BatchScheduler::TakeDeadLocked(absl::Time now,
+                                    std::vector<std::pair<ScoreJob, absl::Status>>* dead) {
+  std::deque<Queued> alive;
+  for (Queued& queued : queue_) {
+    absl::Status status = DeadStatus(queued.job, now);
+    if (status.ok()) {
+      alive.push_back(std::move(queued));
+      continue;
+    }
+    queued_frames_ -= queued.job.features->rows();
+    ++stats_.jobs;
+    ++(absl::IsCancelled(status) ? stats_.cancelled_jobs : stats_.expired_jobs);
+    dead->emplace_back(std::move(queued.job), std::move(status));
+  }
+  queue_.swap(alive);
 }
 
 void BatchScheduler::Stop() {
@@ -47,6 +123,7 @@ BatchSchedulerStats BatchScheduler::stats() const {
   BatchSchedulerStats stats = stats_;
   stats.queued_jobs = static_cast<int64_t>(queue_.size());
   stats.running_groups = running_groups_;
+  stats.queued_frames = queued_frames_;
   return stats;
 }
 
@@ -62,39 +139,54 @@ bool BatchScheduler::ShouldDispatchLocked(absl::Time now, absl::Time* deadline) 
 void BatchScheduler::DispatchLocked() {
   const absl::Time now = absl::Now();
   int64_t frames = 0;
-  std::vector<Group> groups;
+  struct Building {
+    DispatchedGroup group;
+    int64_t frames = 0;
+    int64_t cap = 0;
+  };
+  std::vector<Building> groups;
   while (!queue_.empty()) {
     const int64_t job_frames = queue_.front().job.features->rows();
     if (frames > 0 && frames + job_frames > options_.max_batch_frames) break;
     ScoreJob job = std::move(queue_.front().job);
-    stats_.queue_wait += now - queue_.front().enqueued;
+    const absl::Duration waited = now - queue_.front().enqueued;
+    stats_.queue_wait += waited;
     queue_.pop_front();
     frames += job_frames;
     queued_frames_ -= job_frames;
-    auto same_model = [&](const Group& g) { return g.front().model == job.model; };
-    auto it = std::find_if(groups.begin(), groups.end(), same_model);
+    // A model with its own cap may need several calls for one dispatch.
+    auto has_room = [&](const Building& g) {
+      return g.group.jobs.front().model == job.model &&
+             (g.frames == 0 || g.frames + job_frames <= g.cap);
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), has_room);
     if (it == groups.end()) {
       groups.emplace_back();
       it = groups.end() - 1;
+      it->cap = job.max_batch_frames > 0
+                    ? std::min(job.max_batch_frames, options_.max_batch_frames)
+                    : options_.max_batch_frames;
+      it->group.dispatched = now;
     }
-    it->push_back(std::move(job));
+    it->frames += job_frames;
+    it->group.jobs.push_back(std::move(job));
+    it->group.queue_waits.push_back(waited);
   }
   ++stats_.dispatches;
-  for (Group& group : groups) ready_.push_back({std::move(group), now});
+  for (Building& building : groups) ready_.push_back(std::move(building.group));
   work_cv_.SignalAll();
 }
 
 void BatchScheduler::WorkerLoop() {
-  FloatMatrix buffer;  // this worker's packing buffer, reused across groups
   absl::MutexLock lock(&mu_);
   while (true) {
     if (!ready_.empty()) {
-      Group group = std::move(ready_.front().jobs);
-      stats_.worker_wait += (absl::Now() - ready_.front().dispatched) * group.size();
+      DispatchedGroup group = std::move(ready_.front());
+      stats_.worker_wait += (absl::Now() - group.dispatched) * group.jobs.size();
       ready_.pop_front();
       ++running_groups_;
       mu_.Unlock();
-      RunGroup(std::move(group), &buffer);
+      RunGroup(std::move(group));
       mu_.Lock();
       --running_groups_;
       work_cv_.SignalAll();  // the backend may be idle now
@@ -110,39 +202,26 @@ void BatchScheduler::WorkerLoop() {
   }
 }
 
-absl::Status BatchScheduler::ScorePacked(const Group& jobs, FloatMatrix* buffer,
-                                         ScoreResult* result, GroupTimes* times) {
+absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<ScoreResult>* results,
+                                        GroupTimes* times) {
   const absl::Time start = absl::Now();
-  const DiagGmmModel& model = jobs.front().model->model();
-  const int64_t dim = model.dim();
-  int64_t frames = 0;
-  for (const ScoreJob& job : jobs) {
-    if (job.features->cols() != dim) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "features have dimension %d, the model %d", job.features->cols(), dim));
-    }
-    frames += job.features->rows();
+  results->assign(jobs.size(), ScoreResult{});
+  // The backend packs the frames (CUDA: into its pinned buffer, transforms
+  // applied on the device) and scores the group as one run of one model.
+  std::vector<ScoreWindow> windows;
+  windows.reserve(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    windows.push_back({jobs[j].model.get(), jobs[j].features->view(), &(*results)[j],
+                       jobs[j].transform.get()});
   }
-  buffer->Resize(frames, dim);
-  int64_t row = 0;
-  for (const ScoreJob& job : jobs) {
-    if (job.transform != nullptr) {
-      job.transform->ApplyUnchecked(job.features->view(), buffer->row(row));
-    } else if (job.features->rows() > 0) {
-      std::memcpy(buffer->row(row), job.features->data(),
-                  sizeof(float) * job.features->rows() * dim);
-    }
-    row += job.features->rows();
-  }
-  const absl::Time packed = absl::Now();
-  times->pack += packed - start;
-  absl::Status status =
-      backend_->Score(*jobs.front().model, buffer->view(), ScoreOptions{}, result);
-  times->score += absl::Now() - packed;
+  const absl::Time prepared = absl::Now();
+  times->pack += prepared - start;
+  absl::Status status = backend_->ScoreBatch(windows, ScoreOptions{});
+  times->score += absl::Now() - prepared;
   return status;
 }
 
-void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
+void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   GroupTimes times;
   // Runs a job's callback, timed.
   auto complete = [&times](ScoreJob& job, absl::StatusOr<ScoreResult> outcome) {
@@ -151,37 +230,40 @@ void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
     times.done += absl::Now() - start;
   };
   Group live;
-  for (ScoreJob& job : group) {
-    if (job.cancelled != nullptr && job.cancelled->load(std::memory_order_acquire)) {
-      complete(job, absl::CancelledError("the stream was cancelled before its chunk was scored"));
-    } else {
+  GroupReport report;
+  int64_t cancelled = 0, expired = 0;
+  const absl::Time now = absl::Now();
+  for (size_t i = 0; i < dispatched.jobs.size(); ++i) {
+    ScoreJob& job = dispatched.jobs[i];
+    absl::Status dead = DeadStatus(job, now);
+    if (dead.ok()) {
+      report.queue_waits.push_back(dispatched.queue_waits[i]);
       live.push_back(std::move(job));
+      continue;
     }
+    ++(absl::IsCancelled(dead) ? cancelled : expired);
+    complete(job, std::move(dead));
   }
-  const int64_t cancelled = static_cast<int64_t>(group.size() - live.size());
   int64_t frames = 0;
-  for (const ScoreJob& job : live) frames += job.features->rows();
+  std::vector<const void*> origins;
+  for (const ScoreJob& job : live) {
+    frames += job.features->rows();
+    origins.push_back(job.origin != nullptr ? job.origin : &job);
+  }
+  std::sort(origins.begin(), origins.end());
+  origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
 
-  ScoreResult result;
+  std::vector<ScoreResult> results;
   const absl::Status status =
-      live.empty() ? absl::OkStatus() : ScorePacked(live, buffer, &result, &times);
+      live.empty() ? absl::OkStatus() : ScoreGroup(live, &results, &times);
+  if (status.ok() && !live.empty()) {
+    report.frames = frames;
+    report.jobs = static_cast<int64_t>(live.size());
+    report.origins = static_cast<int64_t>(origins.size());
+    report.score_time = times.score;
+  }
   if (status.ok()) {
-    int64_t row = 0;
-    for (ScoreJob& job : live) {
-      const absl::Time split_start = absl::Now();
-      const int64_t rows = job.features->rows();
-      ScoreResult own;
-      own.loglikes.Resize(rows, result.loglikes.cols());
-      std::memcpy(own.loglikes.data(), result.loglikes.row(row),
-                  sizeof(float) * rows * result.loglikes.cols());
-      if (!result.frame_totals.empty()) {
-        own.frame_totals.assign(result.frame_totals.begin() + row,
-                                result.frame_totals.begin() + row + rows);
-      }
-      row += rows;
-      times.split += absl::Now() - split_start;
-      complete(job, std::move(own));
-    }
+    for (size_t j = 0; j < live.size(); ++j) complete(live[j], std::move(results[j]));
   } else if (live.size() == 1) {
     complete(live.front(), status);
   } else {
@@ -189,18 +271,23 @@ void BatchScheduler::RunGroup(Group group, FloatMatrix* buffer) {
     for (ScoreJob& job : live) {
       Group alone;
       alone.push_back(std::move(job));
-      ScoreResult own;
-      absl::Status own_status = ScorePacked(alone, buffer, &own, &times);
+      std::vector<ScoreResult> own;
+      absl::Status own_status = ScoreGroup(alone, &own, &times);
       if (own_status.ok()) {
-        complete(alone.front(), std::move(own));
+        complete(alone.front(), std::move(own.front()));
       } else {
         complete(alone.front(), own_status);
       }
     }
   }
 
+  // Reported before the lock: on_group may take locks of its own.
+  if (report.jobs > 0 && options_.on_group) options_.on_group(report);
+
   absl::MutexLock lock(&mu_);
-  stats_.jobs += static_cast<int64_t>(live.size()) + cancelled;
+  stats_.jobs += static_cast<int64_t>(live.size()) + cancelled + expired;
+  stats_.cancelled_jobs += cancelled;
+  stats_.expired_jobs += expired;
   stats_.pack_time += times.pack;
   stats_.score_time += times.score;
   stats_.split_time += times.split;

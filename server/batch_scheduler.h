@@ -1,8 +1,9 @@
 // BatchScheduler: one per scoring backend (one per GPU). It gathers the
-// chunks of all live streams, groups them by model, concatenates each group's
-// frames into one buffer and scores the group with a single
-// ScoringBackend::Score call (on CUDA: one fused-kernel launch over all of
-// them). A small set of workers issues group calls concurrently, so that on
+// chunks of all live streams, groups them by model and scores each group with
+// a single ScoringBackend::ScoreBatch call, which packs the group's frames
+// into one buffer (on CUDA: the backend's pinned buffer, one copy in, the
+// speaker transforms applied on the device, one fused-kernel launch over all
+// of them, one copy out). A small set of workers issues group calls concurrently, so that on
 // CUDA the copies in, compute and copies out of different groups overlap.
 //
 //   BatchScheduler scheduler(backend.get(), {.max_batch_frames = 4096});
@@ -17,9 +18,17 @@
 // least one job) and makes one group per model, jobs in arrival order.
 //
 // Results are exactly those of scoring each job alone: the backends score
-// frames independently, and the split hands every job its own rows. If a
+// frames independently and hand every window its own rows. If a
 // group call fails, its jobs are retried one by one so that one bad job does
 // not fail its neighbours.
+//
+// Bounds: at most max_queued_frames frames wait in the queue; work that
+// would go beyond is refused at once with RESOURCE_EXHAUSTED instead of
+// queueing without bound (SubmitAll admits a chunk's jobs together or not
+// at all). Jobs whose `cancelled` flag is set or whose `deadline` has passed
+// are never scored: they complete with CANCELLED / DEADLINE_EXCEEDED when a
+// worker reaches them, or at once through PurgeDead(), which also frees
+// their room in the queue.
 //
 // Ordering: jobs of one model submitted by one thread are scored in order
 // within a group, but completions of different groups may arrive in any
@@ -33,8 +42,10 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -56,16 +67,34 @@ struct ScoreJob {
   // validates: a bad job costs its group a retry). Shared by the jobs of one
   // chunk that name different models.
   std::shared_ptr<const FloatMatrix> features;
-  // Applied to the frames while they are packed; null for none. Its dim()
-  // must equal D.
+  // The stream's speaker transform, applied by the backend before scoring
+  // (on the device for CUDA); null for none. Its dim() must equal D.
   std::shared_ptr<const FeatureTransform> transform;
   // When set and true at dispatch, the job is not scored and completes with
   // CANCELLED.
   std::shared_ptr<const std::atomic<bool>> cancelled;
+  // The RPC's deadline: a job still unscored then completes with
+  // DEADLINE_EXCEEDED instead (its answer could no longer be delivered).
+  absl::Time deadline = absl::InfiniteFuture();
+  // Who submitted it (a stream or a request), so that a backend call can
+  // report how many streams it served; null counts as its own origin.
+  const void* origin = nullptr;
+  // This model's own cap on frames per backend call (ModelConfig in the
+  // config file); 0: the scheduler's max_batch_frames.
+  int64_t max_batch_frames = 0;
   // Called exactly once, on a scheduler thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.
   absl::AnyInvocable<void(absl::StatusOr<ScoreResult>)> done;
+};
+
+// What one backend call served, for metrics (BatchSchedulerOptions::on_group).
+struct GroupReport {
+  int64_t frames = 0;   // frames scored in the call
+  int64_t jobs = 0;     // jobs (stream chunks, unary requests) in it
+  int64_t origins = 0;  // distinct streams / requests among them
+  absl::Duration score_time;  // ScoringBackend::Score
+  std::vector<absl::Duration> queue_waits;  // per job: Submit -> dispatch
 };
 
 struct BatchSchedulerOptions {
@@ -76,6 +105,13 @@ struct BatchSchedulerOptions {
   absl::Duration max_queue_delay = absl::Microseconds(1000);
   // Threads issuing group calls; also the most group calls in flight.
   int num_workers = 2;
+  // Most frames waiting in the queue; beyond it new jobs are refused with
+  // RESOURCE_EXHAUSTED. A job is always admitted into an empty queue, so
+  // one larger than the bound is not refused for ever.
+  int64_t max_queued_frames = 262144;
+  // Called after every successful group call, on the worker thread, with no
+  // scheduler lock held; must be cheap and thread-safe. Empty: none.
+  std::function<void(const GroupReport&)> on_group;
 };
 
 // Counters since construction, for logs and tests.
@@ -88,12 +124,16 @@ struct BatchSchedulerStats {
   int64_t max_group_frames = 0;  // most frames one Score call served
   int64_t queued_jobs = 0;       // jobs waiting now
   int64_t running_groups = 0;    // group calls running now
+  int64_t queued_frames = 0;     // frames waiting now
+  int64_t rejected_jobs = 0;     // refused: the queue was full
+  int64_t cancelled_jobs = 0;    // dropped unscored: their RPC was cancelled
+  int64_t expired_jobs = 0;      // dropped unscored: their deadline had passed
   // Where the time went, summed (GetServerStats in scorer.proto defines each).
   absl::Duration queue_wait;   // over jobs: Submit -> dispatch
   absl::Duration worker_wait;  // over jobs: dispatch -> a worker starts the group
-  absl::Duration pack_time;    // over group calls: frames gathered into one buffer
-  absl::Duration score_time;   // over group calls: ScoringBackend::Score
-  absl::Duration split_time;   // over group calls: each job's rows copied out
+  absl::Duration pack_time;    // over group calls: the batch's window list made
+  absl::Duration score_time;   // over group calls: ScoringBackend::ScoreBatch (packing incl.)
+  absl::Duration split_time;   // 0: the backend hands each window its rows (in score_time)
   absl::Duration done_time;    // over jobs: their `done` callbacks
 };
 
@@ -107,8 +147,18 @@ class BatchScheduler {
   BatchScheduler(const BatchScheduler&) = delete;
   BatchScheduler& operator=(const BatchScheduler&) = delete;
 
-  // Queues `job`. After Stop() began, completes it at once with UNAVAILABLE.
+  // Queues `job`. Completes it at once (its `done` called before Submit
+  // returns) with UNAVAILABLE after Stop() began, and with RESOURCE_EXHAUSTED
+  // when the queue holds max_queued_frames (after dropping dead jobs).
   void Submit(ScoreJob job);
+  // Queues all of `jobs` (the models of one chunk) or none of them: on
+  // refusal each completes with the same status as Submit's.
+  void SubmitAll(std::vector<ScoreJob> jobs);
+
+  // Completes every queued job that is cancelled or past its deadline now,
+  // freeing its room in the queue. A stream calls it when its RPC is
+  // cancelled. Call with no lock a `done` callback takes.
+  void PurgeDead();
 
   // Scores everything queued, then joins the workers. Idempotent.
   void Stop();
@@ -120,6 +170,7 @@ class BatchScheduler {
   using Group = std::vector<ScoreJob>;
   struct DispatchedGroup {
     Group jobs;
+    std::vector<absl::Duration> queue_waits;  // parallel to jobs
     absl::Time dispatched;
   };
   // Time spent in the phases of one group call, for stats_.
@@ -135,10 +186,14 @@ class BatchScheduler {
   bool ShouldDispatchLocked(absl::Time now, absl::Time* deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores one group (one Score call), completes its jobs. No lock held.
-  void RunGroup(Group group, FloatMatrix* buffer);
+  void RunGroup(DispatchedGroup group);
+  // Moves the queued jobs that are dead at `now` to *dead, counting them.
+  void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores `jobs` (same model) in one call into *result; adds to `times`.
-  absl::Status ScorePacked(const Group& jobs, FloatMatrix* buffer, ScoreResult* result,
-                           GroupTimes* times);
+  // Scores a group (one model) with one ScoringBackend::ScoreBatch call;
+  // (*results)[j] is jobs[j]'s.
+  absl::Status ScoreGroup(const Group& jobs, std::vector<ScoreResult>* results, GroupTimes* times);
 
   ScoringBackend* const backend_;
   const BatchSchedulerOptions options_;

@@ -144,11 +144,12 @@ TEST_F(BatchSchedulerTest, GathersWhileBusyAndGroupsByModel) {
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0], 1);
   EXPECT_EQ(calls[1] + calls[2], 39);
+  // A group's counters are added after its callbacks ran: stop first.
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
   const BatchSchedulerStats stats = scheduler.stats();
   EXPECT_EQ(stats.max_group_jobs, 10);
   EXPECT_EQ(stats.jobs, 21);
   EXPECT_EQ(stats.group_calls, 3);
-  scheduler.Stop();  // all callbacks ran: the outcomes may go
 }
 
 TEST_F(BatchSchedulerTest, FullBatchDispatchesWithoutWaitingForTheDelay) {
@@ -275,6 +276,194 @@ TEST_F(BatchSchedulerTest, StopScoresWhatIsQueuedThenRefuses) {
   scheduler->Submit(MakeJob(0, 2, 1.0f, &late));
   ASSERT_TRUE(late.done.HasBeenNotified());
   EXPECT_EQ(late.result.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(BatchSchedulerTest, FullQueueRefusesNewWorkWithResourceExhausted) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 100,
+                                       .max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);  // running: the queue is empty again
+  std::vector<Outcome> queued(2);
+  scheduler.Submit(MakeJob(0, 6, 1.0f, &queued[0]));
+  scheduler.Submit(MakeJob(1, 4, 2.0f, &queued[1]));  // 10 frames: full
+  Outcome refused;
+  scheduler.Submit(MakeJob(0, 1, 3.0f, &refused));
+  ASSERT_TRUE(refused.done.HasBeenNotified());  // at once, not after the queue drains
+  EXPECT_EQ(refused.result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.result.status().message().find("queue is full"), std::string::npos)
+      << refused.result.status();
+  // A chunk's jobs go in together or not at all.
+  std::vector<Outcome> pair(2);
+  std::vector<ScoreJob> jobs;
+  jobs.push_back(MakeJob(0, 1, 4.0f, &pair[0]));
+  jobs.push_back(MakeJob(1, 1, 4.0f, &pair[1]));
+  scheduler.SubmitAll(std::move(jobs));
+  for (Outcome& o : pair) {
+    ASSERT_TRUE(o.done.HasBeenNotified());
+    EXPECT_EQ(o.result.status().code(), absl::StatusCode::kResourceExhausted);
+  }
+  BatchSchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.rejected_jobs, 3);
+  EXPECT_EQ(stats.queued_frames, 10);
+  backend_.SetGate(true);
+  ExpectScores(queued[0], 6, 1.0f);
+  ExpectScores(queued[1], 4, 2.0f);
+  // Room again once the queue drained.
+  Outcome later;
+  scheduler.Submit(MakeJob(0, 9, 5.0f, &later));
+  ExpectScores(later, 9, 5.0f);
+  scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+TEST_F(BatchSchedulerTest, AJobLargerThanTheQueueBoundIsAdmittedIntoAnEmptyQueue) {
+  BatchScheduler scheduler(&backend_, {.max_queued_frames = 4});
+  Outcome big;
+  scheduler.Submit(MakeJob(0, 9, 1.0f, &big));
+  ExpectScores(big, 9, 1.0f);
+  scheduler.Stop();
+}
+
+TEST_F(BatchSchedulerTest, CancelledJobsGiveTheirRoomToNewWork) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome dead;
+  ScoreJob job = MakeJob(0, 10, 1.0f, &dead);
+  job.cancelled = cancelled;
+  scheduler.Submit(std::move(job));
+  cancelled->store(true);
+  Outcome fresh;
+  scheduler.Submit(MakeJob(1, 5, 2.0f, &fresh));
+  ASSERT_TRUE(dead.done.HasBeenNotified());
+  EXPECT_EQ(dead.result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(fresh.done.HasBeenNotified());
+  backend_.SetGate(true);
+  ExpectScores(fresh, 5, 2.0f);
+  scheduler.Stop();
+  EXPECT_EQ(scheduler.stats().cancelled_jobs, 1);
+}
+
+TEST_F(BatchSchedulerTest, PurgeDeadFreesCancelledJobsAtOnce) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100), .num_workers = 1});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome a, b, alive;
+  for (Outcome* o : {&a, &b}) {
+    ScoreJob job = MakeJob(0, 7, 1.0f, o);
+    job.cancelled = cancelled;
+    scheduler.Submit(std::move(job));
+  }
+  scheduler.Submit(MakeJob(1, 2, 1.0f, &alive));
+  EXPECT_EQ(scheduler.stats().queued_frames, 16);
+  cancelled->store(true);
+  scheduler.PurgeDead();  // the backend is still blocked
+  ASSERT_TRUE(a.done.HasBeenNotified());
+  ASSERT_TRUE(b.done.HasBeenNotified());
+  EXPECT_EQ(a.result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(alive.done.HasBeenNotified());
+  EXPECT_EQ(scheduler.stats().queued_frames, 2);
+  EXPECT_EQ(scheduler.stats().queued_jobs, 1);
+  backend_.SetGate(true);
+  ExpectScores(alive, 2, 1.0f);
+  scheduler.Stop();
+}
+
+TEST_F(BatchSchedulerTest, JobsPastTheirDeadlineAreDroppedUnscored) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100), .num_workers = 1});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  Outcome expired, purged, kept;
+  ScoreJob job = MakeJob(0, 3, 1.0f, &expired);
+  job.deadline = absl::Now() + absl::Milliseconds(50);
+  scheduler.Submit(std::move(job));
+  ScoreJob past = MakeJob(0, 2, 1.0f, &purged);
+  past.deadline = absl::Now() - absl::Seconds(1);
+  scheduler.Submit(std::move(past));
+  ScoreJob later = MakeJob(0, 4, 1.0f, &kept);
+  later.deadline = absl::Now() + absl::Seconds(600);
+  scheduler.Submit(std::move(later));
+  scheduler.PurgeDead();
+  ASSERT_TRUE(purged.done.HasBeenNotified());
+  EXPECT_EQ(purged.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  absl::SleepFor(absl::Milliseconds(100));  // the first deadline passes in the queue
+  backend_.SetGate(true);
+  expired.done.WaitForNotification();
+  EXPECT_EQ(expired.result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  ExpectScores(kept, 4, 1.0f);
+  scheduler.Stop();
+  // Only the first job and the live one reached the backend.
+  int64_t frames = 0;
+  for (int64_t rows : backend_.calls()) frames += rows;
+  EXPECT_EQ(frames, 1 + 4);
+  EXPECT_EQ(scheduler.stats().expired_jobs, 2);
+}
+
+TEST_F(BatchSchedulerTest, ReportsEveryBackendCallAndHonoursAModelsOwnCap) {
+  absl::Mutex mu;
+  std::vector<GroupReport> reports;
+  BatchScheduler scheduler(&backend_,
+                           {.max_batch_frames = 100,
+                            .max_queue_delay = absl::Seconds(100),
+                            .num_workers = 1,
+                            .on_group = [&](const GroupReport& report) {
+                              absl::MutexLock lock(&mu);
+                              reports.push_back(report);
+                            }});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  int stream_a = 0, stream_b = 0;
+  std::vector<Outcome> outcomes(5);
+  for (int i = 0; i < 3; ++i) {  // model 0: 2 streams, 3 chunks of 2 frames
+    ScoreJob job = MakeJob(0, 2, 1.0f, &outcomes[i]);
+    job.origin = i == 1 ? &stream_b : &stream_a;
+    scheduler.Submit(std::move(job));
+  }
+  for (int i = 3; i < 5; ++i) {  // model 1, capped at 4 frames a call: two calls
+    ScoreJob job = MakeJob(1, 3, 1.0f, &outcomes[i]);
+    job.max_batch_frames = 4;
+    scheduler.Submit(std::move(job));
+  }
+  backend_.SetGate(true);
+  for (int i = 0; i < 3; ++i) ExpectScores(outcomes[i], 2, 1.0f);
+  for (int i = 3; i < 5; ++i) ExpectScores(outcomes[i], 3, 1.0f);
+  scheduler.Stop();
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[0].frames, 1);
+  EXPECT_EQ(reports[0].jobs, 1);
+  int64_t model0 = 0, model1_calls = 0;
+  for (size_t r = 1; r < reports.size(); ++r) {
+    const GroupReport& report = reports[r];
+    EXPECT_EQ(report.queue_waits.size(), static_cast<size_t>(report.jobs));
+    EXPECT_GE(report.score_time, absl::ZeroDuration());
+    if (report.frames == 6) {
+      ++model0;
+      EXPECT_EQ(report.jobs, 3);
+      EXPECT_EQ(report.origins, 2);
+    } else {
+      ++model1_calls;
+      EXPECT_EQ(report.frames, 3);
+      EXPECT_EQ(report.jobs, 1);
+    }
+  }
+  EXPECT_EQ(model0, 1);
+  EXPECT_EQ(model1_calls, 2);
 }
 
 }  // namespace

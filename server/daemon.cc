@@ -25,10 +25,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->backend_ = std::move(backend);
   daemon->repository_ = std::move(repository);
-  daemon->scheduler_ = std::make_unique<BatchScheduler>(daemon->backend_.get(), options.scheduler);
-  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(),
-                                                     daemon->scheduler_.get(), options.limits);
-
   absl::StatusOr<std::unique_ptr<DaemonOps>> ops =
       DaemonOps::Create(options.ops, daemon->repository_.get());
   if (!ops.ok()) {
@@ -36,6 +32,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
     return ops.status();
   }
   daemon->ops_ = *std::move(ops);
+
+  // Every backend call feeds the batch and latency histograms; ops_ outlives
+  // the scheduler (members are destroyed in reverse order).
+  BatchSchedulerOptions scheduler_options = options.scheduler;
+  ServerMetrics* metrics = &daemon->ops_->metrics();
+  scheduler_options.on_group = [metrics, chained = options.scheduler.on_group](
+                                   const GroupReport& report) {
+    metrics->ObserveGroup(report);
+    if (chained) chained(report);
+  };
+  daemon->scheduler_ =
+      std::make_unique<BatchScheduler>(daemon->backend_.get(), std::move(scheduler_options));
+  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(),
+                                                     daemon->scheduler_.get(), options.limits);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);
@@ -68,7 +78,7 @@ void Daemon::StopUnstarted() {
     absl::MutexLock lock(&drain_mu_);
     drained_ = true;
   }
-  scheduler_->Stop();
+  if (scheduler_ != nullptr) scheduler_->Stop();
 }
 
 Daemon::~Daemon() { Drain(absl::ZeroDuration()); }

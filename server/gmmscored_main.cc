@@ -50,6 +50,15 @@ ABSL_FLAG(int32_t, max_chunks_in_flight, 8,
 ABSL_FLAG(int64_t, max_streams, 4096,
           "Most live StreamScore streams; more are refused with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(int64_t, max_request_frames, 100000, "Most frames in one unary Score request.");
+ABSL_FLAG(int64_t, max_queued_frames, 262144,
+          "Backpressure: most frames waiting in the batch scheduler's queue (for the one "
+          "backend/GPU). Chunks or requests beyond it are refused at once with "
+          "RESOURCE_EXHAUSTED (a stream ends after answering its earlier chunks) instead of "
+          "queueing without bound.");
+ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
+          "A StreamScore stream on which nothing was received or sent for this many seconds "
+          "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "
+          "it was idle. 0: never.");
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
@@ -68,6 +77,11 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "File holding the bearer token the gmmscore.v1.ModelAdmin service requires "
           "('authorization: Bearer <token>'); empty: no token (keep the port private). The "
           "token is never logged.");
+ABSL_FLAG(std::string, scoring_token_file, "",
+          "File holding a bearer token every gmmscore.v1.AcousticScorer RPC (streams, Score, "
+          "ListModels, GetServerStats) must carry ('authorization: Bearer <token>'); missing "
+          "or wrong: UNAUTHENTICATED. May be the --admin_token_file. grpc.health.v1 and "
+          "reflection stay open (probes). Empty: none. The token is never logged.");
 ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
           "Resident MiB all model versions together may hold (device memory on a GPU); a "
           "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
@@ -108,6 +122,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   options.limits.max_request_frames = absl::GetFlag(FLAGS_max_request_frames);
+  options.limits.stream_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout_s));
+  options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
@@ -119,10 +135,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
     if (!token.ok()) return token.status();
     options.ops.admin_token = *std::move(token);
   }
+  if (const std::string token_file = absl::GetFlag(FLAGS_scoring_token_file);
+      !token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) return token.status();
+    options.limits.required_token = *std::move(token);
+  }
   if (options.scheduler.max_batch_frames < 1 || options.scheduler.num_workers < 1 ||
       options.limits.max_chunk_frames < 1 || options.limits.max_chunks_in_flight < 1 ||
-      options.limits.max_streams < 1 || options.max_message_bytes < 1) {
+      options.limits.max_streams < 1 || options.max_message_bytes < 1 ||
+      options.scheduler.max_queued_frames < 1) {
     return absl::InvalidArgumentError("batching and limit flags must be >= 1 (see --help)");
+  }
+  if (options.limits.stream_idle_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--stream_idle_timeout_s must be >= 0 (0: no timeout)");
   }
   return Daemon::Start(*std::move(backend), *std::move(repository), options);
 }

@@ -71,16 +71,23 @@ int64_t ServedModel::resident_bytes() const {
 }
 
 ModelRepository::ModelRepository(Snapshot models, std::string device, std::string directory,
-                                 ScoringBackend* backend, int64_t budget)
+                                 ScoringBackend* backend, const RepositoryOptions& options)
     : device_(std::move(device)),
       directory_(std::move(directory)),
       backend_(backend),
-      budget_bytes_(budget),
+      budget_bytes_(options.memory_budget_bytes),
+      max_batch_frames_(options.max_batch_frames),
       models_(std::move(models)) {}
+
+int64_t ModelRepository::MaxBatchFramesOf(const std::string& name) const {
+  auto it = max_batch_frames_.find(name);
+  return it == max_batch_frames_.end() ? 0 : it->second;
+}
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
     std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
-    int64_t budget) {
+    const RepositoryOptions& options) {
+  const int64_t budget = options.memory_budget_bytes;
   if (models.empty()) return absl::InvalidArgumentError("no models to serve");
   std::sort(models.begin(), models.end(),
             [](const ServedModel& a, const ServedModel& b) { return a.name < b.name; });
@@ -100,10 +107,13 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
   if (budget > 0 && bytes > budget) return OverBudget(0, bytes, budget);
   Snapshot snapshot;
   for (ServedModel& model : models) {
+    if (auto it = options.max_batch_frames.find(model.name); it != options.max_batch_frames.end()) {
+      model.max_batch_frames = it->second;
+    }
     snapshot.push_back(std::make_shared<const ServedModel>(std::move(model)));
   }
   return std::unique_ptr<ModelRepository>(new ModelRepository(
-      std::move(snapshot), backend->name(), std::move(directory), backend, budget));
+      std::move(snapshot), backend->name(), std::move(directory), backend, options));
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
@@ -136,7 +146,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     if (!served.ok()) return served.status();
     models.push_back(*std::move(served));
   }
-  return Create(std::move(models), backend, dir, options.memory_budget_bytes);
+  return Create(std::move(models), backend, dir, options);
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
@@ -156,7 +166,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
                       .load_time = absl::Now() - start,
                       .prepared = *std::move(prepared)});
   }
-  return Create(std::move(served), backend, "", 0);
+  return Create(std::move(served), backend, "", RepositoryOptions{});
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::Find(
@@ -253,6 +263,8 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
   if (absl::Status status = fits(served->resident_bytes()); !status.ok()) {
     return WithPath(status, path);
   }
+
+  served->max_batch_frames = MaxBatchFramesOf(name);
 
   LoadResult result;
   absl::MutexLock lock(&mu_);

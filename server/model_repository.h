@@ -17,6 +17,7 @@
 #define GMMSCORE_SERVER_MODEL_REPOSITORY_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +40,9 @@ struct ServedModel {
   absl::Duration load_time;  // reading and preparing it
   std::shared_ptr<const PreparedModel> prepared;
   uint64_t version = 1;  // 1, then +1 per replacement of this name
+  // Frames of this model one backend call scores at most (the config
+  // file's per-model batching limit); 0: the scheduler's max_batch_frames.
+  int64_t max_batch_frames = 0;
 
   const DiagGmmModel& model() const { return prepared->model(); }
   // Bytes the backend holds for it: device bytes on a GPU, the host scoring
@@ -52,6 +56,8 @@ struct RepositoryOptions {
   int64_t memory_budget_bytes = 0;
   // Names in the directory not loaded at start (loaded later through Load).
   std::vector<std::string> skip_at_start;
+  // Per model name: ServedModel::max_batch_frames of every version loaded.
+  std::map<std::string, int64_t> max_batch_frames;
 };
 
 class ModelRepository {
@@ -112,10 +118,12 @@ class ModelRepository {
  private:
   using Snapshot = std::vector<std::shared_ptr<const ServedModel>>;
   ModelRepository(Snapshot models, std::string device, std::string directory,
-                  ScoringBackend* backend, int64_t budget);
+                  ScoringBackend* backend, const RepositoryOptions& options);
   static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(
       std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
-      int64_t budget);
+      const RepositoryOptions& options);
+  // ServedModel::max_batch_frames for `name`.
+  int64_t MaxBatchFramesOf(const std::string& name) const;
   // Retired versions still held; drops the ones freed.
   int64_t RetiredBytesLocked(int* versions) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -123,6 +131,7 @@ class ModelRepository {
   const std::string directory_;
   ScoringBackend* const backend_;
   const int64_t budget_bytes_;
+  const std::map<std::string, int64_t> max_batch_frames_;
 
   absl::Mutex load_mu_;  // serialises Load and Unload
   mutable absl::Mutex mu_;

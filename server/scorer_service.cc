@@ -1,49 +1,77 @@
 #include "server/scorer_service.h"
 
+#include <chrono>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
+#include "server/auth_token.h"
 #include "server/scoring_plan.h"
 #include "server/server_stats.h"
 
 namespace gmmscore {
 namespace {
 
-// One Score RPC in flight: collects its per-model results from the
-// scheduler, then answers and deletes itself.
-class UnaryScoreCall {
+// An RPC's deadline as an absl::Time (gRPC's "none" is the far future).
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+// One Score RPC in flight, as its own reactor so that a cancellation drops
+// its queued jobs at once: collects its per-model results from the
+// scheduler, answers, and deletes itself once the RPC is done and no job
+// refers to it.
+class UnaryScoreCall final : public grpc::ServerUnaryReactor {
  public:
-  UnaryScoreCall(grpc::ServerUnaryReactor* reactor, v1::ScoreResponse* response, ScoringPlan plan)
-      : reactor_(reactor), response_(response), plan_(std::move(plan)) {
+  UnaryScoreCall(BatchScheduler* scheduler, v1::ScoreResponse* response, ScoringPlan plan)
+      : scheduler_(scheduler), response_(response), plan_(std::move(plan)) {
     results_.resize(plan_.models.size());
     remaining_ = static_cast<int>(plan_.models.size());
+    refs_ = remaining_ + 1;  // the jobs, and the RPC until OnDone
   }
 
-  void Submit(BatchScheduler* scheduler, std::shared_ptr<const FloatMatrix> frames) {
+  void Submit(std::shared_ptr<const FloatMatrix> frames, absl::Time deadline) {
     const int num_models = static_cast<int>(plan_.models.size());
-    for (int m = 0; m < num_models; ++m) {
-      if (frames->rows() == 0) {  // nothing to batch
+    if (frames->rows() == 0) {  // nothing to batch
+      for (int m = 0; m < num_models; ++m) {
         ScoreResult empty;
         empty.loglikes.Resize(0, plan_.num_states);
         OnScored(m, std::move(empty));
-        continue;
       }
-      scheduler->Submit({.model = plan_.models[m]->prepared,
-                         .features = frames,
-                         .transform = plan_.transform,
-                         .done = [this, m](absl::StatusOr<ScoreResult> result) {
-                           OnScored(m, std::move(result));
-                         }});
+      return;
     }
+    std::vector<ScoreJob> jobs;
+    for (int m = 0; m < num_models; ++m) {
+      jobs.push_back({.model = plan_.models[m]->prepared,
+                      .features = frames,
+                      .transform = plan_.transform,
+                      .cancelled = cancelled_,
+                      .deadline = deadline,
+                      .origin = this,
+                      .max_batch_frames = plan_.models[m]->max_batch_frames,
+                      .done = [this, m](absl::StatusOr<ScoreResult> result) {
+                        OnScored(m, std::move(result));
+                      }});
+    }
+    // May complete (and delete) this call before it returns.
+    scheduler_->SubmitAll(std::move(jobs));
   }
+
+  void OnCancel() override {
+    cancelled_->store(true, std::memory_order_release);
+    scheduler_->PurgeDead();
+  }
+  void OnDone() override { Unref(); }
 
  private:
   void OnScored(int model, absl::StatusOr<ScoreResult> result) {
     absl::Status status;
     std::vector<ScoreResult> results;
+    bool last;
     {
       absl::MutexLock lock(&mu_);
       if (result.ok()) {
@@ -51,11 +79,18 @@ class UnaryScoreCall {
       } else if (status_.ok()) {
         status_ = result.status();
       }
-      if (--remaining_ > 0) return;
-      status = status_;
-      results = std::move(results_);
+      last = --remaining_ == 0;
+      if (last) {
+        status = status_;
+        results = std::move(results_);
+      }
     }
-    // The last result: this thread alone touches the call from here on.
+    // The last result: this thread alone writes the response.
+    if (last) Answer(status, results);
+    Unref();
+  }
+
+  void Answer(absl::Status status, const std::vector<ScoreResult>& results) {
     if (status.ok()) {
       std::unique_ptr<ModelFusion> fusion;
       if (plan_.fusion.has_value()) {
@@ -69,18 +104,43 @@ class UnaryScoreCall {
       }
       if (status.ok()) status = FillAnswer(plan_, results, fusion.get(), response_);
     }
-    reactor_->Finish(ToGrpcStatus(status));
-    delete this;
+    Finish(ToGrpcStatus(status));
   }
 
-  grpc::ServerUnaryReactor* const reactor_;
+  void Unref() {
+    bool gone;
+    {
+      absl::MutexLock lock(&mu_);
+      gone = --refs_ == 0;
+    }
+    if (gone) delete this;
+  }
+
+  BatchScheduler* const scheduler_;
   v1::ScoreResponse* const response_;
   const ScoringPlan plan_;
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   absl::Mutex mu_;
   std::vector<ScoreResult> results_ ABSL_GUARDED_BY(mu_);
   int remaining_ ABSL_GUARDED_BY(mu_);
+  int refs_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
+
+// A StreamScore refused before it started (no token): finishes at once.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse> {
+ public:
+  explicit RefusedStream(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+// A unary reactor already finished with `status`.
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
 
 }  // namespace
 
@@ -89,11 +149,17 @@ ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* 
     : repository_(repository),
       scheduler_(scheduler),
       limits_(limits),
-      registry_(limits.max_streams) {}
+      registry_(limits.max_streams),
+      idle_watchdog_(&registry_, limits.stream_idle_timeout) {}
+
+absl::Status ScorerService::CheckToken(const grpc::CallbackServerContext* context) const {
+  return CheckBearerToken(context->client_metadata(), limits_.required_token);
+}
 
 grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext* context,
                                                     const v1::ListModelsRequest*,
                                                     v1::ListModelsResponse* response) {
+  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
   for (const ServedModel& served : repository_->models()) {
     const DiagGmmModel& model = served.model();
     v1::ModelInfo* info = response->add_models();
@@ -114,39 +180,36 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* context,
                                                const v1::ScoreRequest* request,
                                                v1::ScoreResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
   absl::StatusOr<ScoringPlan> plan = PlanForRequest(*request, *repository_);
-  if (!plan.ok()) {
-    reactor->Finish(ToGrpcStatus(plan.status()));
-    return reactor;
-  }
+  if (!plan.ok()) return Refuse(context, plan.status());
   absl::StatusOr<std::shared_ptr<const FloatMatrix>> frames = CheckFrames(
       request->features(), *plan,
       {.first_frame = 0, .max_frames = limits_.max_request_frames, .allow_empty = true});
-  if (!frames.ok()) {
-    reactor->Finish(ToGrpcStatus(frames.status()));
-    return reactor;
-  }
-  auto* call = new UnaryScoreCall(reactor, response, *std::move(plan));
-  call->Submit(scheduler_, *std::move(frames));
-  return reactor;
+  if (!frames.ok()) return Refuse(context, frames.status());
+  auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
+  call->Submit(*std::move(frames), DeadlineOf(context));
+  return call;
 }
 
 grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>*
 ScorerService::StreamScore(grpc::CallbackServerContext* context) {
+  if (absl::Status token = CheckToken(context); !token.ok()) return new RefusedStream(token);
   streams_started_.fetch_add(1, std::memory_order_relaxed);
   StreamEnvironment env{.repository = repository_,
                         .scheduler = scheduler_,
                         .registry = &registry_,
                         .max_chunk_frames = limits_.max_chunk_frames,
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
+                        .idle_timeout = limits_.stream_idle_timeout,
                         .reactors_alive = &reactors_alive_};
-  return new StreamScoreReactor(env, context->peer());
+  return new StreamScoreReactor(env, context->peer(), DeadlineOf(context));
 }
 
 grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerContext* context,
                                                         const v1::GetServerStatsRequest*,
                                                         v1::GetServerStatsResponse* response) {
+  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
   FillServerStats({.scheduler = scheduler_->stats(),
                    .live_streams = registry_.live_streams(),
                    .streams_started = streams_started_.load(std::memory_order_relaxed),
@@ -158,6 +221,9 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
   return reactor;
 }
 
-void ScorerService::Drain() { registry_.DrainAll(); }
+void ScorerService::Drain() {
+  idle_watchdog_.Stop();
+  registry_.DrainAll();
+}
 
 }  // namespace gmmscore

@@ -132,7 +132,8 @@ ServerMetrics::ServerMetrics()
       queue_wait(Histogram::ExponentialBounds(0.00005, 2, 16)),     // 50 us .. 1.6 s
       score_time(Histogram::ExponentialBounds(0.00005, 2, 16)),
       batch_frames(Histogram::ExponentialBounds(1, 2, 17)),  // 1 .. 65536 frames
-      batch_jobs(Histogram::ExponentialBounds(1, 2, 13)) {}   // 1 .. 4096 chunks
+      batch_jobs(Histogram::ExponentialBounds(1, 2, 13)),     // 1 .. 4096 chunks
+      batch_streams(Histogram::ExponentialBounds(1, 2, 13)) {}
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 ServerMetrics::InterceptorFactories() {
@@ -141,12 +142,12 @@ ServerMetrics::InterceptorFactories() {
   return factories;
 }
 
-void ServerMetrics::ObserveGroup(int64_t frames, int64_t jobs, absl::Duration score,
-                                 const std::vector<absl::Duration>& queue_waits) {
-  batch_frames.Observe(static_cast<double>(frames));
-  batch_jobs.Observe(static_cast<double>(jobs));
-  score_time.Observe(absl::ToDoubleSeconds(score));
-  for (absl::Duration wait : queue_waits) queue_wait.Observe(absl::ToDoubleSeconds(wait));
+void ServerMetrics::ObserveGroup(const GroupReport& report) {
+  batch_frames.Observe(static_cast<double>(report.frames));
+  batch_jobs.Observe(static_cast<double>(report.jobs));
+  batch_streams.Observe(static_cast<double>(report.origins));
+  score_time.Observe(absl::ToDoubleSeconds(report.score_time));
+  for (absl::Duration wait : report.queue_waits) queue_wait.Observe(absl::ToDoubleSeconds(wait));
 }
 
 std::string ServerMetrics::Render(const MetricsSources& sources) const {
@@ -179,6 +180,9 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
   out.Family("gmmscore_batch_chunks",
              "Chunks (stream chunks and requests) per backend call.", "histogram");
   batch_jobs.WriteTo(&out, "gmmscore_batch_chunks", {});
+  out.Family("gmmscore_batch_streams",
+             "Streams (and unary requests) whose chunks one backend call scored.", "histogram");
+  batch_streams.WriteTo(&out, "gmmscore_batch_streams", {});
 
   if (sources.scheduler != nullptr) {
     const BatchSchedulerStats stats = sources.scheduler->stats();
@@ -190,6 +194,20 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
           static_cast<double>(stats.queued_jobs));
     Gauge(&out, "gmmscore_running_backend_calls", "Backend Score calls running now.",
           static_cast<double>(stats.running_groups));
+    Gauge(&out, "gmmscore_queued_frames", "Frames waiting in the batch scheduler's queue.",
+          static_cast<double>(stats.queued_frames));
+    Gauge(&out, "gmmscore_max_queued_frames",
+          "The queue's bound (--max_queued_frames); work beyond it is refused.",
+          static_cast<double>(sources.scheduler->options().max_queued_frames));
+    Counter(&out, "gmmscore_jobs_rejected_total",
+            "Jobs refused with RESOURCE_EXHAUSTED because the scheduler's queue was full.",
+            static_cast<double>(stats.rejected_jobs));
+    Counter(&out, "gmmscore_jobs_cancelled_total",
+            "Queued jobs dropped unscored because their RPC was cancelled.",
+            static_cast<double>(stats.cancelled_jobs));
+    Counter(&out, "gmmscore_jobs_expired_total",
+            "Queued jobs dropped unscored because their RPC's deadline had passed.",
+            static_cast<double>(stats.expired_jobs));
   }
   if (sources.service != nullptr) {
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",

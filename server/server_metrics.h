@@ -7,6 +7,7 @@
 //   ServerMetrics metrics;
 //   builder.experimental().SetInterceptorCreators(metrics.InterceptorFactories());
 //   scheduler_options.on_group = [&](const GroupReport& r) { metrics.ObserveGroup(r); };
+//   (Daemon::Start does this.)
 //   std::string text = metrics.Render({.repository = ..., .service = ..., ...});
 //
 // The names and what each one means: docs/OPERATIONS.md.
@@ -45,9 +46,9 @@ class ServerMetrics {
   InterceptorFactories();
 
   // One backend call: its frames, its jobs (= stream chunks or unary
-  // requests), how long each job waited in the queue, how long Score took.
-  void ObserveGroup(int64_t frames, int64_t jobs, absl::Duration score_time,
-                    const std::vector<absl::Duration>& queue_waits);
+  // requests) and the streams they came from, how long each job waited in
+  // the queue, how long the backend call took.
+  void ObserveGroup(const GroupReport& report);
 
   std::string Render(const MetricsSources& sources) const;
 
@@ -63,6 +64,7 @@ class ServerMetrics {
   Histogram score_time;              // gmmscore_backend_score_seconds (per backend call)
   Histogram batch_frames;            // gmmscore_batch_frames (per backend call)
   Histogram batch_jobs;              // gmmscore_batch_chunks (per backend call)
+  Histogram batch_streams;           // gmmscore_batch_streams (per backend call)
 };
 
 }  // namespace gmmscore

@@ -8,8 +8,9 @@
 
 namespace gmmscore {
 
-StreamScoreReactor::StreamScoreReactor(const StreamEnvironment& env, std::string peer)
-    : env_(env), peer_(std::move(peer)) {
+StreamScoreReactor::StreamScoreReactor(const StreamEnvironment& env, std::string peer,
+                                       absl::Time deadline)
+    : env_(env), peer_(std::move(peer)), deadline_(deadline) {
   if (env_.reactors_alive != nullptr) env_.reactors_alive->fetch_add(1);
   Actions actions;
   const bool registered = env_.registry->Add(this);
@@ -36,6 +37,7 @@ void StreamScoreReactor::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     read_in_flight_ = false;
+    if (ok) last_activity_ = absl::Now();
     if (!ok) {
       EndLocked(absl::OkStatus());  // half-close (or a dead call: OnCancel follows)
     } else if (!finished_) {
@@ -108,6 +110,9 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
          .features = *frames,
          .transform = plan_->transform,
          .cancelled = cancelled_,
+         .deadline = deadline_,
+         .origin = this,
+         .max_batch_frames = plan_->models[m]->max_batch_frames,
          .done = [this, pending, m](absl::StatusOr<ScoreResult> result) {
            OnScored(pending, m, std::move(result));
          }});
@@ -137,6 +142,7 @@ void StreamScoreReactor::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
+    last_activity_ = absl::Now();
     if (!ok) {
       pending_.clear();
       EndLocked(absl::CancelledError("the client went away while an answer was being sent"));
@@ -153,6 +159,7 @@ void StreamScoreReactor::OnCancel() {
     cancelled_->store(true, std::memory_order_release);
     pending_.clear();
     end_status_ = absl::CancelledError("the stream was cancelled");
+    actions.purge_scheduler = true;  // free the queue room its chunks held
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
@@ -195,6 +202,28 @@ void StreamScoreReactor::Drain() {
     absl::MutexLock lock(&mu_);
     draining_ = true;
     EndLocked(absl::UnavailableError("the server is shutting down"));
+    AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
+}
+
+void StreamScoreReactor::EndIfIdle(absl::Time now) {
+  if (env_.idle_timeout <= absl::ZeroDuration()) return;
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    // A stream waiting for the server (chunks pending, an answer being
+    // written) is not idle, whatever the clock says.
+    if (finished_ || end_status_.has_value() || !pending_.empty() || write_in_flight_ ||
+        now - last_activity_ < env_.idle_timeout) {
+      return;
+    }
+    LogInfo("stream %s (%s): idle for %s, ending it", stream_id_, peer_,
+            absl::FormatDuration(now - last_activity_));
+    EndLocked(absl::DeadlineExceededError(absl::StrFormat(
+        "the stream was idle: no message for %s (the server's stream idle timeout, "
+        "--stream_idle_timeout_s); frames [0, %d) were answered",
+        absl::FormatDuration(env_.idle_timeout), answered_frames_)));
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
@@ -255,7 +284,6 @@ void StreamScoreReactor::Perform(Actions actions) {
     delete this;
     return;
   }
-  for (ScoreJob& job : actions.jobs) env_.scheduler->Submit(std::move(job));
   if (actions.start_read) StartRead(&request_);
   if (actions.answer != nullptr) {
     // plan_ is fixed before any chunk is accepted, and fusion_/response_
@@ -276,6 +304,12 @@ void StreamScoreReactor::Perform(Actions actions) {
     }
   }
   if (actions.finish.has_value()) Finish(*std::move(actions.finish));
+  // Last: the scheduler may complete jobs inside these calls (a full queue
+  // refuses at once, a purge drops them), and a completion may finish the
+  // stream and let it be deleted, so nothing may touch `this` after them.
+  BatchScheduler* const scheduler = env_.scheduler;
+  if (!actions.jobs.empty()) scheduler->SubmitAll(std::move(actions.jobs));
+  if (actions.purge_scheduler) scheduler->PurgeDead();
 }
 
 }  // namespace gmmscore

@@ -4,7 +4,7 @@
 // model) and writes the answers in chunk order as results come back.
 //
 //   grpc::ServerBidiReactor<Req, Resp>* StreamScore(grpc::CallbackServerContext* c) {
-//     return new StreamScoreReactor(env, c->peer());
+//     return new StreamScoreReactor(env, c->peer(), absl::FromChrono(c->deadline()));
 //   }
 //
 // Rules it keeps: no reaction blocks, and no gRPC call is made while its own
@@ -21,7 +21,12 @@
 //                        error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION)
 //   scoring failure      answer the chunks before the failed one, then its error
 //   drain (SIGTERM)      answer the accepted chunks, then UNAVAILABLE
-//   cancellation         queued jobs are skipped, CANCELLED
+//   cancellation         queued jobs are dropped from the scheduler at once, CANCELLED
+//   RPC deadline         gRPC cancels the RPC (as above); jobs carry the deadline too
+//   idle timeout         nothing read or written for env.idle_timeout and no
+//                        chunk pending: DEADLINE_EXCEEDED saying it was idle
+//   scheduler queue full the chunk is refused: answers before it, then
+//                        RESOURCE_EXHAUSTED
 #ifndef GMMSCORE_SERVER_STREAM_REACTOR_H_
 #define GMMSCORE_SERVER_STREAM_REACTOR_H_
 
@@ -37,6 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/support/server_callback.h"
 #include "kernels/score/fusion.h"
@@ -55,6 +61,10 @@ struct StreamEnvironment {
   StreamRegistry* registry = nullptr;
   int64_t max_chunk_frames = 1000;
   int max_chunks_in_flight = 8;
+  // A stream on which nothing was read or written for this long ends with
+  // DEADLINE_EXCEEDED (checked by the service's StreamIdleWatchdog); zero or
+  // less: never.
+  absl::Duration idle_timeout = absl::ZeroDuration();
   // Counts reactor objects alive (constructed, not yet deleted); for tests.
   std::atomic<int64_t>* reactors_alive = nullptr;
 };
@@ -65,7 +75,8 @@ class StreamScoreReactor final
  public:
   // Registers with env.registry and starts reading (or finishes at once with
   // RESOURCE_EXHAUSTED / UNAVAILABLE when the registry refuses it).
-  StreamScoreReactor(const StreamEnvironment& env, std::string peer);
+  // `deadline` is the RPC's (absl::InfiniteFuture() for none).
+  StreamScoreReactor(const StreamEnvironment& env, std::string peer, absl::Time deadline);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -76,6 +87,7 @@ class StreamScoreReactor final
   void AddHold() override;
   void ReleaseHold() override;
   void Drain() override;
+  void EndIfIdle(absl::Time now) override;
 
  private:
   // One accepted chunk waiting for its per-model results.
@@ -91,6 +103,7 @@ class StreamScoreReactor final
     std::vector<ScoreJob> jobs;            // submit to the scheduler
     std::shared_ptr<Chunk> answer;         // build its answer and write it
     bool start_read = false;
+    bool purge_scheduler = false;  // drop this stream's queued jobs now
     std::optional<grpc::Status> finish;
     bool delete_self = false;
   };
@@ -119,6 +132,7 @@ class StreamScoreReactor final
 
   const StreamEnvironment env_;
   const std::string peer_;
+  const absl::Time deadline_;
 
   absl::Mutex mu_;
   v1::StreamScoreRequest request_;    // target of the read in flight
@@ -130,6 +144,8 @@ class StreamScoreReactor final
   std::deque<std::shared_ptr<Chunk>> pending_ ABSL_GUARDED_BY(mu_);  // accepted, unanswered
   int64_t next_frame_ ABSL_GUARDED_BY(mu_) = 0;      // first frame of the next chunk
   int64_t answered_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  // The last message read or answer written, for the idle timeout.
+  absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

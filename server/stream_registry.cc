@@ -16,19 +16,37 @@ void StreamRegistry::Remove(DrainableStream* stream) {
   streams_.erase(stream);
 }
 
+std::vector<DrainableStream*> StreamRegistry::HoldAllLocked() {
+  std::vector<DrainableStream*> streams;
+  for (DrainableStream* stream : streams_) {
+    stream->AddHold();  // a stream cannot be deleted before Remove, which waits for mu_
+    streams.push_back(stream);
+  }
+  return streams;
+}
+
 void StreamRegistry::DrainAll() {
   std::vector<DrainableStream*> streams;
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
-    for (DrainableStream* stream : streams_) {
-      stream->AddHold();  // a stream cannot be deleted before Remove, which waits for mu_
-      streams.push_back(stream);
-    }
+    streams = HoldAllLocked();
   }
   // Drained outside mu_, so that nothing a drain triggers can wait on it.
   for (DrainableStream* stream : streams) {
     stream->Drain();
+    stream->ReleaseHold();
+  }
+}
+
+void StreamRegistry::EndIdleStreams(absl::Time now) {
+  std::vector<DrainableStream*> streams;
+  {
+    absl::MutexLock lock(&mu_);
+    streams = HoldAllLocked();
+  }
+  for (DrainableStream* stream : streams) {
+    stream->EndIfIdle(now);
     stream->ReleaseHold();
   }
 }

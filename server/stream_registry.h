@@ -3,6 +3,7 @@
 //
 //   if (!registry->Add(reactor)) { ...RESOURCE_EXHAUSTED... }
 //   registry->DrainAll();   // on SIGTERM
+//   registry->EndIdleStreams(absl::Now());  // from the idle watchdog
 //   registry->Remove(reactor);  // from OnDone
 //
 // Thread safety: all methods are thread-safe.
@@ -10,10 +11,12 @@
 #define GMMSCORE_SERVER_STREAM_REGISTRY_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace gmmscore {
 
@@ -27,6 +30,9 @@ class DrainableStream {
   virtual void ReleaseHold() = 0;
   // Stop reading, answer what was accepted, end with UNAVAILABLE.
   virtual void Drain() = 0;
+  // End the stream (DEADLINE_EXCEEDED, saying it was idle) if nothing has
+  // moved on it for its idle timeout as of `now`; otherwise nothing.
+  virtual void EndIfIdle(absl::Time now) = 0;
 };
 
 class StreamRegistry {
@@ -39,11 +45,16 @@ class StreamRegistry {
 
   // Drains every live stream; later Adds fail.
   void DrainAll();
+  // Calls EndIfIdle(now) on every live stream.
+  void EndIdleStreams(absl::Time now);
 
   int64_t live_streams() const;
   bool draining() const;
 
  private:
+  // Every live stream, each held (AddHold) until the caller releases it.
+  std::vector<DrainableStream*> HoldAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int64_t max_streams_;
   mutable absl::Mutex mu_;
   absl::flat_hash_set<DrainableStream*> streams_ ABSL_GUARDED_BY(mu_);

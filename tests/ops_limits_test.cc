@@ -1,0 +1,264 @@
+// Limits and backpressure, each returning its code: a full scheduler queue
+// refuses new chunks and requests with RESOURCE_EXHAUSTED (and the work
+// already queued is answered); a cancelled stream's and an expired
+// request's queued jobs leave the queue at once, unscored; an idle stream
+// ends with DEADLINE_EXCEEDED saying it was idle while a slow but live one
+// carries on; a message over --max_message_mb is RESOURCE_EXHAUSTED.
+//
+// The daemon runs on a backend whose calls can be held (GatedBackend), so
+// that "the backend is busy" is a state the test sets, not a race it hopes
+// to win on a loaded machine.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/client.h"
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/score/backend_factory.h"
+#include "proto/wire_convert.h"
+#include "server/daemon.h"
+#include "server/log.h"
+#include "tests/test_daemon.h"
+
+namespace gmmscore {
+namespace {
+
+// The CPU backend, with every Score call held while the gate is closed.
+class GatedBackend final : public ScoringBackend {
+ public:
+  explicit GatedBackend(std::unique_ptr<ScoringBackend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
+      std::shared_ptr<const DiagGmmModel> model) override {
+    return inner_->Prepare(std::move(model));
+  }
+  absl::Status Score(const PreparedModel& model, ConstMatrixView features,
+                     const ScoreOptions& options, ScoreResult* result) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++calls_;
+      mu_.Await(absl::Condition(&open_));
+    }
+    return inner_->Score(model, features, options, result);
+  }
+  void SetOpen(bool open) {
+    absl::MutexLock lock(&mu_);
+    open_ = open;
+  }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  const std::unique_ptr<ScoringBackend> inner_;
+  absl::Mutex mu_;
+  bool open_ = true;
+  int calls_ = 0;
+};
+
+constexpr int kDim = 4;
+
+class OpsLimitsTest : public ::testing::Test {
+ protected:
+  // A daemon with one model "m" (kDim dims) on a GatedBackend, one
+  // scheduler worker.
+  void Start(DaemonOptions options) {
+    SetInfoLogging(false);
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> cpu = CreateBackend("cpu");
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    auto gated = std::make_unique<GatedBackend>(*std::move(cpu));
+    gate_ = gated.get();
+    absl::StatusOr<DiagGmmModel> model = GenerateSyntheticModel(
+        {.num_states = 6, .min_gaussians = 1, .max_gaussians = 2, .dim = kDim, .seed = 3});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_shared<const DiagGmmModel>(*std::move(model));
+    auto repository = ModelRepository::FromModels({{"m", model_}}, gated.get());
+    ASSERT_TRUE(repository.ok()) << repository.status();
+    options.listen_address = "127.0.0.1:0";
+    options.scheduler.num_workers = 1;
+    auto daemon = Daemon::Start(std::move(gated), *std::move(repository), options);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    auto client = Client::Connect(daemon_->address());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  void TearDown() override {
+    if (gate_ != nullptr) gate_->SetOpen(true);  // never leave a worker blocked
+    client_.reset();
+    daemon_.reset();
+  }
+
+  FloatMatrix Frames(int64_t rows) { return TestFeatures(*model_, rows, rows); }
+
+  std::unique_ptr<StreamSession> OpenStream() {
+    v1::StreamConfig config;
+    config.add_models("m");
+    auto session = client_->StartStream(config);
+    EXPECT_TRUE(session.ok());
+    return *std::move(session);
+  }
+
+  // Blocks the backend: one chunk dispatched and held in the backend.
+  std::unique_ptr<StreamSession> OccupyBackend() {
+    gate_->SetOpen(false);
+    std::unique_ptr<StreamSession> busy = OpenStream();
+    EXPECT_TRUE(busy->Push(Frames(1).view()).ok());
+    EXPECT_TRUE(WaitFor([&] { return gate_->calls() >= 1; }));
+    return busy;
+  }
+
+  // Polls `done` for up to 30 s (the machine may be loaded).
+  static bool WaitFor(const std::function<bool()>& done) {
+    const absl::Time end = absl::Now() + absl::Seconds(30);
+    while (!done()) {
+      if (absl::Now() > end) return false;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return true;
+  }
+
+  int64_t QueuedFrames() { return daemon_->scheduler_stats().queued_frames; }
+
+  GatedBackend* gate_ = nullptr;
+  std::shared_ptr<const DiagGmmModel> model_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted) {
+  DaemonOptions options;
+  options.scheduler.max_queued_frames = 20;
+  Start(options);
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  std::unique_ptr<StreamSession> a = OpenStream();
+  std::unique_ptr<StreamSession> b = OpenStream();
+  ASSERT_TRUE(a->Push(Frames(10).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 10; }));
+  ASSERT_TRUE(b->Push(Frames(10).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 20; }));
+
+  // The queue is full: a new stream's chunk and a unary request are refused
+  // while the backend is still held, not queued behind it.
+  std::unique_ptr<StreamSession> refused = OpenStream();
+  ASSERT_TRUE(refused->Push(Frames(5).view()).ok());
+  absl::StatusOr<StreamAnswer> answer = refused->Next();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << answer.status();
+  EXPECT_NE(answer.status().message().find("queue is full"), std::string::npos)
+      << answer.status();
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(Frames(3).view(), request.mutable_features());
+  absl::StatusOr<v1::ScoreResponse> unary = client_->Score(request);
+  EXPECT_EQ(unary.status().code(), absl::StatusCode::kResourceExhausted) << unary.status();
+  EXPECT_EQ(gate_->calls(), 1);
+  EXPECT_EQ(daemon_->scheduler_stats().rejected_jobs, 2);
+
+  // What was admitted is answered once the backend moves again.
+  gate_->SetOpen(true);
+  for (StreamSession* session : {busy.get(), a.get(), b.get()}) {
+    absl::StatusOr<StreamAnswer> got = session->Next();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(session->Finish().ok());
+  }
+  // And new work is taken again.
+  EXPECT_TRUE(client_->Score(request).ok());
+}
+
+TEST_F(OpsLimitsTest, CancelledStreamLeavesTheQueueAtOnce) {
+  Start({});
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  std::unique_ptr<StreamSession> leaving = OpenStream();
+  for (int c = 0; c < 3; ++c) ASSERT_TRUE(leaving->Push(Frames(7).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 21; }));
+  ASSERT_EQ(daemon_->service().live_streams(), 2);
+  leaving->Cancel();
+  // The backend is still held: only the cancellation can empty the queue.
+  EXPECT_TRUE(WaitFor([&] { return QueuedFrames() == 0; }));
+  EXPECT_TRUE(WaitFor([&] { return daemon_->service().live_streams() == 1; }));
+  EXPECT_EQ(daemon_->scheduler_stats().cancelled_jobs, 3);
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  EXPECT_TRUE(busy->Finish().ok());
+  EXPECT_EQ(gate_->calls(), 1);  // the cancelled chunks never reached the backend
+}
+
+TEST_F(OpsLimitsTest, RequestPastItsDeadlineIsDroppedUnscored) {
+  Start({});
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  auto stub = v1::AcousticScorer::NewStub(client_->channel());
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(Frames(9).view(), request.mutable_features());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(300)));
+  v1::ScoreResponse response;
+  const grpc::Status status = stub->Score(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  // The server drops the job when the deadline passes, with the backend
+  // still held: it is never scored.
+  EXPECT_TRUE(WaitFor([&] { return QueuedFrames() == 0; }));
+  const BatchSchedulerStats stats = daemon_->scheduler_stats();
+  EXPECT_EQ(stats.expired_jobs + stats.cancelled_jobs, 1);
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  EXPECT_TRUE(busy->Finish().ok());
+  EXPECT_EQ(gate_->calls(), 1);
+}
+
+TEST_F(OpsLimitsTest, IdleStreamEndsWithDeadlineExceededAndALiveOneCarriesOn) {
+  DaemonOptions options;
+  options.limits.stream_idle_timeout = absl::Milliseconds(600);
+  Start(options);
+  std::unique_ptr<StreamSession> idle = OpenStream();
+  ASSERT_TRUE(idle->Push(Frames(2).view()).ok());
+  ASSERT_TRUE(idle->Next().ok());
+  std::unique_ptr<StreamSession> live = OpenStream();
+  // The live stream sends a chunk every 150 ms for 2.4 s, four times the
+  // idle timeout; the idle one sends nothing after its first answer.
+  for (int c = 0; c < 16; ++c) {
+    ASSERT_TRUE(live->Push(Frames(1).view()).ok()) << c;
+    absl::StatusOr<StreamAnswer> got = live->Next();
+    ASSERT_TRUE(got.ok()) << "chunk " << c << ": " << got.status();
+    absl::SleepFor(absl::Milliseconds(150));
+  }
+  absl::StatusOr<StreamAnswer> ended = idle->Next();
+  EXPECT_EQ(ended.status().code(), absl::StatusCode::kDeadlineExceeded) << ended.status();
+  EXPECT_NE(ended.status().message().find("idle"), std::string::npos) << ended.status();
+  EXPECT_TRUE(live->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return daemon_->service().live_streams() == 0; }));
+}
+
+TEST_F(OpsLimitsTest, StreamWaitingForItsAnswersIsNotIdle) {
+  DaemonOptions options;
+  options.limits.stream_idle_timeout = absl::Milliseconds(300);
+  Start(options);
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  // The server, not the client, is slow: 1 s with the chunk unanswered.
+  absl::SleepFor(absl::Seconds(1));
+  gate_->SetOpen(true);
+  absl::StatusOr<StreamAnswer> got = busy->Next();
+  EXPECT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(busy->Finish().ok());
+}
+
+TEST_F(OpsLimitsTest, MessageOverTheSizeLimitIsResourceExhausted) {
+  DaemonOptions options;
+  options.max_message_bytes = 64 << 10;
+  Start(options);
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(Frames(5000).view(), request.mutable_features());  // 80 KB of floats
+  absl::StatusOr<v1::ScoreResponse> response = client_->Score(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted) << response.status();
+  FeaturesToProto(Frames(10).view(), request.mutable_features());
+  EXPECT_TRUE(client_->Score(request).ok());
+}
+
+}  // namespace
+}  // namespace gmmscore
