@@ -23,8 +23,12 @@ double Mel(double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); }
 double MelInverse(double mel) { return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0); }
 
 // sphinxbase's fe_build_melfilters places filter i between the mel points
-// i, i+1, i+2 of nfilt+2 equally spaced ones, rounded to DFT bins; a filter
-// whose edges round onto the same bin divides by zero there (NaN cepstra).
+// i, i+1, i+2 of nfilt+2 equally spaced ones (rounded to DFT bins with
+// -round_filters), then walks the DFT bins in [left, right]. A filter whose
+// edges round onto one bin divides by zero (NaN cepstra); one with no bin in
+// [left, right] below nfft/2 makes it exit the process ("WTF" E_FATAL, found
+// by fuzzing -lowerf 1 -upperf 6.5 -round_filters no). Both are refused here,
+// unrounded edges with a margin for sphinxbase's float32 arithmetic.
 absl::Status CheckFiltersResolvable(const FrontEndOptions& o) {
   const double bin = o.sample_rate / o.fft_size;
   const double low = Mel(o.lower_freq);
@@ -33,11 +37,15 @@ absl::Status CheckFiltersResolvable(const FrontEndOptions& o) {
     const double hz = MelInverse(low + k * width);
     return o.round_filters ? std::floor(hz / bin + 0.5) * bin : hz;
   };
+  const double margin = o.round_filters ? 0.0 : 1e-3 * bin;
   for (int i = 0; i < o.num_filters; ++i) {
-    if (!(edge(i) < edge(i + 1) && edge(i + 1) < edge(i + 2))) {
+    const double left = edge(i), centre = edge(i + 1), right = edge(i + 2);
+    const double first_bin = std::ceil((left + margin) / bin);
+    const bool has_bin = first_bin * bin <= right - margin && first_bin < o.fft_size / 2;
+    if (!(left < centre && centre < right) || !has_bin) {
       return Bad("nfilt", absl::StrCat(o.num_filters, " mel filters between ", o.lower_freq, " and ", o.upper_freq,
-                                       " Hz are narrower than the ", bin, " Hz DFT bins of a ", o.fft_size,
-                                       "-point FFT (filter ", i, " is empty)"));
+                                       " Hz are too narrow for the ", bin, " Hz DFT bins of a ", o.fft_size,
+                                       "-point FFT (filter ", i, " holds no bin)"));
     }
   }
   return absl::OkStatus();
@@ -58,7 +66,8 @@ absl::Status ValidateFrontEndOptions(const FrontEndOptions& o) {
     return Bad("samprate", absl::StrCat(o.sample_rate, " Hz is outside [1000, 384000]"));
   }
   // sphinxbase asserts (aborts) unless a frame shift is at least 2 samples.
-  if (o.frame_rate < 1 || static_cast<int>(o.sample_rate / o.frame_rate + 0.5) < 2) {
+  // sphinxbase also stores the frame rate as int16.
+  if (o.frame_rate < 1 || o.frame_rate > 32767 || static_cast<int>(o.sample_rate / o.frame_rate + 0.5) < 2) {
     return Bad("frate", absl::StrCat(o.frame_rate, " frames/s does not fit ", o.sample_rate, " Hz audio"));
   }
   // fft_size is stored as int16 in sphinxbase.

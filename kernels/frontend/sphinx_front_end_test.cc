@@ -206,6 +206,10 @@ TEST(SphinxFrontEndTest, FeatParamsValuesSphinxbaseCannotUseAreRefused) {
       {{{"lifter", "-1"}}, "-lifter"},
       {{{"alpha", "2"}}, "-alpha"},
       {{{"remove_noise", "maybe"}}, "-remove_noise"},
+      {{{"frate", "40000"}, {"samprate", "384000"}}, "-frate"},  // sphinxbase keeps it as int16
+      // Found by fuzzing: filters narrower than a DFT bin without rounding
+      // made sphinxbase exit the process.
+      {{{"lowerf", "1"}, {"upperf", "6.4976"}, {"nfilt", "20"}, {"round_filters", "no"}}, "-nfilt"},
   };
   for (const auto& [values, option] : cases) {
     absl::Status status = FromParams(values);

@@ -193,11 +193,13 @@ absl::Status KaldiMatrixArchiveReader::ReadBinaryMatrix() {
   }
   const int64_t rows = sizes[0], cols = sizes[1];
   const int64_t count = rows * cols;
-  const int64_t data_bytes = count * value_bytes;
+  // Checked in double before the byte count is formed: rows * cols * 8 can
+  // overflow int64 for damaged sizes (found by fuzzing).
   if (double(count) * value_bytes > kMaxEntryBytes) {
     return Error(absl::StatusCode::kInvalidArgument,
                  absl::StrCat(rows, " x ", cols, " matrix is implausibly large"));
   }
+  const int64_t data_bytes = count * value_bytes;
   if (const std::optional<int64_t> left = in_->remaining(); left.has_value() && *left < data_bytes) {
     return Error(absl::StatusCode::kDataLoss,
                  absl::StrCat(rows, " x ", cols, " ", token, " needs ", data_bytes,

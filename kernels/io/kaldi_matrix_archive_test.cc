@@ -202,6 +202,22 @@ TEST(KaldiMatrixArchiveTest, OpenErrors) {
             absl::StatusCode::kNotFound);
 }
 
+// Fuzzing found rows * cols * 8 overflowing int64 before the size check.
+TEST(KaldiMatrixArchiveTest, HugeSizesAreRefusedWithoutOverflow) {
+  for (const char type : {'F', 'D'}) {
+    std::string bytes = std::string("k \0B", 4) + type + "M \x04";
+    const int32_t big = 0x7fffffff;
+    bytes.append(reinterpret_cast<const char*>(&big), 4);
+    bytes.push_back('\x04');
+    bytes.append(reinterpret_cast<const char*>(&big), 4);
+    std::unique_ptr<KaldiMatrixArchiveReader> reader = KaldiMatrixArchiveReader::FromString(bytes, "huge.ark");
+    absl::Status status = reader->Next().status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status.message(), HasSubstr("implausibly large"));
+    EXPECT_THAT(status.message(), HasSubstr("huge.ark"));
+  }
+}
+
 TEST(KaldiMatrixArchiveTest, BadKeysAreRejectedOnWrite) {
   std::string out;
   for (const absl::string_view key : {absl::string_view(""), absl::string_view("two words"),

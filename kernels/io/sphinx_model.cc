@@ -26,6 +26,8 @@ using io_internal::ByteReader;
 constexpr uint32_t kByteOrderMagic = 0x11223344;
 // Larger counts mean a damaged header; checked before allocating.
 constexpr int64_t kMaxCount = int64_t{1} << 31;
+// Sphinx keeps senone ids as int16 (s3senid_t), in mdef's senone sequences too.
+constexpr int kMaxSenones = 32768;
 
 uint32_t ChecksumWords(uint32_t sum, const uint32_t* words, int64_t count) {
   for (int64_t i = 0; i < count; ++i) sum = ((sum << 20) | (sum >> 12)) + words[i];
@@ -156,6 +158,10 @@ absl::StatusOr<SphinxMdef> DecodeTextMdef(absl::string_view bytes, const std::st
     }
     mdef.num_senones = counts["n_tied_state"];
     mdef.num_ci_senones = counts["n_tied_ci_state"];
+    if (mdef.num_senones > kMaxSenones) {
+      return error(absl::StrCat("n_tied_state ", mdef.num_senones, " exceeds ", kMaxSenones,
+                                " (senone ids are 16-bit in Sphinx)"));
+    }
     if (mdef.senone_base_phone.empty()) mdef.senone_base_phone.assign(mdef.num_senones, -1);
     // base lft rt p attrib tmat state... N
     if (words.size() < 8 || words.back() != "N") {
@@ -216,6 +222,10 @@ absl::StatusOr<SphinxMdef> DecodeBinaryMdef(absl::string_view bytes, const std::
   mdef.num_phones = n_phone;
   const int n_sseq = header[6], n_cd_tree = header[8];
   if (n_ciphone == 0 || n_phone < n_ciphone) return in.Error("phone counts are inconsistent");
+  if (mdef.num_senones > kMaxSenones) {
+    return in.Error(absl::StrCat("n_sen ", mdef.num_senones, " exceeds ", kMaxSenones,
+                                       " (the senone sequences hold 16-bit ids)"));
+  }
   const int64_t names_start = in.offset();
   for (int i = 0; i < n_ciphone; ++i) {
     const absl::string_view rest = bytes.substr(in.offset());
@@ -227,6 +237,9 @@ absl::StatusOr<SphinxMdef> DecodeBinaryMdef(absl::string_view bytes, const std::
   const int64_t padded = names_start + ((in.offset() - names_start + 3) & ~int64_t{3});
   GMM_RETURN_IF_ERROR(in.Skip(padded - in.offset(), "the padding"));
   GMM_RETURN_IF_ERROR(in.Skip(int64_t{8} * n_cd_tree, "the context tree"));
+  // The table must be there before it is allocated: a damaged count would
+  // otherwise ask for gigabytes (found by fuzzing).
+  GMM_RETURN_IF_ERROR(in.Need(int64_t{12} * n_phone, "the phone table"));
   std::vector<int32_t> ssid(n_phone);
   std::vector<int> base(n_phone);
   for (int p = 0; p < n_phone; ++p) {
@@ -242,15 +255,17 @@ absl::StatusOr<SphinxMdef> DecodeBinaryMdef(absl::string_view bytes, const std::
   GMM_ASSIGN_OR_RETURN(const int32_t sseq_size, in.ReadInt32("the senone sequence size"));
   std::vector<int16_t> sseq;
   GMM_RETURN_IF_ERROR(in.ReadArray(sseq_size, "the senone sequences", &sseq));
-  std::vector<int64_t> starts(n_sseq + 1, 0);
+  std::vector<int64_t> starts;
   if (n_emit_state > 0) {
     if (sseq_size != int64_t{n_sseq} * n_emit_state) {
       return in.Error(absl::StrCat("senone sequences hold ", sseq_size, " ids, expected ", n_sseq, " x ", n_emit_state));
     }
+    starts.resize(n_sseq + 1);
     for (int i = 0; i <= n_sseq; ++i) starts[i] = int64_t{i} * n_emit_state;
   } else {
     std::vector<int8_t> lengths;
     GMM_RETURN_IF_ERROR(in.ReadArray(n_sseq, "the senone sequence lengths", &lengths));
+    starts.assign(n_sseq + 1, 0);
     for (int i = 0; i < n_sseq; ++i) starts[i + 1] = starts[i] + lengths[i];
     if (starts[n_sseq] != sseq_size) return in.Error("senone sequence lengths do not add up");
   }
@@ -428,7 +443,9 @@ absl::StatusOr<SphinxGaussianFile> DecodeSphinxGaussianFile(absl::string_view by
   }
   const int64_t at = in.offset();
   GMM_ASSIGN_OR_RETURN(const int32_t count, body.Count("the value count"));
-  const int64_t expected = int64_t{file.num_codebooks} * file.num_densities * block;
+  // In double: three counts up to 2^31 (and 64 streams) overflow int64. The
+  // product is exact whenever it could equal an int32 count (found by fuzzing).
+  const double expected = static_cast<double>(file.num_codebooks) * file.num_densities * static_cast<double>(block);
   if (count != expected) {
     return in.ErrorAt(at, absl::StrCat("value count ", count, " disagrees with the header: ", file.num_codebooks,
                                        " codebooks x ", file.num_densities, " densities x ", block, " dims = ", expected));
@@ -460,7 +477,8 @@ absl::StatusOr<SphinxWeights> DecodeSphinxMixtureWeights(absl::string_view bytes
   GMM_ASSIGN_OR_RETURN(out.num_densities, body.Count("the density count"));
   const int64_t at = in.offset();
   GMM_ASSIGN_OR_RETURN(const int32_t count, body.Count("the value count"));
-  const int64_t expected = int64_t{out.num_senones} * out.num_streams * out.num_densities;
+  // In double, as for the Gaussian files: the product can overflow int64.
+  const double expected = static_cast<double>(out.num_senones) * out.num_streams * out.num_densities;
   if (count != expected) {
     return in.ErrorAt(at, absl::StrCat("value count ", count, " disagrees with the header: ", out.num_senones, " x ",
                                        out.num_streams, " x ", out.num_densities, " = ", expected));

@@ -315,6 +315,37 @@ TEST(SphinxModelTest, DamagedFilesGiveClearErrors) {
   EXPECT_EQ(DecodeSphinxMdef(mdef.substr(0, mdef.size() / 2), "M").status().code(), absl::StatusCode::kDataLoss);
 }
 
+// Found by fuzzing: count products overflowing int64, and a binary mdef
+// whose phone count asked for gigabytes before any table was read.
+TEST(SphinxModelTest, HugeCountsAreRefusedWithoutOverflowOrAllocation) {
+  std::string weights = "s3\nendhdr\n";
+  const uint32_t magic = 0x11223344, big = 0x7fffffff, small = 6;
+  weights.append(reinterpret_cast<const char*>(&magic), 4);
+  for (const uint32_t v : {big, big, big, small}) weights.append(reinterpret_cast<const char*>(&v), 4);
+  absl::Status status = DecodeSphinxMixtureWeights(weights, "W").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("disagrees"));
+
+  std::string gaussians = "s3\nendhdr\n";
+  gaussians.append(reinterpret_cast<const char*>(&magic), 4);
+  for (const uint32_t v : {big, 1u, big, big, small}) gaussians.append(reinterpret_cast<const char*>(&v), 4);
+  status = DecodeSphinxGaussianFile(gaussians, "G").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("disagrees"));
+
+  // BMDF, version 1, no description; n_ciphone 1, n_phone 2^31 - 1, ...
+  std::string mdef = "BMDF";
+  for (const uint32_t v : {1u, 0u, 1u, big, 3u, 1u, 1u, 1u, 1u, 0u, 0u, 0u}) mdef.append(reinterpret_cast<const char*>(&v), 4);
+  mdef += std::string("A\0\0\0", 4);
+  status = DecodeSphinxMdef(mdef, "M").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr("phone table"));
+  // More senones than 16-bit ids can name.
+  std::string many = "BMDF";
+  for (const uint32_t v : {1u, 0u, 1u, 1u, 3u, 1u, 40000u, 1u, 1u, 1u, 0u, 0u}) many.append(reinterpret_cast<const char*>(&v), 4);
+  EXPECT_THAT(DecodeSphinxMdef(many, "M").status().message(), HasSubstr("16-bit"));
+}
+
 TEST(SphinxModelTest, DirectoryErrorsNameTheModel) {
   EXPECT_EQ(ReadSphinxModel("/nonexistent/model").status().code(), absl::StatusCode::kNotFound);
   const std::string dir = TempPath("model");
