@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -35,6 +37,20 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   health_->SetServing(true);
   sources_ = std::move(sources);
   if (!options_.metrics_listen.empty()) {
+    int gpu_index = 0;
+    if (absl::string_view backend = sources_.backend;
+        absl::ConsumePrefix(&backend, "cuda") &&
+        (backend.empty() || (absl::ConsumePrefix(&backend, ":") &&
+                             absl::SimpleAtoi(backend, &gpu_index)))) {
+      absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu =
+          GpuMonitor::Open(gpu_index, options_.nvml_library);
+      if (gpu.ok()) {
+        gpu_ = *std::move(gpu);
+        sources_.gpu = gpu_.get();
+      } else {
+        LogInfo("no GPU memory/utilisation metrics: %s", gpu.status().message());
+      }
+    }
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http = MetricsHttpServer::Start(
         options_.metrics_listen, [this] { return metrics_.Render(sources_); });
     if (!http.ok()) return http.status();
@@ -55,6 +71,10 @@ void DaemonOps::BeginDrain() {
   health_->Shutdown();
 }
 
-void DaemonOps::Stop() { metrics_http_.reset(); }
+void DaemonOps::Stop() {
+  metrics_http_.reset();
+  sources_.gpu = nullptr;
+  gpu_.reset();
+}
 
 }  // namespace gmmscore

@@ -24,6 +24,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/admin_service.h"
+#include "server/gpu_monitor.h"
 #include "server/health_reporter.h"
 #include "server/metrics_http_server.h"
 #include "server/model_repository.h"
@@ -45,6 +46,9 @@ struct OpsOptions {
   // accepted, so that load balancers and Kubernetes stop sending new streams
   // before the port closes.
   absl::Duration drain_grace = absl::ZeroDuration();
+  // NVML, for the GPU gauges when the backend is "cuda:N" (opened at
+  // runtime; absent: no GPU gauges).
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 class DaemonOps {
@@ -81,6 +85,7 @@ class DaemonOps {
   ServerMetrics metrics_;
   std::unique_ptr<HealthReporter> health_;
   std::unique_ptr<ModelAdminService> admin_;
+  std::unique_ptr<GpuMonitor> gpu_;  // null unless NVML serves the backend's GPU
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   MetricsSources sources_;
 };

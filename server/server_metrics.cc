@@ -241,6 +241,27 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Gauge(&out, "gmmscore_model_memory_budget_bytes", "The model memory budget (0: none).",
           static_cast<double>(memory.budget_bytes));
   }
+  if (sources.gpu != nullptr) {
+    // A failed read leaves the gauges out of this scrape rather than
+    // reporting a made-up value.
+    if (absl::StatusOr<GpuSample> gpu = sources.gpu->Read(); gpu.ok()) {
+      const MetricLabels device = {{"gpu", std::to_string(sources.gpu->index())}};
+      auto gauge = [&](const char* name, const char* help, double value) {
+        out.Family(name, help, "gauge");
+        out.Sample(name, device, value);
+      };
+      gauge("gmmscore_gpu_memory_used_bytes", "Device memory in use on the scoring GPU (NVML).",
+            static_cast<double>(gpu->memory_used_bytes));
+      gauge("gmmscore_gpu_memory_total_bytes", "Device memory of the scoring GPU (NVML).",
+            static_cast<double>(gpu->memory_total_bytes));
+      gauge("gmmscore_gpu_utilization_ratio",
+            "Share of NVML's last sample period in which a kernel ran on the scoring GPU.",
+            gpu->gpu_utilization_percent / 100.0);
+      gauge("gmmscore_gpu_memory_utilization_ratio",
+            "Share of NVML's last sample period in which device memory was read or written.",
+            gpu->memory_utilization_percent / 100.0);
+    }
+  }
   out.Family("gmmscore_backend_info", "The scoring backend in use (value 1).", "gauge");
   out.Sample("gmmscore_backend_info", {{"backend", sources.backend}}, 1);
   return out.Take();

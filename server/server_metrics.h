@@ -22,6 +22,7 @@
 
 #include "grpcpp/support/server_interceptor.h"
 #include "server/batch_scheduler.h"
+#include "server/gpu_monitor.h"
 #include "server/metrics_exposition.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
@@ -34,6 +35,9 @@ struct MetricsSources {
   const ScorerService* service = nullptr;
   const BatchScheduler* scheduler = nullptr;
   std::string backend;  // "cpu", "cuda:0"
+  // The scoring GPU through NVML; null on the CPU or without NVML (then no
+  // gmmscore_gpu_* gauges).
+  const GpuMonitor* gpu = nullptr;
 };
 
 class ServerMetrics {

@@ -3,6 +3,7 @@
 // count, active streams, per-model memory, backend; the exposition format
 // (HELP/TYPE before samples, cumulative buckets); 404 off /metrics.
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "proto/wire_convert.h"
@@ -86,6 +87,62 @@ TEST(OpsMetricsTest, ValuesAfterKnownTraffic) {
   // HEAD answers 200 with headers only.
   EXPECT_EQ(HttpRequest(port, "HEAD", "/metrics", &code), "");
   EXPECT_EQ(code, 200);
+}
+
+
+// The per-backend-call histograms are fed by the scheduler: one stream of 3
+// chunks sent one at a time (each its own backend call: the backend is idle
+// when it arrives) and one 7-frame Score request make 4 calls of 10, 10, 10
+// and 7 frames, one chunk and one stream each.
+TEST(OpsMetricsTest, SchedulerHistogramsAfterKnownTraffic) {
+  DaemonOptions options;
+  options.ops.metrics_listen = "127.0.0.1:0";
+  auto daemon = TestDaemon::Start(
+      {{"m", {.num_states = 20, .min_gaussians = 2, .max_gaussians = 2, .dim = 8, .seed = 1}}},
+      options);
+  ASSERT_NE(daemon, nullptr);
+  const int port = daemon->daemon().ops().metrics_port();
+  std::unique_ptr<Client> client = daemon->NewClient();
+  v1::StreamConfig config;
+  config.add_models("m");
+  auto session = client->StartStream(config);
+  const FloatMatrix frames = TestFeatures(daemon->model("m"), 10, 2);
+  for (int c = 0; c < 3; ++c) {
+    ASSERT_TRUE((*session)->Push(frames.view()).ok());
+    ASSERT_TRUE((*session)->Next().ok());
+  }
+  ASSERT_TRUE((*session)->Finish().ok());
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(TestFeatures(daemon->model("m"), 7, 3).view(), request.mutable_features());
+  ASSERT_TRUE(client->Score(request).ok());
+
+  // A call is reported just after its answers are handed over: poll.
+  std::string text;
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  do {
+    text = HttpGet(port, "/metrics");
+  } while (MetricValue(text, "gmmscore_batch_frames_count") < 4 && absl::Now() < end);
+  auto value = [&](const std::string& series) { return MetricValue(text, series); };
+  EXPECT_EQ(value("gmmscore_batch_frames_count"), 4);
+  EXPECT_EQ(value("gmmscore_batch_frames_sum"), 37);
+  EXPECT_EQ(value("gmmscore_batch_frames_bucket{le=\"8\"}"), 1);   // the 7-frame request
+  EXPECT_EQ(value("gmmscore_batch_frames_bucket{le=\"16\"}"), 4);
+  EXPECT_EQ(value("gmmscore_batch_chunks_count"), 4);
+  EXPECT_EQ(value("gmmscore_batch_chunks_sum"), 4);
+  EXPECT_EQ(value("gmmscore_batch_streams_sum"), 4);
+  EXPECT_EQ(value("gmmscore_backend_score_seconds_count"), 4);
+  EXPECT_GT(value("gmmscore_backend_score_seconds_sum"), 0);
+  EXPECT_EQ(value("gmmscore_queue_wait_seconds_count"), 4);
+  EXPECT_GE(value("gmmscore_queue_wait_seconds_sum"), 0);
+  EXPECT_EQ(value("gmmscore_chunk_latency_seconds_count"), 4);
+  EXPECT_EQ(value("gmmscore_queued_frames"), 0);
+  EXPECT_EQ(value("gmmscore_jobs_rejected_total"), 0);
+  EXPECT_GT(value("gmmscore_max_queued_frames"), 0);
+  // No GPU here (or no NVML on the CPU backend): no GPU gauges.
+  if (daemon->daemon().repository().device() == "cpu") {
+    EXPECT_EQ(text.find("gmmscore_gpu_"), std::string::npos);
+  }
 }
 
 TEST(OpsMetricsTest, LiveStreamsAreCounted) {

@@ -1,0 +1,48 @@
+// GPU gauges through NVML loaded at runtime: with a stand-in
+// libnvidia-ml (tests/fake_nvml.cc, fixed answers) the monitor reads device
+// 0 and /metrics text carries gmmscore_gpu_* with those values; a missing
+// library or device is a clear error and no gauges.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/gpu_monitor.h"
+#include "server/server_metrics.h"
+#include "tests/ops_test_util.h"
+
+namespace gmmscore {
+namespace {
+
+TEST(OpsGpuMetricsTest, MissingLibraryIsNotFound) {
+  absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu =
+      GpuMonitor::Open(0, "libgmmscore-no-such-nvml.so.1");
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kNotFound) << gpu.status();
+}
+
+TEST(OpsGpuMetricsTest, MissingDeviceIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu = GpuMonitor::Open(3, GMMSCORE_FAKE_NVML);
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kUnavailable) << gpu.status();
+}
+
+TEST(OpsGpuMetricsTest, GaugesComeFromNvml) {
+  absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu = GpuMonitor::Open(0, GMMSCORE_FAKE_NVML);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::StatusOr<GpuSample> sample = (*gpu)->Read();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->memory_total_bytes, 80ull << 30);
+  EXPECT_EQ(sample->memory_used_bytes, 3ull << 30);
+  EXPECT_EQ(sample->gpu_utilization_percent, 42u);
+
+  ServerMetrics metrics;
+  const std::string with = metrics.Render({.backend = "cuda:0", .gpu = gpu->get()});
+  EXPECT_EQ(MetricValue(with, "gmmscore_gpu_memory_used_bytes{gpu=\"0\"}"), 3.0 * (1 << 30));
+  EXPECT_EQ(MetricValue(with, "gmmscore_gpu_memory_total_bytes{gpu=\"0\"}"), 80.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(MetricValue(with, "gmmscore_gpu_utilization_ratio{gpu=\"0\"}"), 0.42);
+  EXPECT_DOUBLE_EQ(MetricValue(with, "gmmscore_gpu_memory_utilization_ratio{gpu=\"0\"}"), 0.17);
+  EXPECT_LT(with.find("# TYPE gmmscore_gpu_memory_used_bytes gauge"),
+            with.find("gmmscore_gpu_memory_used_bytes{"));
+  const std::string without = metrics.Render({.backend = "cpu"});
+  EXPECT_EQ(without.find("gmmscore_gpu_"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gmmscore
