@@ -13,6 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "proto/wire_convert.h"
 #include "tests/ops_test_util.h"
 #include "tests/test_daemon.h"
 
@@ -109,6 +110,54 @@ TEST_F(OpsSecurityTest, BadTlsSettingsStopTheStartClearly) {
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("no-such.key"), std::string::npos);
   EXPECT_EQ(status.message().find("PRIVATE KEY"), std::string::npos);
+}
+
+
+// --scoring_token_file: every AcousticScorer RPC needs the bearer token;
+// missing or wrong is UNAUTHENTICATED (never echoing what was expected),
+// the right one scores; health stays open for probes.
+TEST(OpsScoringTokenTest, ScoringRpcsNeedTheTokenWhenOneIsRequired) {
+  const std::string token = "scoring-token-0123456789";
+  DaemonOptions options;
+  options.limits.required_token = token;
+  auto daemon = TestDaemon::Start(
+      {{"m", {.num_states = 5, .min_gaussians = 1, .max_gaussians = 1, .dim = 4, .seed = 1}}},
+      options);
+  ASSERT_NE(daemon, nullptr);
+  const FloatMatrix frames = TestFeatures(daemon->model("m"), 3, 1);
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(frames.view(), request.mutable_features());
+  v1::StreamConfig config;
+  config.add_models("m");
+
+  for (const std::string& sent : {std::string(), std::string("not-the-token-0123456789")}) {
+    SCOPED_TRACE(sent.empty() ? "no token" : "wrong token");
+    ClientOptions client_options;
+    client_options.bearer_token = sent;
+    auto client = Client::Connect(daemon->address(), client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    absl::Status listed = (*client)->ListModels().status();
+    EXPECT_EQ(listed.code(), absl::StatusCode::kUnauthenticated) << listed;
+    EXPECT_EQ(listed.message().find(token), std::string::npos);
+    EXPECT_EQ((*client)->Score(request).status().code(), absl::StatusCode::kUnauthenticated);
+    auto stream = (*client)->StartStream(config);
+    ASSERT_TRUE(stream.ok());
+    (*stream)->Push(frames.view()).IgnoreError();  // may fail once the server refused
+    EXPECT_EQ((*stream)->Finish().code(), absl::StatusCode::kUnauthenticated);
+  }
+
+  ClientOptions client_options;
+  client_options.bearer_token = token;
+  auto client = Client::Connect(daemon->address(), client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->ListModels().ok());
+  EXPECT_TRUE((*client)->Score(request).ok());
+  auto stream = (*client)->StartStream(config);
+  ASSERT_TRUE((*stream)->Push(frames.view()).ok());
+  EXPECT_TRUE((*stream)->Next().ok());
+  EXPECT_TRUE((*stream)->Finish().ok());
+  EXPECT_EQ(CheckHealth(daemon->address(), ""), "SERVING");
 }
 
 }  // namespace
