@@ -36,5 +36,6 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
   CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q gmmscore_active_streams <&3"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/gmmscored"]
-CMD ["--model_repository=/models", "--listen=0.0.0.0:50051", "--metrics_listen=0.0.0.0:9464", \
-     "--drain_grace_s=5", "--drain_timeout_s=25"]
+# Settings from the config file. Arguments to `docker run IMAGE ...` replace this CMD:
+# pass --config=/etc/gmmscore/gmmscored.textproto again before flags that override it.
+CMD ["--config=/etc/gmmscore/gmmscored.textproto"]

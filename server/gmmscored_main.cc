@@ -18,7 +18,15 @@
 #include "server/auth_token.h"
 #include "server/daemon.h"
 #include "server/log.h"
+#include "server/server_config.h"
 
+ABSL_FLAG(std::string, config, "",
+          "A config file in protobuf text format (gmmscore.v1.ServerConfig, "
+          "proto/gmmscore/v1/server_config.proto; example deploy/gmmscored.textproto). Each "
+          "field sets the flag of its name; flags given on the command line override the file. "
+          "Its `models` entries set per-model backend (must be this daemon's), precision (fp32), "
+          "max_batch_frames and load_on_demand. A bad file stops the start, naming file, line "
+          "and column.");
 ABSL_FLAG(std::string, model_repository, "",
           "Directory of models to serve (required). Every regular file in it is one model, "
           "named by its file name without the extension (spk1.mdl -> 'spk1'), in any format "
@@ -89,7 +97,9 @@ ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
 namespace gmmscore {
 namespace {
 
-absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
+// `config`: the --config file's content (empty without one); its scalar
+// fields are already in the flags.
+absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& config) {
   const std::string dir = absl::GetFlag(FLAGS_model_repository);
   if (dir.empty()) {
     return absl::InvalidArgumentError("--model_repository is required (see --help)");
@@ -99,9 +109,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
   if (!backend.ok()) return backend.status();
   LogInfo("backend: %s", (*backend)->name());
 
-  absl::StatusOr<std::unique_ptr<ModelRepository>> repository = ModelRepository::LoadDirectory(
-      dir, backend->get(),
-      {.memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20});
+  RepositoryOptions repository_options{
+      .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20};
+  if (absl::Status status = ApplyModelConfigs(config, (*backend)->name(),
+                                              absl::GetFlag(FLAGS_max_batch_frames),
+                                              &repository_options);
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
+      ModelRepository::LoadDirectory(dir, backend->get(), repository_options);
   if (!repository.ok()) return repository.status();
   for (const ServedModel& served : (*repository)->models()) {
     const DiagGmmModel& model = served.model();
@@ -156,12 +173,28 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags() {
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the GMM acoustic-likelihood scoring daemon (gRPC gmmscore.v1.AcousticScorer).\n\n"
-      "  gmmscored --model_repository DIR --listen HOST:PORT [--backend auto|cpu|cuda]\n\n"
+      "  gmmscored --model_repository DIR --listen HOST:PORT [--backend auto|cpu|cuda]\n"
+      "  gmmscored --config FILE [--flag=value ...]   (flags override the file)\n\n"
       "Serves every model file in DIR. Clients stream feature chunks (StreamScore) and get "
       "per-state log-likelihoods back, fused over several models if asked; chunks of all "
       "streams are batched into one backend call per model. SIGTERM/SIGINT: stop accepting, "
       "answer what is in flight, exit 0.");
+  // The config file first, so that the command line parsed after it wins.
+  v1::ServerConfig config;
+  const std::string config_path = ConfigPathFromArgs(argc, argv);
+  if (!config_path.empty()) {
+    absl::StatusOr<v1::ServerConfig> read = ReadServerConfig(config_path);
+    absl::Status status = read.ok() ? ApplyConfigToFlags(*read, config_path) : read.status();
+    if (!status.ok()) {
+      LogError("cannot start: %s", status.ToString());
+      return 2;
+    }
+    config = *std::move(read);
+  }
   absl::ParseCommandLine(argc, argv);
+  if (!config_path.empty()) {
+    LogInfo("config: %s (command-line flags override it)", config_path);
+  }
 
   // Block the stop signals in every thread (gRPC's included, started below)
   // so that only sigwait() sees them.
@@ -171,7 +204,7 @@ int Main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  absl::StatusOr<std::unique_ptr<Daemon>> daemon = StartFromFlags();
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = StartFromFlags(config);
   if (!daemon.ok()) {
     LogError("cannot start: %s", daemon.status().ToString());
     return 1;
@@ -181,6 +214,15 @@ int Main(int argc, char** argv) {
           (*daemon)->repository().device(), absl::GetFlag(FLAGS_max_batch_frames),
           absl::GetFlag(FLAGS_max_queue_delay_us));
 
+  LogInfo("limits: max_streams %d, max_chunk_frames %d, max_chunks_in_flight %d, "
+          "max_request_frames %d, max_queued_frames %d, max_message_mb %d, "
+          "stream_idle_timeout_s %d; scoring token %s, admin token %s",
+          absl::GetFlag(FLAGS_max_streams), absl::GetFlag(FLAGS_max_chunk_frames),
+          absl::GetFlag(FLAGS_max_chunks_in_flight), absl::GetFlag(FLAGS_max_request_frames),
+          absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_max_message_mb),
+          absl::GetFlag(FLAGS_stream_idle_timeout_s),
+          absl::GetFlag(FLAGS_scoring_token_file).empty() ? "off" : "required",
+          absl::GetFlag(FLAGS_admin_token_file).empty() ? "off" : "required");
   if (const int port = (*daemon)->ops().metrics_port(); port > 0) {
     LogInfo("metrics: GET /metrics on port %d", port);
   }

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A running gmmscored whose stderr is collected line by line.
 class DaemonProcess {
@@ -187,6 +189,98 @@ TEST_F(GmmscoredBinaryTest, MissingRepositoryFlagIsExplained) {
   EXPECT_EQ(daemon.Wait(), 1);
   daemon.WaitForLine("cannot start");
   EXPECT_THAT(daemon.Log(), HasSubstr("--model_repository is required"));
+}
+
+// Writes `text` to DIR/NAME and returns the path.
+std::string WriteFile(const fs::path& dir, const std::string& name, const std::string& text) {
+  const fs::path path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST_F(GmmscoredBinaryTest, ConfigFileSetsValuesAndFlagsOverrideThem) {
+  const fs::path etc = dir_.string() + "_etc";
+  fs::create_directories(etc);
+  const std::string token = "config-test-token-0123456789";
+  const std::string token_file = WriteFile(etc, "scoring.token", token + "\n");
+  const std::string config = WriteFile(
+      etc, "gmmscored.textproto",
+      "model_repository: \"" + dir_.string() + "\"\n"
+      "listen: \"127.0.0.1:0\"\n"
+      "backend: \"cpu\"\n"
+      "limits { max_chunk_frames: 77 max_streams: 3 }\n"
+      "auth { scoring_token_file: \"" + token_file + "\" }\n"
+      "models { name: \"beta\" load_on_demand: true }\n"
+      "models { name: \"alpha\" precision: \"fp32\" max_batch_frames: 64 }\n");
+  DaemonProcess daemon({"--config=" + config, "--max_streams=5"});
+  const std::string listening = daemon.WaitForLine("listening on ");
+  ASSERT_FALSE(listening.empty()) << daemon.Log();
+  const std::string rest = listening.substr(listening.find("listening on ") + 13);
+  const std::string address = rest.substr(0, rest.find(' '));
+  daemon.WaitForLine("limits: ");
+  // From the file, except max_streams, which the command line overrides.
+  EXPECT_THAT(daemon.Log(), HasSubstr("max_streams 5, max_chunk_frames 77"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("scoring token required"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("config: " + config));
+
+  ClientOptions options;
+  options.bearer_token = token;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(address, options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<v1::ModelInfo>> models = (*client)->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 1u);  // beta loads on demand
+  EXPECT_EQ((*models)[0].name(), "alpha");
+  v1::StreamConfig stream_config;
+  stream_config.add_models("alpha");
+  auto session = (*client)->StartStream(stream_config);
+  const FloatMatrix features = GenerateSyntheticFeatures(*models_[0], 78, 1);
+  ASSERT_TRUE((*session)->Push(features.view().Rows(0, 77)).ok());
+  ASSERT_TRUE((*session)->Next().ok());
+  (*session)->Push(features.view()).IgnoreError();
+  EXPECT_EQ((*session)->Finish().code(), absl::StatusCode::kInvalidArgument);
+  session->reset();
+  client->reset();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
+  EXPECT_THAT(daemon.Log(), Not(HasSubstr(token)));  // never logged
+  fs::remove_all(etc);
+}
+
+TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
+  const fs::path etc = dir_.string() + "_etc";
+  fs::create_directories(etc);
+  struct Case {
+    std::string text;
+    int exit_code;
+    std::string message;
+  };
+  const std::string repository = "model_repository: \"" + dir_.string() + "\"\n";
+  const std::vector<Case> cases = {
+      {"listen: \"127.0.0.1:0\"\nlimits {\n  max_streams: many\n}\n", 2, "line 3, column 16"},
+      {"listen: \"127.0.0.1:0\"\nno_such_option: 1\n", 2, "no_such_option"},
+      {repository + "backend: \"cpu\"\nlimits { max_streams: 0 }\n", 1, "must be >= 1"},
+      {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" backend: \"cuda:3\" }\n", 1,
+       "one daemon drives one backend"},
+      {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" precision: \"fp16\" }\n", 1,
+       "precision 'fp16'"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].text);
+    const std::string config = WriteFile(etc, "bad" + std::to_string(i) + ".textproto",
+                                         cases[i].text);
+    DaemonProcess daemon({"--config=" + config, "--listen=127.0.0.1:0"});
+    EXPECT_EQ(daemon.Wait(), cases[i].exit_code) << daemon.Log();
+    daemon.WaitForLine("cannot start");
+    EXPECT_THAT(daemon.Log(), HasSubstr("cannot start"));
+    EXPECT_THAT(daemon.Log(), HasSubstr(cases[i].message));
+    if (cases[i].exit_code == 2) EXPECT_THAT(daemon.Log(), HasSubstr(config));
+  }
+  DaemonProcess missing({"--config=" + (etc / "absent.textproto").string()});
+  EXPECT_EQ(missing.Wait(), 2);
+  missing.WaitForLine("cannot start");
+  EXPECT_THAT(missing.Log(), HasSubstr("cannot read config file"));
+  fs::remove_all(etc);
 }
 
 }  // namespace

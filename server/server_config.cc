@@ -1,0 +1,158 @@
+#include "server/server_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace gmmscore {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Collects the parser's complaints (it reports 0-based lines and columns).
+class ParseErrors final : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    errors_.push_back(absl::StrFormat("line %d, column %d: %s", line + 1, column + 1, message));
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    AddError(line, column, message);
+  }
+  std::string Joined() const { return absl::StrJoin(errors_, "; "); }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+// The flag value of a present scalar field, as the flag parser reads it.
+std::string FieldText(const pb::Message& message, const pb::FieldDescriptor& field) {
+  const pb::Reflection& reflection = *message.GetReflection();
+  switch (field.cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+      return reflection.GetString(message, &field);
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(reflection.GetInt32(message, &field));
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(reflection.GetInt64(message, &field));
+    case pb::FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(reflection.GetUInt32(message, &field));
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(reflection.GetUInt64(message, &field));
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      return reflection.GetBool(message, &field) ? "true" : "false";
+    default:
+      return "";  // not used by the schema
+  }
+}
+
+// Applies the present fields of `message` (recursing into sub-messages,
+// skipping `models`).
+absl::Status ApplyMessage(const pb::Message& message, const std::string& path) {
+  std::vector<const pb::FieldDescriptor*> fields;
+  message.GetReflection()->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    if (field->is_repeated()) continue;  // models: ApplyModelConfigs
+    if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      absl::Status status =
+          ApplyMessage(message.GetReflection()->GetMessage(message, field), path);
+      if (!status.ok()) return status;
+      continue;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(field->name());
+    if (flag == nullptr) {
+      return absl::InternalError(
+          absl::StrFormat("config field %s has no flag --%s", field->full_name(), field->name()));
+    }
+    std::string error;
+    if (!flag->ParseFrom(FieldText(message, *field), &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %s: %s", path, field->name(), error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ServerConfig> ReadServerConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrFormat("cannot read config file %s", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  pb::TextFormat::Parser parser;
+  ParseErrors errors;
+  parser.RecordErrorsTo(&errors);
+  v1::ServerConfig config;
+  if (!parser.ParseFromString(text.str(), &config)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "config file %s is not a valid gmmscore.v1.ServerConfig (protobuf text format, "
+        "proto/gmmscore/v1/server_config.proto): %s",
+        path, errors.Joined()));
+  }
+  return config;
+}
+
+std::string ConfigPathFromArgs(int argc, char** argv) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;  // what follows is not flags
+    if (!absl::ConsumePrefix(&arg, "--")) absl::ConsumePrefix(&arg, "-");
+    if (absl::ConsumePrefix(&arg, "config=")) {
+      path = std::string(arg);
+    } else if (arg == "config" && i + 1 < argc) {
+      path = argv[++i];
+    }
+  }
+  return path;  // the last one given, as the flag parser keeps
+}
+
+absl::Status ApplyConfigToFlags(const v1::ServerConfig& config, const std::string& path) {
+  return ApplyMessage(config, path);
+}
+
+absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,
+                               int64_t max_batch_frames, RepositoryOptions* options) {
+  std::set<std::string> seen;
+  for (const v1::ModelConfig& model : config.models()) {
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("config: model '%s': %s", model.name(), why));
+    };
+    if (model.name().empty()) return bad("a models entry needs a name");
+    if (!seen.insert(model.name()).second) return bad("listed twice");
+    const bool same_backend = model.backend().empty() || model.backend() == backend ||
+                              (model.backend() == "cuda" && absl::StartsWith(backend, "cuda"));
+    if (!same_backend) {
+      return bad(absl::StrFormat(
+          "backend '%s', but this daemon scores on %s (one daemon drives one backend; run one "
+          "per backend)",
+          model.backend(), backend));
+    }
+    if (!model.precision().empty() && model.precision() != "fp32") {
+      return bad(absl::StrFormat("precision '%s'; the server scores in fp32", model.precision()));
+    }
+    if (model.max_batch_frames() < 0 || model.max_batch_frames() > max_batch_frames) {
+      return bad(absl::StrFormat("max_batch_frames %d is outside [0, %d] (--max_batch_frames)",
+                                 model.max_batch_frames(), max_batch_frames));
+    }
+    if (model.max_batch_frames() > 0) {
+      options->max_batch_frames[model.name()] = model.max_batch_frames();
+    }
+    if (model.load_on_demand()) options->skip_at_start.push_back(model.name());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gmmscore
