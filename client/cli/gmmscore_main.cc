@@ -11,24 +11,33 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "client/cli/command.h"
 #include "client/cli/feature_commands.h"
 #include "client/cli/flag_parser.h"
 #include "client/cli/offline_commands.h"
 #include "client/cli/remote_commands.h"
+#include "client/cli/admin_commands.h"
 
 namespace gmmscore::cli {
 namespace {
 
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
-  for (std::vector<Command> group : {OfflineCommands(), FeatureCommands(), RemoteCommands()}) {
+  for (std::vector<Command> group :
+       {OfflineCommands(), FeatureCommands(), RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;
 }
+
+// The command named by argv[at] or, for two-word commands ("admin load"),
+// argv[at] and argv[at + 1]; *words says how many it took.
+const Command* FindCommandAt(const std::vector<Command>& commands, int argc, char** argv, int at,
+                             int* words);
 
 const Command* FindCommand(const std::vector<Command>& commands, const std::string& name) {
   for (const Command& command : commands) {
@@ -51,14 +60,28 @@ void PrintOverview(const std::vector<Command>& commands) {
       "usage: gmmscore COMMAND --flag=value ...\n"
       "       gmmscore help COMMAND\n\n"
       "commands:\n";
+  size_t width = 8;
+  for (const Command& command : commands) width = std::max(width, command.name.size());
   for (const Command& command : commands) {
-    absl::StrAppend(&out, "  ", command.name, std::string(10 - std::min<size_t>(command.name.size(), 9), ' '),
+    absl::StrAppend(&out, "  ", command.name, std::string(width + 2 - command.name.size(), ' '),
                     command.summary, "\n");
   }
   absl::StrAppend(&out,
                   "\nFlags are --name=value or --name value. Exit status: 0 success, 1 failure, "
                   "2 usage error.\n");
   std::fputs(out.c_str(), stdout);
+}
+
+const Command* FindCommandAt(const std::vector<Command>& commands, int argc, char** argv, int at,
+                             int* words) {
+  if (at + 1 < argc) {
+    if (const Command* two = FindCommand(commands, absl::StrCat(argv[at], " ", argv[at + 1]))) {
+      *words = 2;
+      return two;
+    }
+  }
+  *words = 1;
+  return FindCommand(commands, argv[at]);
 }
 
 void PrintCommandHelp(const Command& command) {
@@ -75,18 +98,29 @@ int Main(int argc, char** argv) {
       PrintOverview(commands);
       return kExitOk;
     }
-    const Command* command = FindCommand(commands, argv[2]);
+    int words = 0;
+    const Command* command = FindCommandAt(commands, argc, argv, 2, &words);
     if (command == nullptr) {
       return Fail(UsageError(absl::StrCat("no command '", argv[2], "' (see: gmmscore --help)")));
     }
     PrintCommandHelp(*command);
     return kExitOk;
   }
-  const Command* command = FindCommand(commands, first);
+  int words = 0;
+  const Command* command = FindCommandAt(commands, argc, argv, 1, &words);
   if (command == nullptr) {
+    // A group of two-word commands named without its action ("admin").
+    std::vector<std::string> actions;
+    for (const Command& c : commands) {
+      if (absl::StartsWith(c.name, first + " ")) actions.push_back(c.name.substr(first.size() + 1));
+    }
+    if (!actions.empty()) {
+      return Fail(UsageError(absl::StrCat(first, " needs one of: ", absl::StrJoin(actions, ", "),
+                                          " (see: gmmscore --help)")));
+    }
     return Fail(UsageError(absl::StrCat("unknown command '", first, "' (see: gmmscore --help)")));
   }
-  const std::vector<std::string> args(argv + 2, argv + argc);
+  const std::vector<std::string> args(argv + 1 + words, argv + argc);
   absl::StatusOr<ParsedArgs> parsed = ParseCommandFlags(*command, args);
   if (!parsed.ok()) return Fail(parsed.status());
   if (parsed->help) {

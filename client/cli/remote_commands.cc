@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cli/common_flags.h"
+#include "client/cli/connection_flags.h"
 #include "client/cli/stream_summary.h"
 #include "client/client.h"
 #include "kernels/core/status_macros.h"
@@ -54,7 +55,13 @@ absl::Status AsUsage(const absl::Status& status) {
 
 absl::StatusOr<std::unique_ptr<Client>> ConnectToServer() {
   const std::string server = absl::GetFlag(FLAGS_server);
-  return Client::Connect(server);
+  GMM_ASSIGN_OR_RETURN(ClientOptions options, ClientOptionsFromFlags());
+  return Client::Connect(server, options);
+}
+
+std::vector<std::string> WithConnectionFlags(std::vector<std::string> names) {
+  for (std::string& name : ConnectionFlagNames()) names.push_back(std::move(name));
+  return names;
 }
 
 // ---------------------------------------------------------------------------
@@ -239,13 +246,14 @@ std::vector<Command> RemoteCommands() {
        "else the model's) are written under the utterance's key as a frames x states archive,\n"
        "like `gmmscore score`. A summary (frames, real-time factor, best states over time,\n"
        "dominant model) goes to stderr unless --nosummary.",
-       {"server", "model", "features", "output", "chunk_frames", "fusion", "weights",
-        "window_frames", "acoustic_scale", "transforms", "frame_shift_ms", "summary"},
+       WithConnectionFlags({"server", "model", "features", "output", "chunk_frames", "fusion",
+                            "weights", "window_frames", "acoustic_scale", "transforms",
+                            "frame_shift_ms", "summary"}),
        RunStream},
       {"models", "list the models a gmmscored serves",
        "gmmscore models [--server HOST:PORT]\n\n"
        "One line per model: name, dimension, states, Gaussians, device, host and device MiB.",
-       {"server"},
+       WithConnectionFlags({"server"}),
        RunModels},
   };
 }
