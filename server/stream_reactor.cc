@@ -280,6 +280,10 @@ absl::Status StreamScoreReactor::BuildAnswer(const Chunk& chunk) {
 }
 
 void StreamScoreReactor::Perform(Actions actions) {
+  // Read before anything below: once Finish() is called (here or in the
+  // nested Perform of a failed answer) gRPC may run OnDone on another thread
+  // and delete `this`, so no member may be read after it.
+  BatchScheduler* const scheduler = env_.scheduler;
   if (actions.delete_self) {
     delete this;
     return;
@@ -307,7 +311,6 @@ void StreamScoreReactor::Perform(Actions actions) {
   // Last: the scheduler may complete jobs inside these calls (a full queue
   // refuses at once, a purge drops them), and a completion may finish the
   // stream and let it be deleted, so nothing may touch `this` after them.
-  BatchScheduler* const scheduler = env_.scheduler;
   if (!actions.jobs.empty()) scheduler->SubmitAll(std::move(actions.jobs));
   if (actions.purge_scheduler) scheduler->PurgeDead();
 }
