@@ -1,7 +1,10 @@
 #include "proto/wire_convert.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 
@@ -37,15 +40,9 @@ void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out) {
   }
 }
 
-void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
-                   absl::Span<const float> frame_totals, v1::StateScores* out) {
-  out->set_model(std::string(model));
-  out->set_num_frames(static_cast<uint32_t>(loglikes.rows()));
-  out->set_num_states(static_cast<uint32_t>(loglikes.cols()));
-  auto* values = out->mutable_loglikes();
-  const int64_t count = loglikes.rows() * loglikes.cols();
-  values->Resize(static_cast<int>(count), 0.0f);
-  if (count > 0) std::memcpy(values->mutable_data(), loglikes.data(), sizeof(float) * count);
+namespace {
+
+void CopyTotals(absl::Span<const float> frame_totals, v1::StateScores* out) {
   auto* totals = out->mutable_frame_totals();
   totals->Resize(static_cast<int>(frame_totals.size()), 0.0f);
   if (!frame_totals.empty()) {
@@ -53,17 +50,101 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
   }
 }
 
+// The states of one frame's `row` that `keep` keeps, ascending.
+void KeptStates(const float* row, int64_t states, const SparseOutput& keep,
+                std::vector<uint32_t>* kept) {
+  kept->clear();
+  if (states == 0) return;
+  const float best = *std::max_element(row, row + states);
+  const float cutoff = keep.beam > 0 ? best - keep.beam : -std::numeric_limits<float>::infinity();
+  for (int64_t s = 0; s < states; ++s) {
+    if (row[s] >= cutoff) kept->push_back(static_cast<uint32_t>(s));
+  }
+  if (keep.top_k > 0 && kept->size() > static_cast<size_t>(keep.top_k)) {
+    // Best first, lower index on ties; then back to ascending state order.
+    auto better = [row](uint32_t a, uint32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+    std::nth_element(kept->begin(), kept->begin() + (keep.top_k - 1), kept->end(), better);
+    kept->resize(keep.top_k);
+    std::sort(kept->begin(), kept->end());
+  }
+}
+
+}  // namespace
+
+void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
+                   absl::Span<const float> frame_totals, v1::StateScores* out,
+                   const SparseOutput& keep) {
+  out->set_model(std::string(model));
+  out->set_num_frames(static_cast<uint32_t>(loglikes.rows()));
+  out->set_num_states(static_cast<uint32_t>(loglikes.cols()));
+  CopyTotals(frame_totals, out);
+  auto* values = out->mutable_loglikes();
+  out->clear_frame_offsets();
+  out->clear_state_ids();
+  if (keep.dense()) {
+    const int64_t count = loglikes.rows() * loglikes.cols();
+    values->Resize(static_cast<int>(count), 0.0f);
+    if (count > 0) std::memcpy(values->mutable_data(), loglikes.data(), sizeof(float) * count);
+    return;
+  }
+  values->Clear();
+  auto* offsets = out->mutable_frame_offsets();
+  auto* ids = out->mutable_state_ids();
+  offsets->Reserve(static_cast<int>(loglikes.rows() + 1));
+  offsets->Add(0);
+  std::vector<uint32_t> kept;
+  for (int64_t t = 0; t < loglikes.rows(); ++t) {
+    const float* row = loglikes.row(t);
+    KeptStates(row, loglikes.cols(), keep, &kept);
+    for (uint32_t s : kept) {
+      ids->Add(s);
+      values->Add(row[s]);
+    }
+    offsets->Add(static_cast<uint32_t>(ids->size()));
+  }
+}
+
 absl::StatusOr<FloatMatrix> ScoresFromProto(const v1::StateScores& scores) {
   const int64_t rows = scores.num_frames();
   const int64_t cols = scores.num_states();
-  if (static_cast<int64_t>(scores.loglikes_size()) != rows * cols) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "scores of '%s' say %d frames x %d states but carry %d values", scores.model(), rows, cols,
-        scores.loglikes_size()));
+  if (scores.frame_offsets_size() == 0 && scores.state_ids_size() == 0) {
+    if (static_cast<int64_t>(scores.loglikes_size()) != rows * cols) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "scores of '%s' say %d frames x %d states but carry %d values", scores.model(), rows, cols,
+          scores.loglikes_size()));
+    }
+    FloatMatrix out(rows, cols);
+    if (rows * cols > 0) {
+      std::memcpy(out.data(), scores.loglikes().data(), sizeof(float) * rows * cols);
+    }
+    return out;
   }
-  FloatMatrix out(rows, cols);
-  if (rows * cols > 0) {
-    std::memcpy(out.data(), scores.loglikes().data(), sizeof(float) * rows * cols);
+  const int64_t kept = scores.state_ids_size();
+  if (scores.frame_offsets_size() != rows + 1 || scores.loglikes_size() != kept ||
+      scores.frame_offsets(0) != 0 || scores.frame_offsets(static_cast<int>(rows)) != kept) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "sparse scores of '%s': %d frames need %d offsets from 0 to the %d state ids and %d values; "
+        "got %d offsets",
+        scores.model(), rows, rows + 1, kept, scores.loglikes_size(), scores.frame_offsets_size()));
+  }
+  FloatMatrix out(rows, cols, -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < rows; ++t) {
+    const uint32_t begin = scores.frame_offsets(static_cast<int>(t));
+    const uint32_t end = scores.frame_offsets(static_cast<int>(t + 1));
+    if (end < begin || end > kept) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sparse scores of '%s': frame %d's offsets %d..%d go backwards or past the %d state ids",
+          scores.model(), t, begin, end, kept));
+    }
+    for (uint32_t i = begin; i < end; ++i) {
+      const uint32_t s = scores.state_ids(static_cast<int>(i));
+      if (s >= cols || (i > begin && s <= scores.state_ids(static_cast<int>(i - 1)))) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "sparse scores of '%s': frame %d has state id %d out of range or order (%d states)",
+            scores.model(), t, s, cols));
+      }
+      out.at(t, s) = scores.loglikes(static_cast<int>(i));
+    }
   }
   return out;
 }

@@ -22,13 +22,24 @@ absl::StatusOr<FloatMatrix> FeaturesFromProto(const v1::FeatureMatrix& features)
 // Overwrites *out with `frames`.
 void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out);
 
-// Overwrites *out with `loglikes` (T x S) under `model`; `frame_totals`
-// (T values, or empty for none) goes to out->frame_totals.
-void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
-                   absl::Span<const float> frame_totals, v1::StateScores* out);
+// Which states an answer keeps per frame (OutputOptions.beam, top_k);
+// nothing set: all of them (a dense answer).
+struct SparseOutput {
+  float beam = 0;  // > 0: within `beam` nats of the frame's best
+  int top_k = 0;   // > 0: at most the k best
+  bool dense() const { return beam <= 0 && top_k <= 0; }
+};
 
-// The loglikes of `scores` as a num_frames x num_states matrix;
-// INVALID_ARGUMENT if the value count does not match.
+// Overwrites *out with `loglikes` (T x S) under `model`; `frame_totals`
+// (T values, or empty for none) goes to out->frame_totals. A sparse `keep`
+// sends only the states it keeps (StateScores.frame_offsets, state_ids).
+void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
+                   absl::Span<const float> frame_totals, v1::StateScores* out,
+                   const SparseOutput& keep = {});
+
+// The loglikes of `scores` as a num_frames x num_states matrix, states a
+// sparse answer left out set to -infinity; INVALID_ARGUMENT if the counts,
+// offsets or state ids do not fit together.
 absl::StatusOr<FloatMatrix> ScoresFromProto(const v1::StateScores& scores);
 
 }  // namespace gmmscore

@@ -101,6 +101,12 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
   GMM_ASSIGN_OR_RETURN(plan.transform, TransformFromProto(transform, plan.dim));
   plan.fused_only = output.fused_only();
   plan.frame_totals = output.frame_totals();
+  if (!std::isfinite(output.beam()) || output.beam() < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "output.beam is %g; it must be a finite number of nats >= 0 (0: every state)", output.beam()));
+  }
+  plan.sparse.beam = output.beam();
+  plan.sparse.top_k = static_cast<int>(std::min<uint32_t>(output.top_k(), plan.num_states));
   return plan;
 }
 
@@ -169,7 +175,7 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       ScoresToProto(plan.models[m]->name, results[m].loglikes,
                     plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals)
                                       : absl::Span<const float>(),
-                    scores->Add());
+                    scores->Add(), plan.sparse);
     }
   }
   if (fusion == nullptr) return absl::OkStatus();
@@ -180,7 +186,7 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
   GMM_RETURN_IF_ERROR(fusion->Fuse(views, &out));
   const std::vector<float> totals =
       plan.frame_totals ? ComputeFrameTotals(out.loglikes) : std::vector<float>();
-  ScoresToProto("fused", out.loglikes, totals, fused);
+  ScoresToProto("fused", out.loglikes, totals, fused, plan.sparse);
   report->set_dominant_model_index(out.dominant_model);
   report->set_dominant_model(plan.models[out.dominant_model]->name);
   report->mutable_model_share()->Add(out.model_share.begin(), out.model_share.end());

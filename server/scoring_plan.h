@@ -23,6 +23,7 @@
 #include "kernels/score/feature_transform.h"
 #include "kernels/score/fusion.h"
 #include "kernels/score/scoring_backend.h"
+#include "proto/wire_convert.h"
 #include "server/model_repository.h"
 
 namespace gmmscore {
@@ -37,10 +38,12 @@ struct ScoringPlan {
   std::shared_ptr<const FeatureTransform> transform;  // null: none
   bool fused_only = false;
   bool frame_totals = false;
+  SparseOutput sparse;  // OutputOptions.beam / top_k; dense by default
 };
 
 // INVALID_ARGUMENT: no models, a repeated name, models of different
-// dimension or (with several) state count, bad fusion options or transform;
+// dimension or (with several) state count, bad fusion options, transform or
+// output options (a negative or non-finite beam);
 // NOT_FOUND: a name the repository does not serve. Messages name the field.
 absl::StatusOr<ScoringPlan> PlanForStream(const v1::StreamConfig& config,
                                           const ModelRepository& repository);

@@ -48,6 +48,23 @@ void ExpectError(const absl::Status& status, absl::StatusCode code, const std::s
   EXPECT_NE(status.message().find(text), std::string::npos) << status;
 }
 
+TEST_F(ScoringPlanTest, SparseOutputOptions) {
+  v1::StreamConfig config = Config({"c"});
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->sparse.dense());
+  config.mutable_output()->set_beam(7.5f);
+  config.mutable_output()->set_top_k(100);  // more than the 5 states: all of them
+  plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->sparse.beam, 7.5f);
+  EXPECT_EQ(plan->sparse.top_k, 5);
+  for (float bad : {-1.0f, NAN, INFINITY}) {
+    config.mutable_output()->set_beam(bad);
+    ExpectError(Plan(config), absl::StatusCode::kInvalidArgument, "output.beam");
+  }
+}
+
 TEST_F(ScoringPlanTest, ResolvesModelsAndDefaults) {
   v1::StreamConfig config = Config({"b", "a"});
   config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);

@@ -196,6 +196,73 @@ TEST_F(FusionTransformTest, StreamedFusionAndTransformMatchTheFloat64Reference) 
   }
 }
 
+// Sparse answers (OutputOptions.beam, top_k): every matrix keeps, per frame,
+// the states within the beam of its best, at most top_k of them, with the
+// reference's values; nothing it drops beats what it keeps.
+TEST_F(FusionTransformTest, SparseAnswersKeepTheBeamAndTopKOfEveryMatrix) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  const Case c = Cases()[2];  // posterior fusion, no transform (a copy: Cases() is a temporary)
+  const FloatMatrix features = TestFeatures(daemon_->model("spk1"), kFrames, 91);
+  const Reference ref = MakeReference(features, {}, c);
+  constexpr float kBeam = 6.0f;
+  constexpr int kTopK = 5;
+  v1::StreamConfig config;
+  for (const std::string& name : kModels) config.add_models(name);
+  *config.mutable_fusion() = c.proto;
+  config.mutable_output()->set_beam(kBeam);
+  config.mutable_output()->set_top_k(kTopK);
+  auto session = client->StartStream(config);
+  ASSERT_TRUE(session.ok());
+  for (int64_t first = 0; first < kFrames; first += 40) {
+    ASSERT_TRUE((*session)->Push(features.view().Rows(first, 40)).ok());
+  }
+  ASSERT_TRUE((*session)->CloseSend().ok());
+  int64_t kept_total = 0;
+  for (int64_t first = 0; first < kFrames; first += 40) {
+    absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    std::vector<std::pair<std::string, const FloatMatrix*>> matrices = {{"fused", &answer->scores}};
+    for (size_t m = 0; m < answer->model_scores.size(); ++m) {
+      matrices.push_back({kModels[m], &answer->model_scores[m]});
+    }
+    ASSERT_EQ(matrices.size(), 4u);
+    for (const auto& [name, matrix] : matrices) {
+      for (int64_t t = 0; t < 40; ++t) {
+        const int64_t frame = first + t;
+        auto reference = [&](int s) {
+          if (name == "fused") return ref.fused.fused[frame * 32 + s];
+          const size_t m = std::find(kModels.begin(), kModels.end(), name) - kModels.begin();
+          return ref.loglikes[m][frame * 32 + s];
+        };
+        const double tolerance = name == "fused" ? ref.fused_allowance : 1e-3;
+        double best = -INFINITY, lowest_kept = INFINITY, highest_dropped = -INFINITY;
+        int kept = 0;
+        for (int s = 0; s < 32; ++s) best = std::max(best, reference(s));
+        for (int s = 0; s < 32; ++s) {
+          const float value = matrix->at(t, s);
+          if (std::isfinite(value)) {
+            ++kept;
+            ASSERT_NEAR(value, reference(s), tolerance) << name << " frame " << frame << " state " << s;
+            ASSERT_GE(reference(s), best - kBeam - tolerance) << name << " frame " << frame << " state " << s;
+            lowest_kept = std::min(lowest_kept, reference(s));
+          } else {
+            ASSERT_EQ(value, -INFINITY) << name << " frame " << frame << " state " << s;
+            highest_dropped = std::max(highest_dropped, reference(s));
+          }
+        }
+        ASSERT_GE(kept, 1) << name << " frame " << frame;
+        ASSERT_LE(kept, kTopK) << name << " frame " << frame;
+        ASSERT_LE(highest_dropped, lowest_kept + 2 * tolerance) << name << " frame " << frame;
+        kept_total += kept;
+      }
+    }
+  }
+  EXPECT_TRUE((*session)->Finish().ok());
+  // Something was dropped (else the test proves nothing).
+  EXPECT_LT(kept_total, 4 * kFrames * kTopK);
+}
+
 TEST_F(FusionTransformTest, ScoreRequestsMatchTheFloat64Reference) {
   ASSERT_NE(daemon_, nullptr);
   std::unique_ptr<Client> client = daemon_->NewClient();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -27,15 +28,36 @@ bool MatricesAgree(const FloatMatrix& got, const FloatMatrix& want, double toler
     return false;
   }
   bool agree = true;
+  auto disagree = [&](const std::string& what) {
+    if (agree) *where = what;
+    agree = false;
+  };
   for (int64_t t = 0; t < got.rows(); ++t) {
+    double lowest_kept = std::numeric_limits<double>::infinity();
+    for (int64_t s = 0; s < got.cols(); ++s) {
+      if (got.at(t, s) != -std::numeric_limits<float>::infinity()) {
+        lowest_kept = std::min<double>(lowest_kept, want.at(t, s));
+      }
+    }
     for (int64_t s = 0; s < got.cols(); ++s) {
       const double g = got.at(t, s), w = want.at(t, s);
-      const double error = std::isfinite(g) ? std::abs(g - w) / std::max(1.0, std::abs(w))
-                                            : std::numeric_limits<double>::infinity();
+      const double scale = std::max(1.0, std::abs(w));
+      if (g == -std::numeric_limits<double>::infinity()) {
+        // Dropped: only wrong if it beats a state that was kept.
+        const double excess = (w - lowest_kept) / scale;
+        if (excess > *max_error) *max_error = excess;
+        if (excess > tolerance) {
+          disagree(absl::StrFormat("frame %d state %d: dropped by the server, offline %.6g beats "
+                                   "a kept state's %.6g",
+                                   t, s, w, lowest_kept));
+        }
+        continue;
+      }
+      const double error =
+          std::isfinite(g) ? std::abs(g - w) / scale : std::numeric_limits<double>::infinity();
       if (error > *max_error) *max_error = error;
-      if (error > tolerance && agree) {
-        agree = false;
-        *where = absl::StrFormat("frame %d state %d: server %.6g, offline %.6g", t, s, g, w);
+      if (error > tolerance) {
+        disagree(absl::StrFormat("frame %d state %d: server %.6g, offline %.6g", t, s, g, w));
       }
     }
   }

@@ -54,7 +54,9 @@ struct VerifyCounts {
 
 // Compares `got` (the server's) with `want` (offline); the largest scaled
 // error goes to *max_error; true when within `tolerance`. On failure *where
-// names the frame and state (or the shapes).
+// names the frame and state (or the shapes). A -infinity in `got` is a state
+// a sparse answer (beam, top_k) dropped: it agrees when offline it scores no
+// higher than every state kept in its frame (within `tolerance`).
 bool MatricesAgree(const FloatMatrix& got, const FloatMatrix& want, double tolerance,
                    double* max_error, std::string* where);
 

@@ -1,5 +1,7 @@
 #include "client/load/answer_verifier.h"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "gtest/gtest.h"
@@ -35,6 +37,24 @@ TEST(MatricesAgreeTest, ToleranceIsAbsoluteNearZeroAndRelativeBeyond) {
 
   EXPECT_FALSE(MatricesAgree(FloatMatrix(2, 2), want, 1e-3, &max_error, &where));
   EXPECT_NE(where.find("shape"), std::string::npos);
+}
+
+TEST(MatricesAgreeTest, DroppedStatesOfASparseAnswerMustNotBeatKeptOnes) {
+  FloatMatrix want(1, 4);
+  const float row[] = {-1.0f, -5.0f, -2.0f, -9.0f};
+  std::copy(row, row + 4, want.data());
+  FloatMatrix got = want;
+  got.at(0, 1) = -INFINITY;  // -5 dropped, -1 and -2 kept: fine
+  got.at(0, 3) = -INFINITY;
+  double max_error = 0;
+  std::string where;
+  EXPECT_TRUE(MatricesAgree(got, want, 1e-3, &max_error, &where)) << where;
+  EXPECT_EQ(max_error, 0);
+
+  got = want;
+  got.at(0, 2) = -INFINITY;  // -2 dropped while -5 was kept: wrong
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-3, &max_error, &where));
+  EXPECT_NE(where.find("state 2: dropped"), std::string::npos) << where;
 }
 
 class AnswerVerifierTest : public ::testing::Test {

@@ -6,6 +6,7 @@
 //
 // Flags around LoadRunner (load_runner.h); the README's "Capacity testing"
 // section explains the output.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -82,6 +83,10 @@ ABSL_FLAG(double, verify_tolerance, 1e-3,
 ABSL_FLAG(std::string, fusion, "max", "Several models: max, log_sum_exp or posterior.");
 ABSL_FLAG(bool, fused_only, false, "Several models: answers carry only the fused matrix.");
 ABSL_FLAG(bool, frame_totals, false, "Answers carry per-frame totals too.");
+ABSL_FLAG(float, beam, 0,
+          "Sparse answers: per frame only the states within this many nats of the frame's "
+          "best (0: every state). Cuts the answer volume, as a pruning decoder would ask.");
+ABSL_FLAG(int, top_k, 0, "Sparse answers: per frame at most this many best states (0: no limit).");
 ABSL_FLAG(double, drain_s, 10, "After the stop: seconds the last answers may take.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of synthetic frames and of the verification sample.");
 ABSL_FLAG(std::string, json, "", "Write the report as JSON here.");
@@ -125,6 +130,8 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>&
   }
   config.mutable_output()->set_fused_only(absl::GetFlag(FLAGS_fused_only));
   config.mutable_output()->set_frame_totals(absl::GetFlag(FLAGS_frame_totals));
+  config.mutable_output()->set_beam(absl::GetFlag(FLAGS_beam));
+  config.mutable_output()->set_top_k(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_top_k))));
   config.set_stream_id("gmmscore-load");
   return config;
 }
