@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/cuda/blocked_loglik_kernel.cuh"
 #include "kernels/cuda/fused_loglik_kernel.cuh"
 #include "kernels/cuda/gemm_loglik_kernels.cuh"
 #include "kernels/cuda/loglik_launch.h"
@@ -47,6 +48,37 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
                     model.num_fused_blocks);
     FusedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch fused likelihood kernel");
+  }
+  return absl::OkStatus();
+}
+
+// The register-blocked kernel: the fused kernel's grid, shared memory and
+// launch cuts; its model offsets within a block are 32-bit.
+template <typename Policy>
+absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int64_t num_frames,
+                           float* loglikes, cudaStream_t stream) {
+  const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
+  if (model.num_fused_blocks > 65535) {  // gridDim.y limit
+    return absl::InvalidArgumentError("model has more than 65535 x 64 states");
+  }
+  // Every read lies below gaussians * stride of its block (the kernel's
+  // prefetch re-reads in-bounds quads rather than running past the end);
+  // two Gaussians of margin keep the offset sums clear of 2^32 too.
+  const int64_t block_float4s =
+      (static_cast<int64_t>(model.max_block_gaussians) + 2) * model.dim4 * 2 * Policy::kStatesPerBlock;
+  if (block_float4s > int64_t{0xffffffff}) {
+    return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(Algorithm::kFused8x2), " supports up to ",
+                                                   int64_t{0xffffffff} / (2 * Policy::kStatesPerBlock * model.dim4) - 2,
+                                                   " Gaussians per state at dimension ", model.dim));
+  }
+  for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
+    const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
+    const FusedKernelArgs args =
+        MakeFusedArgs(model, features + first * model.dim, frames, loglikes + first * model.num_states);
+    const dim3 grid(static_cast<unsigned>((frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock),
+                    model.num_fused_blocks);
+    BlockedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
+    GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch register-blocked likelihood kernel");
   }
   return absl::OkStatus();
 }
@@ -187,6 +219,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchFused<Fused16Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kFused32:
       return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
+    case Algorithm::kFused8x2:
+      return LaunchBlocked<Fused8x2Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kSplit8:
       return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kTf32x3:

@@ -47,7 +47,9 @@ struct LoglikJob {
 
 // Scores every job with the split kernel in ONE launch (a flat grid over all
 // jobs' frame tiles and state blocks). The small job table is copied from
-// pageable memory, so the call returns once it is staged.
+// pageable memory, so the call returns once it is staged. Only split8 (and
+// kAuto where it picks split8) has a multi-model kernel; the other
+// algorithms, fused8x2 included, score a batch with one LaunchLoglik per run.
 absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
                                     cudaStream_t stream);
 

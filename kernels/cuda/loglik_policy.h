@@ -45,6 +45,29 @@ struct SplitPolicy {
   static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
 };
 
+// The register-blocked fused kernel (blocked_loglik_kernel.cuh): the fused
+// layout and grid, one thread per state evaluating two of its Gaussians at
+// once, so each broadcast shared load of a frame quad feeds 16 FFMAs.
+// kMinBlocksPerSm caps the registers through __launch_bounds__ (64 threads:
+// 65536 / (64 * kMinBlocksPerSm) per thread), chosen so the kernel compiles
+// without spills (nvcc -Xptxas -v).
+template <int kFramesPerBlockIn, int kMinBlocksPerSmIn>
+struct BlockedPolicy {
+  static constexpr int kStatesPerBlock = kFusedStatesPerBlock;
+  static constexpr int kFramesPerBlock = kFramesPerBlockIn;
+  static constexpr int kThreads = kStatesPerBlock;
+  static constexpr int kGaussiansPerThread = 2;
+  static constexpr int kMinBlocksPerSm = kMinBlocksPerSmIn;
+  static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+};
+
+// fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills,
+// so 10 blocks (20 warps) per SM against fused16's 8, and twice fused16's
+// frame tiles, which spreads a T = 256 window over ~1.9 waves of blocks
+// instead of ~1.2. (BlockedPolicy<16, 8>, 16 frames, meets its 128-register
+// cap only with ~60 bytes of spills; ptxas's allocation there is fragile.)
+using Fused8x2Policy = BlockedPolicy<8, 10>;
+
 // The two-kernel path keeps its T x Gtot Gaussian-score matrix under this
 // many bytes by scoring long windows in slices of frames.
 inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
@@ -71,6 +94,9 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
 // fused 1.5e-4, gemm 1.7e-4 -- float32 evaluation of terms |a y| ~ 100 on
 // outlier frames, not a kernel defect; the bounds add a margin.
 // The tensor-core path is "fast" precision: the issue allows 1e-3 nats.
+// fused8x2 is held to the fused bound: the same squared-distance sums in
+// float32; its base-2 log-add adds at most a float32 rounding of K' log2(e)
+// and of the result.
 inline double ErrorBound(Algorithm algorithm) {
   if (algorithm == Algorithm::kTf32x3) return 1e-3;
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;

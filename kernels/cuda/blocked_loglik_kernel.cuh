@@ -1,0 +1,246 @@
+// The register-blocked fused kernel (issue 4): the fused kernel's layout,
+// grid and squared-distance arithmetic, with each thread evaluating TWO
+// Gaussians of its state at once.
+//
+// Why: on large windows the fused kernels are issue-bound, not memory-bound
+// (docs/PERFORMANCE.md, "What Nsight Compute says"): per Gaussian and frame
+// they issue 2D FFMAs, one broadcast LDS.128 of the frame per 8 FFMAs, ~10
+// instructions of running log-add and loop overhead, so only about two
+// issue slots in three are FFMAs. Here
+//  - each LDS.128 of a frame quad feeds both Gaussians: 16 FFMAs per shared
+//    load instead of 8;
+//  - the frames sit in shared memory as [dim4][kFrames] quads, so the frames
+//    of one quad are at compile-time offsets from one address (no per-frame
+//    address arithmetic);
+//  - the log-add runs in base 2: l = acc * log2(e) + K' * log2(e) is one FFMA
+//    that replaces the fused kernel's acc + K' FADD, exponentials are a bare
+//    MUFU.EX2 (ex2.approx.ftz), and the result is converted back with ln 2 once
+//    per output;
+//  - the pair's two terms are merged into the running (max, sum) together:
+//    three exponentials and ~12 instructions per pair and frame, ~6 per
+//    Gaussian and frame (the fused kernel's LogAdd is ~10 with its FADD);
+//  - the dimension loop is written out twice (two quads per trip) with two
+//    register sets of model parameters used in turn, so the one-quad-ahead
+//    prefetch needs no register copies (fused16 copies 8 per quad).
+// Counted from the source for D = 36 (dim4 = 9), per Gaussian and frame:
+// 72 FFMAs + 4.5 LDS.128 + 2.25 LDG.128 + ~6 log-add + ~7 loop, address,
+// accumulator-reset and tail-copy instructions: ~92, of which 78% FFMAs,
+// against ~100 (71% FFMAs) for fused16.
+//
+// The layout is BuildFusedLayout's, unchanged: Gaussians g and g + 1 of a
+// slot are dim4 * 2 * kStates float4s apart. An odd Gaussian count ends with
+// a pair whose second member re-reads the first one's parameters (no read
+// past the block) and gets K' = -inf, so it adds exp2(-inf) = 0 exactly and
+// never becomes the running max; padding Gaussians (K' = kPaddingGconst,
+// finite) behave as in the fused kernel. Frames beyond the window and the
+// dimension padding are zeros in shared memory; empty slots (slot_state < 0)
+// compute on padding Gaussians and write nothing.
+#ifndef GMMSCORE_KERNELS_CUDA_BLOCKED_LOGLIK_KERNEL_CUH_
+#define GMMSCORE_KERNELS_CUDA_BLOCKED_LOGLIK_KERNEL_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/fused_loglik_kernel.cuh"
+
+namespace gmmscore {
+namespace blocked_detail {
+
+// float32 log2(e) and ln(2). Their product is 1 within 2^-24, so the base
+// change adds no more than a float32 rounding of the result.
+inline constexpr float kLog2E = 1.44269504088896341f;
+inline constexpr float kLn2 = 0.693147180559945309f;
+
+// 2^x as one MUFU.EX2. exp2f() would add denormal handling around it;
+// results below 2^-126 flush to zero, which only drops terms under 1e-38 of
+// the running maximum.
+__device__ __forceinline__ float FastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// log2(x) as one MUFU.LG2 (x >= 1 here: the running maximum's own term).
+__device__ __forceinline__ float FastLog2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Adds 2^l0 + 2^l1 to the running sum 2^max * sum (base 2). The new maximum
+// is taken first, so every exponent is <= 0: exp2 of (old max - new max)
+// rescales the sum, the two terms are scaled to the new maximum. With the
+// running max at -inf (no term yet) the rescale is exp2(-inf) = 0 and sum
+// is 0 anyway; l1 = -inf (an odd count's missing Gaussian) adds 0. Neither
+// computes inf - inf as long as l0 is finite, which K' (finite, padding
+// included) and finite features guarantee. While the maximum stands the
+// rescale is exp2(0), 1 from MUFU.EX2 (were it 1 ulp off, 128 pairs would
+// drift the result by under 2e-5 nats, inside the bound).
+__device__ __forceinline__ void LogAddPair2(float l0, float l1, float& max, float& sum) {
+  const float larger = fmaxf(max, fmaxf(l0, l1));
+  sum = fmaf(sum, FastExp2(max - larger), FastExp2(l0 - larger)) + FastExp2(l1 - larger);
+  max = larger;
+}
+
+// One quad (dims 4q..4q+3) of both Gaussians of a pair: a and b of each.
+struct PairQuad {
+  float4 a0, b0, a1, b1;
+};
+
+// `first` / `second` point at part a of the quad; part b is kStates float4s
+// further (fused_layout.h). Four coalesced LDG.128 per thread.
+template <int kStates>
+__device__ __forceinline__ PairQuad LoadPairQuad(const float4* first, const float4* second) {
+  return {__ldg(first), __ldg(first + kStates), __ldg(second), __ldg(second + kStates)};
+}
+
+// acc0/acc1[f] -= squared distance over the quad, for frames yq[0..kFrames):
+// one broadcast LDS.128 per frame feeds 16 FFMAs.
+template <int kFrames>
+__device__ __forceinline__ void AccumulatePairQuad(const PairQuad& p, const float4* yq, float (&acc0)[kFrames],
+                                                   float (&acc1)[kFrames]) {
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    const float4 y = yq[f];
+    acc0[f] = SubtractSquaredDistance(p.a0, p.b0, y, acc0[f]);
+    acc1[f] = SubtractSquaredDistance(p.a1, p.b1, y, acc1[f]);
+  }
+}
+
+}  // namespace blocked_detail
+
+template <typename Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
+    BlockedLoglikKernel(const FusedKernelArgs args) {
+  using blocked_detail::kLn2;
+  using blocked_detail::kLog2E;
+  constexpr int kFrames = Policy::kFramesPerBlock;
+  constexpr int kStates = Policy::kStatesPerBlock;
+  static_assert(Policy::kThreads == kStates, "one thread per state");
+  extern __shared__ float4 shared_frames[];  // [dim4][kFrames]: y
+  const int dim4 = args.dim4;
+  const float4* __restrict__ y4 = shared_frames;
+
+  // Frame tiles run along x, as in the fused kernel, so the tiles that share
+  // a block of states read its parameters from L2 at about the same time.
+  const int block = blockIdx.y;
+  const int lane = threadIdx.x;
+  const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
+
+  // Stage the frames, read in row order (coalesced) and stored transposed to
+  // [quad][frame][4]. Zeros in the dimension padding (where a = b = 0 too,
+  // so z = 0) and beyond the window (finite scores that are never written).
+  {
+    float* y = reinterpret_cast<float*>(shared_frames);
+    const int padded_dim = dim4 * 4;
+    for (int i = lane; i < kFrames * padded_dim; i += kStates) {
+      const int f = i / padded_dim;
+      const int d = i - f * padded_dim;
+      const int64_t frame = first_frame + f;
+      float value = 0.0f;
+      if (frame < args.num_frames && d < args.dim) {
+        value = args.features[frame * args.dim + d] - args.center[d];
+      }
+      y[((d >> 2) * kFrames + f) * 4 + (d & 3)] = value;
+    }
+  }
+  __syncthreads();
+
+  float running_max[kFrames];
+  float running_sum[kFrames];
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    running_max[f] = -INFINITY;
+    running_sum[f] = 0.0f;
+  }
+
+  const int gaussians = args.block_gaussians[block];
+  const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
+  // Model reads are `ab + offset` with 32-bit offsets in float4s (the
+  // launcher checks that a block fits): one 64-bit base instead of four
+  // 64-bit pointers keeps the kernel under its register budget.
+  const float4* ab = args.ab + args.block_ab_offset[block] + lane;
+  const uint32_t stride = static_cast<uint32_t>(dim4) * 2 * kStates;  // one Gaussian of a slot to the next
+  // Offsets of quad 0 (part a) of the pair's first Gaussian and from it to
+  // the second; 0 for the missing member of an odd count (its parameters
+  // are the first's again: read, never counted).
+  uint32_t first = 0;
+  uint32_t second = gaussians > 1 ? stride : 0;
+
+  // Two register sets of one quad of the pair, used in turn (ping-pong):
+  // while one feeds the FFMAs the other is being loaded, one quad ahead.
+  // Writing the loop twice over instead of copying `next` into `current`
+  // saves the 16 register moves per quad that a rotating prefetch costs.
+  blocked_detail::PairQuad set_a{}, set_b{};
+  if (gaussians > 0) set_a = blocked_detail::LoadPairQuad<kStates>(ab + first, ab + (first + second));
+
+  for (int g = 0; g < gaussians; g += 2) {
+    // K' in base 2, loaded here so the load is done by the log-add; -inf for
+    // the missing member of an odd count.
+    const float k0 = __ldg(gconst + g * kStates) * kLog2E;
+    const float k1 = g + 1 < gaussians ? __ldg(gconst + (g + 1) * kStates) * kLog2E : -INFINITY;
+    // The next pair: Gaussian g + 2 (and g + 3, or g + 2 again). After the
+    // last pair the prefetch re-reads this pair's quad 0 instead (in
+    // bounds, cached, unused): an unconditional load lets the register set
+    // it overwrites die at its last use, where a skipped load would keep the
+    // old set alive through the next quad (16 more live registers).
+    const bool more = g + 2 < gaussians;
+    const uint32_t next_first = more ? first + 2 * stride : first;
+    const uint32_t next_second = more ? (g + 3 < gaussians ? stride : 0) : second;
+
+    float acc0[kFrames], acc1[kFrames];
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) {
+      acc0[f] = 0.0f;
+      acc1[f] = 0.0f;
+    }
+
+    // Invariant: set_a holds quad q, whose part a is at offset `quad`. Quad
+    // q + 1 of a Gaussian is 2 * kStates float4s after quad q.
+    uint32_t quad = first;
+    const float4* yq = y4;
+    int q = 0;
+    for (; q + 2 <= dim4; q += 2) {
+      set_b = blocked_detail::LoadPairQuad<kStates>(ab + (quad + 2 * kStates),
+                                                    ab + (quad + second + 2 * kStates));
+      blocked_detail::AccumulatePairQuad<kFrames>(set_a, yq, acc0, acc1);
+      // Quad q + 2, or after the last quad the next pair's first.
+      const bool end = q + 2 == dim4;
+      const uint32_t at = end ? next_first : quad + 4 * kStates;
+      set_a = blocked_detail::LoadPairQuad<kStates>(ab + at, ab + (at + (end ? next_second : second)));
+      blocked_detail::AccumulatePairQuad<kFrames>(set_b, yq + kFrames, acc0, acc1);
+      quad += 4 * kStates;
+      yq += 2 * kFrames;
+    }
+    if (q < dim4) {  // odd dim4: the last quad is in set_a
+      set_b = blocked_detail::LoadPairQuad<kStates>(ab + next_first, ab + (next_first + next_second));
+      blocked_detail::AccumulatePairQuad<kFrames>(set_a, yq, acc0, acc1);
+      set_a = set_b;  // once per pair, not per quad
+    }
+
+#pragma unroll
+    for (int f = 0; f < kFrames; ++f) {
+      blocked_detail::LogAddPair2(fmaf(acc0[f], kLog2E, k0), fmaf(acc1[f], kLog2E, k1), running_max[f],
+                                  running_sum[f]);
+    }
+    first = next_first;
+    second = next_second;
+  }
+
+  const int state = args.slot_state[block * kStates + lane];
+  if (state < 0) return;
+#pragma unroll
+  for (int f = 0; f < kFrames; ++f) {
+    const int64_t frame = first_frame + f;
+    if (frame < args.num_frames) {
+      // (max + log2 sum) ln 2 with one rounding of the large term.
+      args.loglikes[frame * args.num_states + state] =
+          fmaf(running_max[f], kLn2, blocked_detail::FastLog2(running_sum[f]) * kLn2);
+    }
+  }
+}
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_BLOCKED_LOGLIK_KERNEL_CUH_
