@@ -41,13 +41,15 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
   const absl::Time start = absl::Now();
   absl::StatusOr<ModelFormat> format = DetectModelFormat(path);
   if (!format.ok()) return WithPath(format.status(), path);
-  absl::StatusOr<DiagGmmModel> model = LoadModel(path);
+  // Tied-mixture models (Sphinx semi-continuous / PTM, multi-stream HTK)
+  // stay tied: the backend evaluates each codebook Gaussian once per frame.
+  absl::StatusOr<LoadedModel> model = LoadAnyModel(path);
   if (!model.ok()) return WithPath(model.status(), path);
   if (fits) {
     absl::Status status = fits(model->ByteSize());
     if (!status.ok()) return WithPath(status, path);
   }
-  auto prepared = backend->Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
+  auto prepared = model->tied != nullptr ? backend->PrepareTied(model->tied) : backend->Prepare(model->untied);
   if (!prepared.ok()) return WithPath(prepared.status(), path);
   return ServedModel{.name = name,
                      .source = path,
@@ -67,7 +69,7 @@ absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
 
 int64_t ServedModel::resident_bytes() const {
   const int64_t device = prepared->device_bytes();
-  return device > 0 ? device : model().ByteSize();
+  return device > 0 ? device : prepared->host_bytes();
 }
 
 ModelRepository::ModelRepository(Snapshot models, std::string device, std::string directory,
@@ -203,7 +205,7 @@ int64_t ModelRepository::RetiredBytesLocked(int* versions) const {
   for (const auto& weak : retired_) {
     if (std::shared_ptr<const PreparedModel> held = weak.lock()) {
       const int64_t device = held->device_bytes();
-      bytes += device > 0 ? device : held->model().ByteSize();
+      bytes += device > 0 ? device : held->host_bytes();
       ++*versions;
     }
   }

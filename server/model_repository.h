@@ -44,6 +44,8 @@ struct ServedModel {
   // file's per-model batching limit); 0: the scheduler's max_batch_frames.
   int64_t max_batch_frames = 0;
 
+  // Untied models only (prepared->tied() is false); dim, states and sizes
+  // of any model are on `prepared`.
   const DiagGmmModel& model() const { return prepared->model(); }
   // Bytes the backend holds for it: device bytes on a GPU, the host scoring
   // form on the CPU backend (which scores from it in place).
@@ -65,7 +67,8 @@ class ModelRepository {
   // Loads every regular file directly in `dir` as a model named by the file
   // name without its last extension ("spk1.mdl" -> "spk1"), whatever its
   // format (detected by content: native, Kaldi, HTK MMF), and every
-  // subdirectory that holds a CMU Sphinx model, named by the directory;
+  // subdirectory that holds a CMU Sphinx model, named by the directory
+  // (read with LoadAnyModel: tied-mixture models are prepared tied);
   // other subdirectories and names starting with '.' are skipped. Each is
   // prepared on `backend`, which must outlive the repository.
   // NOT_FOUND if `dir` is not a directory; INVALID_ARGUMENT if it holds no

@@ -161,15 +161,17 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
                                                     v1::ListModelsResponse* response) {
   if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
   for (const ServedModel& served : repository_->models()) {
-    const DiagGmmModel& model = served.model();
+    // Tied models: num_gaussians counts the codebook Gaussians evaluated per
+    // frame (all streams), max_gaussians_per_state those one state mixes.
+    const PreparedModel& model = *served.prepared;
     v1::ModelInfo* info = response->add_models();
     info->set_name(served.name);
     info->set_dim(model.dim());
     info->set_num_states(model.num_states());
-    info->set_num_gaussians(model.num_gaussians());
+    info->set_num_gaussians(model.gaussians_per_frame());
     info->set_device(repository_->device());
-    info->set_bytes(model.ByteSize());
-    info->set_device_bytes(served.prepared->device_bytes());
+    info->set_bytes(model.host_bytes());
+    info->set_device_bytes(model.device_bytes());
     info->set_max_gaussians_per_state(model.max_gaussians_per_state());
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -75,20 +75,20 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
     GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repository.Find(name));
     plan.models.push_back(std::move(model));
   }
-  const DiagGmmModel& first = plan.models.front()->model();
+  const PreparedModel& first = *plan.models.front()->prepared;
   plan.dim = first.dim();
   plan.num_states = first.num_states();
   for (const std::shared_ptr<const ServedModel>& model : plan.models) {
-    if (model->model().dim() != plan.dim) {
+    if (model->prepared->dim() != plan.dim) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "models '%s' (dimension %d) and '%s' (dimension %d) cannot score the same frames",
-          plan.models.front()->name, plan.dim, model->name, model->model().dim()));
+          plan.models.front()->name, plan.dim, model->name, model->prepared->dim()));
     }
-    if (model->model().num_states() != plan.num_states) {
+    if (model->prepared->num_states() != plan.num_states) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "models '%s' (%d states) and '%s' (%d states) cannot be fused; fused models must "
           "share one state set",
-          plan.models.front()->name, plan.num_states, model->name, model->model().num_states()));
+          plan.models.front()->name, plan.num_states, model->name, model->prepared->num_states()));
     }
   }
   if (plan.models.size() > 1) {

@@ -30,7 +30,7 @@ ABSL_FLAG(std::string, fmllr, "",
           "speaker transforms applied before scoring: one Kaldi fMLLR matrix file (D x (D+1) or D x D) "
           "for every utterance, or an ark:/scp: table of them keyed by utterance");
 ABSL_FLAG(std::string, algo, "auto",
-          "CUDA algorithm: auto, fused8, fused16, fused32, split8, tf32x3 or gemm (CPU ignores it)");
+          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3 or gemm (CPU ignores it)");
 ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
@@ -47,9 +47,12 @@ absl::Status AsUsage(const absl::Status& status) {
   return status.ok() ? status : UsageError(status.message());
 }
 
-absl::StatusOr<std::shared_ptr<const DiagGmmModel>> LoadSharedModel(const std::string& path) {
-  GMM_ASSIGN_OR_RETURN(DiagGmmModel model, LoadModel(path));
-  return std::make_shared<const DiagGmmModel>(std::move(model));
+// Any model the backends score; tied-mixture ones (Sphinx semi-continuous
+// and PTM, multi-stream HTK) are prepared tied (LoadAnyModel).
+absl::StatusOr<std::shared_ptr<const PreparedModel>> LoadAndPrepare(const std::string& path,
+                                                                    ScoringBackend& backend) {
+  GMM_ASSIGN_OR_RETURN(LoadedModel model, LoadAnyModel(path));
+  return model.tied != nullptr ? backend.PrepareTied(std::move(model.tied)) : backend.Prepare(std::move(model.untied));
 }
 
 // ---------------------------------------------------------------------------
@@ -75,14 +78,14 @@ absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend
     ConstMatrixView features = reader->matrix().view();
     const std::string where =
         absl::StrCat("utterance '", reader->key(), "' in '", rspecifier, "'");
-    if (features.cols != prepared.model().dim() && features.rows > 0) {
+    if (features.cols != prepared.dim() && features.rows > 0) {
       return absl::InvalidArgumentError(absl::StrCat(where, " has dimension ", features.cols,
                                                      " but model '", model_path, "' has dimension ",
-                                                     prepared.model().dim()));
+                                                     prepared.dim()));
     }
     if (features.rows == 0) {
       // Kaldi writes empty matrices as 0 x 0; keep the utterance, no frames.
-      GMM_RETURN_IF_ERROR(writer.Write(reader->key(), FloatMatrix(0, prepared.model().num_states()).view()));
+      GMM_RETURN_IF_ERROR(writer.Write(reader->key(), FloatMatrix(0, prepared.num_states()).view()));
       ++totals->utterances;
       continue;
     }
@@ -91,7 +94,7 @@ absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend
       GMM_RETURN_IF_ERROR(transform->Apply(features, &transformed));
       features = transformed.view();
     }
-    if (absl::Status status = ValidateFeatures(prepared.model(), features); !status.ok()) {
+    if (absl::Status status = ValidateFeatures(prepared, features); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", status.message()));
     }
     if (absl::Status status = backend.Score(prepared, features, options, &result); !status.ok()) {
@@ -121,11 +124,10 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
   absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(absl::GetFlag(FLAGS_backend));
   if (backend.status().code() == absl::StatusCode::kInvalidArgument) return AsUsage(backend.status());
   GMM_RETURN_IF_ERROR(backend.status());
-  GMM_ASSIGN_OR_RETURN(std::shared_ptr<const DiagGmmModel> model, LoadSharedModel(model_path));
-  GMM_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedModel> prepared, (*backend)->Prepare(model));
+  GMM_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedModel> prepared, LoadAndPrepare(model_path, **backend));
   std::optional<FmllrTransforms> fmllr;
   if (specified.contains("fmllr")) {
-    GMM_ASSIGN_OR_RETURN(fmllr, ReadFmllrTransforms(absl::GetFlag(FLAGS_fmllr), model->dim()));
+    GMM_ASSIGN_OR_RETURN(fmllr, ReadFmllrTransforms(absl::GetFlag(FLAGS_fmllr), prepared->dim()));
   }
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer,
                        KaldiMatrixArchiveWriter::Open(wspecifier));
@@ -144,7 +146,7 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "gmmscore: scored %lld utterances, %lld frames, %d states on %s in %.3f s\n",
                static_cast<long long>(totals.utterances), static_cast<long long>(totals.frames),
-               model->num_states(), (*backend)->name().c_str(), seconds);
+               prepared->num_states(), (*backend)->name().c_str(), seconds);
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/cpu/cpu_policy.h"
 #include "kernels/cpu/internal/log_sum_exp.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/tied_mixture_scorer.h"
 
 namespace gmmscore {
 namespace {
@@ -55,6 +56,20 @@ class CpuPreparedModel final : public PreparedModel {
 
  private:
   const std::vector<Chunk> chunks_;
+};
+
+// A tied-mixture model: scored by TiedMixtureCpuScorer on the backend's pool
+// (the scorer itself gets no threads).
+class CpuTiedPreparedModel final : public PreparedModel {
+ public:
+  explicit CpuTiedPreparedModel(std::shared_ptr<const TiedMixtureModel> model)
+      : PreparedModel(model), scorer_(std::move(model), {.num_threads = 1}) {}
+
+  int64_t device_bytes() const override { return 0; }
+  const TiedMixtureCpuScorer& scorer() const { return scorer_; }
+
+ private:
+  const TiedMixtureCpuScorer scorer_;
 };
 
 // Rows [1, y, y^2] with y = x - centre: the GEMM operand that meets [K, u, v].
@@ -147,9 +162,16 @@ class CpuBackend final : public ScoringBackend {
     return std::make_shared<const CpuPreparedModel>(std::move(model), std::move(chunks));
   }
 
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
+      std::shared_ptr<const TiedMixtureModel> model) override {
+    if (model == nullptr) return absl::InvalidArgumentError("null model");
+    return std::make_shared<const CpuTiedPreparedModel>(std::move(model));
+  }
+
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,
                      const ScoreOptions& options, ScoreResult* result) override {
     if (result == nullptr) return absl::InvalidArgumentError("null result");
+    if (prepared.tied()) return ScoreTied(prepared, features, options, result);
     const DiagGmmModel& model = prepared.model();
     GMM_RETURN_IF_ERROR(ValidateFeatures(model, features));
     const auto* cpu_prepared = dynamic_cast<const CpuPreparedModel*>(&prepared);
@@ -172,21 +194,36 @@ class CpuBackend final : public ScoringBackend {
                       result->loglikes);
     });
 
-    if (options.frame_totals) {
-      result->frame_totals.resize(frames);
-      constexpr int64_t kGroup = cpu_policy::kFramesPerTotalsTask;
-      pool_.ParallelFor((frames + kGroup - 1) / kGroup, [&](int64_t group) {
-        const int64_t end = std::min(frames, (group + 1) * kGroup);
-        for (int64_t t = group * kGroup; t < end; ++t) {
-          result->frame_totals[t] =
-              cpu_internal::FrameLogSumExp(simd_, result->loglikes.row(t), num_states);
-        }
-      });
-    }
+    if (options.frame_totals) FillFrameTotals(result);
     return absl::OkStatus();
   }
 
  private:
+  absl::Status ScoreTied(const PreparedModel& prepared, ConstMatrixView features,
+                         const ScoreOptions& options, ScoreResult* result) {
+    GMM_RETURN_IF_ERROR(ValidateFeatures(prepared, features));
+    const auto* tied = dynamic_cast<const CpuTiedPreparedModel*>(&prepared);
+    if (tied == nullptr) return absl::InvalidArgumentError("model was not prepared by the cpu backend");
+    result->frame_totals.clear();
+    GMM_RETURN_IF_ERROR(tied->scorer().Score(features, &result->loglikes, &pool_));
+    if (options.frame_totals && features.rows > 0) FillFrameTotals(result);
+    return absl::OkStatus();
+  }
+
+  // result->frame_totals from result->loglikes (T x S, T > 0).
+  void FillFrameTotals(ScoreResult* result) {
+    const int64_t frames = result->loglikes.rows();
+    const int64_t num_states = result->loglikes.cols();
+    result->frame_totals.resize(frames);
+    constexpr int64_t kGroup = cpu_policy::kFramesPerTotalsTask;
+    pool_.ParallelFor((frames + kGroup - 1) / kGroup, [&](int64_t group) {
+      const int64_t end = std::min(frames, (group + 1) * kGroup);
+      for (int64_t t = group * kGroup; t < end; ++t) {
+        result->frame_totals[t] = cpu_internal::FrameLogSumExp(simd_, result->loglikes.row(t), num_states);
+      }
+    });
+  }
+
   const int num_threads_;
   const cpu_internal::SimdLevel simd_;
   ThreadPool pool_;

@@ -45,6 +45,9 @@ struct CpuBackendOptions {
 //   name()    "cpu".
 //   Prepare() keeps a reference to the model and plans its state chunks;
 //             device_bytes() is 0. INVALID_ARGUMENT for a null model.
+//   PrepareTied() keeps the tied model with a TiedMixtureCpuScorer (each
+//             codebook Gaussian once per frame; tied_mixture_scorer.h),
+//             which scores on the backend's pool; device_bytes() is 0.
 //   Score()   ValidateFeatures' error if the features are bad;
 //             INVALID_ARGUMENT if `model` was prepared by another backend;
 //             otherwise fills result->loglikes (T x S, T = 0 gives 0 x S) and,

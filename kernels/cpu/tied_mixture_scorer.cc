@@ -15,7 +15,7 @@ namespace {
 
 // Below this a linear mix may have lost its terms to underflow; such entries
 // are recomputed in the log domain.
-constexpr float kSmallestTrustedMix = 1e-30f;
+constexpr float kSmallestTrustedMix = kTiedSmallestTrustedMix;
 
 struct BlockScratch {
   std::vector<float> expanded;   // frames x (1 + 2 d_f)
@@ -84,6 +84,12 @@ TiedMixtureCpuScorer::TiedMixtureCpuScorer(std::shared_ptr<const TiedMixtureMode
 TiedMixtureCpuScorer::~TiedMixtureCpuScorer() = default;
 
 absl::Status TiedMixtureCpuScorer::Score(ConstMatrixView features, FloatMatrix* loglikes) const {
+  return Score(features, loglikes, pool_.get());
+}
+
+absl::Status TiedMixtureCpuScorer::Score(ConstMatrixView features, FloatMatrix* loglikes,
+                                         ThreadPool* pool) const {
+  if (pool == nullptr) return absl::InvalidArgumentError("null thread pool");
   if (loglikes == nullptr) return absl::InvalidArgumentError("null output matrix");
   const TiedMixtureModel& m = *model_;
   if (features.rows > 0 && features.cols != m.dim()) {
@@ -102,7 +108,7 @@ absl::Status TiedMixtureCpuScorer::Score(ConstMatrixView features, FloatMatrix* 
   loglikes->Fill(0.0f);
   const int64_t block = std::max(1, options_.frames_per_block);
   const int64_t blocks = (features.rows + block - 1) / block;
-  pool_->ParallelFor(blocks, [&](int64_t b) {
+  pool->ParallelFor(blocks, [&](int64_t b) {
     const int64_t first = b * block;
     ScoreBlock(features, first, std::min(block, features.rows - first), *loglikes);
   });

@@ -27,8 +27,9 @@
 // tied_mixture_scorer_test checks 2e-3 nats worst case against the float64
 // reference on MFCC-scale data, with its measured value in the test log.
 //
-// Integration: this is not a ScoringBackend (that interface takes a
-// DiagGmmModel). See the note at the end of this file.
+// Integration: the CPU backend (cpu_backend.h) scores tied models prepared
+// with ScoringBackend::PrepareTied with this scorer; the CUDA backend runs
+// the same method on the device (kernels/cuda/tied_mixture_device.h).
 //
 // Thread safety: Score is const and may be called concurrently; calls share
 // the scorer's thread pool.
@@ -69,6 +70,11 @@ class TiedMixtureCpuScorer {
   // features.cols == model().dim() and every value is finite (the message
   // names the first bad frame and dimension).
   absl::Status Score(ConstMatrixView features, FloatMatrix* loglikes) const;
+  // The same on `pool`'s threads (the caller's included) instead of the
+  // scorer's own; `pool` must not be null. The CPU backend scores its
+  // tied models this way, on its one pool (a scorer made with
+  // num_threads = 1 starts no thread of its own).
+  absl::Status Score(ConstMatrixView features, FloatMatrix* loglikes, ThreadPool* pool) const;
 
  private:
   struct CodebookStates;  // the states of one codebook and their weights
@@ -83,21 +89,4 @@ class TiedMixtureCpuScorer {
 
 }  // namespace gmmscore
 
-// Integration behind ScoringBackend (not done here: the interface and the
-// backends are being edited elsewhere). The smallest change that keeps every
-// caller working:
-//   * PreparedModel gains an optional `const TiedMixtureModel*` (or the
-//     backend gets Prepare(std::shared_ptr<const TiedMixtureModel>)), and
-//     ValidateFeatures an overload on the model's dim();
-//   * the CPU backend's Score dispatches to TiedMixtureCpuScorer when the
-//     prepared model is tied; ScoreResult is unchanged (T x S loglikes);
-//   * CUDA: step 1 is the existing GEMM path on params(f) (one cuBLAS SGEMM
-//     per stream over all codebooks), step 2 a per-(codebook, frame) max/exp
-//     kernel, step 3 a batched SGEMM over codebooks (cublasSgemmBatched with
-//     the W_c prepared at upload), then log + m + stream sum in one
-//     elementwise kernel; the fused kernel does not apply since a state owns
-//     no Gaussians;
-//   * the daemon's model repository loads Sphinx directories through
-//     ReadSphinxModel and keeps the TiedMixtureModel; the wire contract
-//     (states x frames log-likelihoods) does not change.
 #endif  // GMMSCORE_KERNELS_CPU_TIED_MIXTURE_SCORER_H_

@@ -15,6 +15,7 @@
 #include "kernels/cuda/feature_transform_launch.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
+#include "kernels/cuda/tied_mixture_device.h"
 
 namespace gmmscore {
 namespace {
@@ -36,11 +37,26 @@ class CudaPreparedModel : public PreparedModel {
   const int device_;
 };
 
+// A tied-mixture model resident on the device (tied_mixture_device.h).
+class CudaTiedPreparedModel : public PreparedModel {
+ public:
+  CudaTiedPreparedModel(std::shared_ptr<const TiedMixtureModel> model, TiedMixtureDevice resident, int device)
+      : PreparedModel(std::move(model)), resident_(std::move(resident)), device_(device) {}
+  int64_t device_bytes() const override { return resident_.bytes(); }
+  const TiedMixtureDevice& resident() const { return resident_; }
+  int device() const { return device_; }
+
+ private:
+  TiedMixtureDevice resident_;
+  const int device_;
+};
+
 // One stream's worth of everything a Score call needs.
 struct Lane {
   CudaStream stream;
   CublasHandle cublas;
   LoglikWorkspace gemm;
+  TiedMixtureWorkspace tied;
   PinnedBuffer<float> host_in;   // every window's frames, then the packed transforms
   PinnedBuffer<float> host_out;
   DeviceBuffer<float> features;  // a copy of host_in
@@ -66,6 +82,7 @@ class CudaBackend : public ScoringBackend {
       GMM_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(lane.cublas.get(), CUBLAS_DEFAULT_MATH),
                                  "set cuBLAS math mode");
       lane.gemm.cublas = lane.cublas.get();
+      lane.tied.cublas = lane.cublas.get();
       free_lanes_.push_back(&lane);
     }
     return absl::OkStatus();
@@ -85,33 +102,54 @@ class CudaBackend : public ScoringBackend {
     return std::make_shared<CudaPreparedModel>(std::move(model), std::move(resident), device_);
   }
 
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
+      std::shared_ptr<const TiedMixtureModel> model) override {
+    if (model == nullptr) return absl::InvalidArgumentError("null model");
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
+    GMM_ASSIGN_OR_RETURN(TiedMixtureDevice resident, TiedMixtureDevice::Upload(*model));
+    return std::make_shared<CudaTiedPreparedModel>(std::move(model), std::move(resident), device_);
+  }
+
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,
                      const ScoreOptions& options, ScoreResult* result) override {
     const ScoreWindow job{&prepared, features, result};
     return ScoreBatch(absl::MakeConstSpan(&job, 1), options);
   }
 
+  // Untied windows go through ScoreOnLane, tied ones through ScoreTiedOnLane,
+  // on the same lane, one after the other.
   absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
     std::vector<const DeviceModel*> resident;
+    std::vector<ScoreWindow> untied_jobs, tied_jobs;
+    int64_t untied_frames = 0, tied_frames = 0;
     for (const ScoreWindow& job : jobs) {
       const auto* cuda_model = dynamic_cast<const CudaPreparedModel*>(job.model);
-      if (cuda_model == nullptr || cuda_model->device() != device_ || job.result == nullptr) {
+      const auto* tied_model = dynamic_cast<const CudaTiedPreparedModel*>(job.model);
+      const int device = cuda_model != nullptr ? cuda_model->device() : tied_model != nullptr ? tied_model->device() : -1;
+      if (device != device_ || job.result == nullptr) {
         return absl::InvalidArgumentError("model was not prepared by this CUDA backend, or no result");
       }
       GMM_RETURN_IF_ERROR(ValidateWindowShape(job));
-      GMM_RETURN_IF_ERROR(ValidateFeatures(job.model->model(), job.features));
-      resident.push_back(&cuda_model->resident());
+      GMM_RETURN_IF_ERROR(ValidateFeatures(*job.model, job.features));
+      if (cuda_model != nullptr) {
+        untied_jobs.push_back(job);
+        resident.push_back(&cuda_model->resident());
+        untied_frames += job.features.rows;
+      } else {
+        tied_jobs.push_back(job);
+        tied_frames += job.features.rows;
+      }
     }
-    int64_t total_frames = 0;
     for (const ScoreWindow& job : jobs) {
-      job.result->loglikes.Resize(job.features.rows, job.model->model().num_states());
+      job.result->loglikes.Resize(job.features.rows, job.model->num_states());
       job.result->frame_totals.clear();
-      total_frames += job.features.rows;
     }
-    if (total_frames == 0) return absl::OkStatus();
+    if (untied_frames + tied_frames == 0) return absl::OkStatus();
 
     Lane* lane = AcquireLane();
-    absl::Status status = ScoreOnLane(*lane, jobs, resident, options);
+    absl::Status status = absl::OkStatus();
+    if (untied_frames > 0) status = ScoreOnLane(*lane, untied_jobs, resident, options);
+    if (status.ok() && tied_frames > 0) status = ScoreTiedOnLane(*lane, tied_jobs, options);
     ReleaseLane(lane);
     return status;
   }
@@ -250,6 +288,81 @@ class CudaBackend : public ScoringBackend {
       if (options.frame_totals) {
         const float* totals = lane.host_out.data() + scores_count + totals_offset[j];
         result->frame_totals.assign(totals, totals + frames_j);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Tied-mixture windows: one copy in, one TiedMixtureDevice::Launch per run
+  // of consecutive windows of one model, their frame totals, one copy out,
+  // one synchronisation. A window's speaker transform is applied on the host
+  // while packing (FeatureTransform::ApplyUnchecked, as the base ScoreBatch
+  // does), not on the device as for untied models: the tied path reads each
+  // stream's slice of the transformed frame, and transforms are rare next to
+  // the codebook work.
+  absl::Status ScoreTiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
+    std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size()), totals_offset(jobs.size());
+    int64_t in_count = 0, scores_count = 0, total_frames = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      in_offset[j] = in_count;
+      out_offset[j] = scores_count;
+      totals_offset[j] = total_frames;
+      in_count += jobs[j].features.rows * jobs[j].features.cols;
+      scores_count += jobs[j].features.rows * jobs[j].model->num_states();
+      total_frames += jobs[j].features.rows;
+    }
+    const int64_t out_count = scores_count + (options.frame_totals ? total_frames : 0);
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_in, in_count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, out_count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.features, in_count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.loglikes, out_count));
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const ConstMatrixView& features = jobs[j].features;
+      float* packed = lane.host_in.data() + in_offset[j];
+      if (features.rows == 0) continue;
+      if (jobs[j].transform != nullptr) {
+        jobs[j].transform->ApplyUnchecked(features, packed);
+      } else {
+        for (int64_t t = 0; t < features.rows; ++t) {
+          std::memcpy(packed + t * features.cols, features.row(t), features.cols * sizeof(float));
+        }
+      }
+    }
+    cudaStream_t stream = lane.stream.get();
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.features.data(), lane.host_in.data(), in_count * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream),
+                             "copy tied-model features to device");
+    for (size_t first = 0; first < jobs.size();) {
+      size_t end = first + 1;
+      while (end < jobs.size() && jobs[end].model == jobs[first].model) ++end;
+      int64_t frames = 0;
+      for (size_t j = first; j < end; ++j) frames += jobs[j].features.rows;
+      if (frames > 0) {
+        const auto& model = static_cast<const CudaTiedPreparedModel&>(*jobs[first].model);
+        float* scores = lane.loglikes.data() + out_offset[first];
+        GMM_RETURN_IF_ERROR(model.resident().Launch(lane.features.data() + in_offset[first], frames, scores,
+                                                    lane.tied, stream));
+        if (options.frame_totals) {
+          GMM_RETURN_IF_ERROR(LaunchFrameTotals(scores, frames, model.num_states(),
+                                                lane.loglikes.data() + scores_count + totals_offset[first], stream));
+        }
+      }
+      first = end;
+    }
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(), out_count * sizeof(float),
+                                             cudaMemcpyDeviceToHost, stream),
+                             "copy tied-model scores to host");
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run tied-mixture kernels");
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      ScoreResult* result = jobs[j].result;
+      const int64_t rows = jobs[j].features.rows;
+      if (rows == 0) continue;
+      std::memcpy(result->loglikes.data(), lane.host_out.data() + out_offset[j],
+                  rows * jobs[j].model->num_states() * sizeof(float));
+      if (options.frame_totals) {
+        const float* totals = lane.host_out.data() + scores_count + totals_offset[j];
+        result->frame_totals.assign(totals, totals + rows);
       }
     }
     return absl::OkStatus();

@@ -80,8 +80,8 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
   for (int64_t frames : {1, 7, 8, 9, 16, 100, 1000}) {
     const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
     const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
-    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kSplit8,
-                                Algorithm::kTf32x3, Algorithm::kGemm, Algorithm::kAuto}) {
+    for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kFused8x2,
+                                Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kGemm, Algorithm::kAuto}) {
       auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
       ASSERT_TRUE(scores.ok()) << scores.status();
       const double error = MaxNormalizedError(*scores, reference);
@@ -207,9 +207,11 @@ TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
   auto prepared = Prepare({.num_states = 2400, .min_gaussians = 250, .max_gaussians = 250, .dim = 36, .seed = 4});
   const DiagGmmModel& model = prepared->model();
   const FloatMatrix features = GenerateSyntheticFeatures(model, 1000, 8);
-  ScoreResult gemm, fused;
+  ScoreResult gemm, fused, blocked;
   ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kGemm}, &gemm).ok());
   ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused16}, &fused).ok());
+  // 250 Gaussians per state: the register-blocked kernel's even count.
+  ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused8x2}, &blocked).ok());
   for (int64_t t : {0, 446, 447, 448, 894, 895, 999}) {
     const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view().Rows(t, 1));
     for (int s = 0; s < model.num_states(); ++s) {
@@ -218,6 +220,8 @@ TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
           << "frame " << t << " state " << s;
       ASSERT_NEAR(fused.loglikes.at(t, s), reference[s], scale * ErrorBound(Algorithm::kFused16))
           << "frame " << t << " state " << s;
+      ASSERT_NEAR(blocked.loglikes.at(t, s), reference[s], scale * ErrorBound(Algorithm::kFused8x2))
+          << "fused8x2 frame " << t << " state " << s;
     }
   }
 }
@@ -233,7 +237,8 @@ TEST_F(CudaBackendTest, BatchOfModelsMatchesEachAloneInOneLaunchOrMany) {
   for (size_t w = 0; w < windows.size(); ++w) {
     features.push_back(GenerateSyntheticFeatures(models[windows[w].first]->model(), windows[w].second, 70 + w));
   }
-  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kGemm}) {
+  for (Algorithm algorithm :
+       {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kFused8x2, Algorithm::kGemm}) {
     std::vector<ScoreResult> results(windows.size());
     std::vector<ScoreWindow> jobs;
     for (size_t w = 0; w < windows.size(); ++w) {
@@ -266,7 +271,7 @@ TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
   for (int w = 0; w < 64; ++w) {
     features.push_back(GenerateSyntheticFeatures(prepared->model(), 1 + random() % 50, 500 + w));
   }
-  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kSplit8}) {
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused8x2, Algorithm::kSplit8}) {
     std::vector<ScoreResult> results(features.size());
     std::vector<ScoreWindow> jobs;
     for (size_t w = 0; w < features.size(); ++w) {
@@ -290,7 +295,8 @@ TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
 
 // The speaker transform runs on the device, before every algorithm.
 TEST_F(CudaBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
-  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kGemm}) {
+  for (Algorithm algorithm :
+       {Algorithm::kAuto, Algorithm::kSplit8, Algorithm::kFused16, Algorithm::kFused8x2, Algorithm::kGemm}) {
     SCOPED_TRACE(std::string(AlgorithmName(algorithm)));
     ExpectTransformedBatchMatchesReference(*backend_, {.algorithm = algorithm}, ErrorBound(algorithm));
   }
@@ -313,6 +319,134 @@ TEST_F(CudaBackendTest, ForeignModelIsRejected) {
 TEST(CudaBackendCreateTest, MissingDeviceIsUnavailable) {
   auto backend = CreateCudaBackend(CudaDeviceCount() + 3);
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace gmmscore
+
+// --- tied-mixture models (ScoringBackend::PrepareTied) -----------------------
+// The same random tied models as the CPU backend's tests
+// (kernels/cpu/cpu_backend_tied_test.cc), against the float64 reference, and
+// against the CPU backend.
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/tied_mixture_reference.h"
+#include "kernels/cpu/tied_mixture_test_util.h"
+#include "kernels/score/feature_transform.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr double kCudaTiedBound = 2e-3;  // as the CPU scorer's
+
+TEST(CudaTiedBackendTest, MatchesFloat64ReferenceAndCpu) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = CreateCudaBackend(0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  std::unique_ptr<ScoringBackend> cpu = CreateCpuBackend({.num_threads = 2});
+  for (const RandomTiedSpec& spec :
+       {RandomTiedSpec{},  // 3 streams, codebooks of 1..20 states (SGEMM and small-codebook mixes), starving states
+        RandomTiedSpec{.streams = {{0, 12}, {12, 24}, {36, 3}, {39, 12}}, .states_per_codebook = {40}, .sizes = {64},
+                       .seed = 2},
+        RandomTiedSpec{.streams = {{0, 39}}, .states_per_codebook = {1, 1, 2, 30, 16, 15}, .sizes = {8, 16, 128},
+                       .weighted_streams = false, .seed = 3}}) {
+    const auto model = RandomTiedModel(spec);
+    auto prepared = (*gpu)->PrepareTied(model);
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    EXPECT_TRUE((*prepared)->tied());
+    EXPECT_GT((*prepared)->device_bytes(), 0);
+    auto on_cpu = cpu->PrepareTied(model);
+    ASSERT_TRUE(on_cpu.ok());
+    const std::vector<int> starving = StarvingTiedStates(*model, spec);
+    for (int64_t frames : {1, 7, 100, 1000}) {
+      const FloatMatrix features = RandomTiedFeatures(frames, model->dim(), 50 + frames);
+      ScoreResult result, expected;
+      ASSERT_TRUE((*gpu)->Score(**prepared, features.view(), {}, &result).ok());
+      ASSERT_TRUE(cpu->Score(**on_cpu, features.view(), {}, &expected).ok());
+      const std::vector<double> reference = TiedMixtureReferenceLogLikelihoods(*model, features.view());
+      const double error = MaxTiedError(result.loglikes, reference);
+      std::printf("cuda tied, %d streams, %lld frames: max normalized error %.3g nats\n", model->num_streams(),
+                  static_cast<long long>(frames), error);
+      EXPECT_LT(error, kCudaTiedBound);
+      for (int s : starving) {
+        for (int64_t t = 0; t < frames; ++t) ASSERT_TRUE(std::isfinite(result.loglikes.at(t, s)));
+      }
+      ASSERT_EQ(result.frame_totals.size(), static_cast<size_t>(frames));
+      for (int64_t t = 0; t < frames; ++t) {
+        EXPECT_NEAR(result.frame_totals[t], expected.frame_totals[t],
+                    kCudaTiedBound * std::max(1.0f, std::abs(expected.frame_totals[t]) / 256.0f));
+      }
+    }
+  }
+}
+
+TEST(CudaTiedBackendTest, BatchMixesTiedAndUntiedWindowsWithTransforms) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = CreateCudaBackend(0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const auto tied_a = RandomTiedModel({.seed = 31});
+  const auto tied_b = RandomTiedModel({.streams = {{0, 20}, {20, 19}}, .states_per_codebook = {2, 18}, .seed = 32});
+  auto untied = GenerateSyntheticModel({.num_states = 40, .min_gaussians = 2, .max_gaussians = 9, .dim = 39, .seed = 33});
+  ASSERT_TRUE(untied.ok());
+  const auto untied_model = std::make_shared<const DiagGmmModel>(*std::move(untied));
+  auto a = (*gpu)->PrepareTied(tied_a);
+  auto b = (*gpu)->PrepareTied(tied_b);
+  auto u = (*gpu)->Prepare(untied_model);
+  ASSERT_TRUE(a.ok() && b.ok() && u.ok());
+  std::vector<float> values(39 * 40, 0.0f);
+  for (int i = 0; i < 39; ++i) {
+    values[i * 40 + i] = 1.0f + 0.01f * (i % 3);
+    values[i * 40 + (i + 1) % 39] = 0.02f;
+    values[i * 40 + 39] = 0.1f * (i % 5);
+  }
+  auto transform = FeatureTransform::Create(39, 40, values);
+  ASSERT_TRUE(transform.ok()) << transform.status();
+  const std::vector<FloatMatrix> features = {RandomTiedFeatures(30, 39, 1), RandomTiedFeatures(11, 39, 2),
+                                             RandomTiedFeatures(7, 39, 3), RandomTiedFeatures(25, 39, 4),
+                                             RandomTiedFeatures(0, 39, 5), RandomTiedFeatures(9, 39, 6)};
+  std::vector<ScoreResult> results(features.size());
+  const std::vector<ScoreWindow> windows = {
+      {a->get(), features[0].view(), &results[0], &*transform},
+      {a->get(), features[1].view(), &results[1], nullptr},
+      {u->get(), features[2].view(), &results[2], &*transform},
+      {b->get(), features[3].view(), &results[3], &*transform},
+      {b->get(), features[4].view(), &results[4], nullptr},
+      {u->get(), features[5].view(), &results[5], nullptr}};
+  ASSERT_TRUE((*gpu)->ScoreBatch(windows, {}).ok());
+  FloatMatrix transformed;
+  ASSERT_TRUE(transform->Apply(features[0].view(), &transformed).ok());
+  EXPECT_LT(MaxTiedError(results[0].loglikes, TiedMixtureReferenceLogLikelihoods(*tied_a, transformed.view())),
+            kCudaTiedBound);
+  EXPECT_LT(MaxTiedError(results[1].loglikes, TiedMixtureReferenceLogLikelihoods(*tied_a, features[1].view())),
+            kCudaTiedBound);
+  ASSERT_TRUE(transform->Apply(features[2].view(), &transformed).ok());
+  EXPECT_LT(MaxNormalizedError(results[2].loglikes, ReferenceLogLikelihoods(*untied_model, transformed.view())), 1e-3);
+  ASSERT_TRUE(transform->Apply(features[3].view(), &transformed).ok());
+  EXPECT_LT(MaxTiedError(results[3].loglikes, TiedMixtureReferenceLogLikelihoods(*tied_b, transformed.view())),
+            kCudaTiedBound);
+  EXPECT_EQ(results[4].loglikes.rows(), 0);
+  EXPECT_EQ(results[4].loglikes.cols(), tied_b->num_states());
+  EXPECT_LT(MaxNormalizedError(results[5].loglikes, ReferenceLogLikelihoods(*untied_model, features[5].view())), 1e-3);
+  for (size_t w = 0; w < features.size(); ++w) {
+    EXPECT_EQ(results[w].frame_totals.size(), static_cast<size_t>(features[w].rows())) << "window " << w;
+  }
+}
+
+TEST(CudaTiedBackendTest, RejectsBadInput) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = CreateCudaBackend(0);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_EQ((*gpu)->PrepareTied(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  auto prepared = (*gpu)->PrepareTied(RandomTiedModel({}));
+  ASSERT_TRUE(prepared.ok());
+  ScoreResult result;
+  FloatMatrix narrow(3, 13, 1.0f);
+  EXPECT_EQ((*gpu)->Score(**prepared, narrow.view(), {}, &result).code(), absl::StatusCode::kInvalidArgument);
+  // A model the CPU backend prepared is foreign here.
+  std::unique_ptr<ScoringBackend> cpu = CreateCpuBackend({.num_threads = 1});
+  auto on_cpu = cpu->PrepareTied(RandomTiedModel({}));
+  ASSERT_TRUE(on_cpu.ok());
+  FloatMatrix features = RandomTiedFeatures(2, 39, 1);
+  EXPECT_EQ((*gpu)->Score(**on_cpu, features.view(), {}, &result).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

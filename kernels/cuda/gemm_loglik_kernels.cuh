@@ -1,5 +1,7 @@
 // Kernels of the two-kernel path (Vanek et al. 2011, section 3) around the
-// cuBLAS SGEMM, and the per-frame total over states.
+// cuBLAS SGEMM, and the per-frame total over states. The tied-mixture path
+// (tied_mixture_kernels.cu) includes this file too, so its non-template
+// kernels are `static`: each translation unit gets its own copy.
 #ifndef GMMSCORE_KERNELS_CUDA_GEMM_LOGLIK_KERNELS_CUH_
 #define GMMSCORE_KERNELS_CUDA_GEMM_LOGLIK_KERNELS_CUH_
 
@@ -9,22 +11,40 @@
 
 namespace gmmscore {
 
-// expanded[t] = [1, y, y^2] with y = features[t] - center (eq. (3)).
-__global__ void ExpandFeaturesKernel(const float* __restrict__ features,
-                                     const float* __restrict__ center, int64_t num_frames, int dim,
-                                     float* __restrict__ expanded) {
+// Element i of expanded = [1, y, y^2] rows (1 + 2 dim wide) with
+// y = features[t][0 .. dim) - center, frame t at features + t * row_stride.
+__device__ __forceinline__ void ExpandFeatureElement(const float* __restrict__ features, int64_t row_stride,
+                                                     const float* __restrict__ center, int dim, int64_t i,
+                                                     float* __restrict__ expanded) {
   const int cols = 1 + 2 * dim;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= num_frames * cols) return;
   const int64_t t = i / cols;
   const int c = static_cast<int>(i - t * cols);
   float value = 1.0f;
   if (c > 0) {
     const int d = (c - 1) % dim;
-    const float y = features[t * dim + d] - center[d];
+    const float y = features[t * row_stride + d] - center[d];
     value = c <= dim ? y : y * y;
   }
   expanded[i] = value;
+}
+
+// expanded[t] = [1, y, y^2] with y = features[t] - center (eq. (3)).
+static __global__ void ExpandFeaturesKernel(const float* __restrict__ features,
+                                            const float* __restrict__ center, int64_t num_frames, int dim,
+                                            float* __restrict__ expanded) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= num_frames * (1 + 2 * dim)) return;
+  ExpandFeatureElement(features, dim, center, dim, i, expanded);
+}
+
+// The same for a slice of each frame: dims [0, dim) of rows `row_stride`
+// apart (a feature stream of a tied-mixture model: features + its offset).
+static __global__ void ExpandStridedFeaturesKernel(const float* __restrict__ features, int64_t row_stride,
+                                                   const float* __restrict__ center, int64_t num_frames,
+                                                   int dim, float* __restrict__ expanded) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= num_frames * (1 + 2 * dim)) return;
+  ExpandFeatureElement(features, row_stride, center, dim, i, expanded);
 }
 
 __device__ __forceinline__ float WarpMax(float value) {
@@ -42,7 +62,7 @@ __device__ __forceinline__ float WarpSum(float value) {
 // One warp per (frame, state): log-sum-exp over the state's Gaussian scores
 // scores[t][offsets[s] .. offsets[s+1]), lanes striding over the Gaussians
 // so the reads are contiguous.
-__global__ void SegmentedLogSumExpKernel(const float* __restrict__ scores,
+static __global__ void SegmentedLogSumExpKernel(const float* __restrict__ scores,
                                          const int64_t* __restrict__ state_offsets,
                                          int64_t num_frames, int num_states, int64_t num_gaussians,
                                          float* __restrict__ loglikes) {

@@ -14,6 +14,22 @@ namespace {
 // Enough to hold the first Kaldi token after any leading whitespace.
 constexpr int64_t kSniffBytes = 4096;
 
+// Untied when the model is one stream with a codebook per state and has a
+// DiagGmmModel form; tied otherwise.
+LoadedModel FromTied(ModelFormat format, TiedMixtureModel tied) {
+  LoadedModel loaded;
+  loaded.format = format;
+  if (tied.num_streams() == 1 && tied.num_codebooks() == tied.num_states()) {
+    absl::StatusOr<DiagGmmModel> untied = tied.ToDiagGmmModel();
+    if (untied.ok()) {
+      loaded.untied = std::make_shared<const DiagGmmModel>(*std::move(untied));
+      return loaded;
+    }
+  }
+  loaded.tied = std::make_shared<const TiedMixtureModel>(std::move(tied));
+  return loaded;
+}
+
 }  // namespace
 
 absl::string_view ModelFormatName(ModelFormat format) {
@@ -83,6 +99,27 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
     }
   }
   return absl::InternalError("unhandled model format");
+}
+
+absl::StatusOr<LoadedModel> LoadAnyModel(const std::string& path) {
+  GMM_ASSIGN_OR_RETURN(const ModelFormat format, DetectModelFormat(path));
+  switch (format) {
+    case ModelFormat::kSphinx: {
+      GMM_ASSIGN_OR_RETURN(SphinxModel sphinx, ReadSphinxModel(path));
+      return FromTied(format, std::move(sphinx.model));
+    }
+    case ModelFormat::kHtkMmf: {
+      GMM_ASSIGN_OR_RETURN(HtkModel htk, ReadHtkMmf(path));
+      return FromTied(format, std::move(htk.model));
+    }
+    default:
+      break;
+  }
+  GMM_ASSIGN_OR_RETURN(DiagGmmModel model, LoadModel(path));
+  LoadedModel loaded;
+  loaded.format = format;
+  loaded.untied = std::make_shared<const DiagGmmModel>(std::move(model));
+  return loaded;
 }
 
 }  // namespace gmmscore

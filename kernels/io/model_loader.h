@@ -6,11 +6,14 @@
 #ifndef GMMSCORE_KERNELS_IO_MODEL_LOADER_H_
 #define GMMSCORE_KERNELS_IO_MODEL_LOADER_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/model/diag_gmm_model.h"
+#include "kernels/model/tied_mixture_model.h"
 
 namespace gmmscore {
 
@@ -37,6 +40,31 @@ absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path);
 // UNIMPLEMENTED here: read them with ReadSphinxModel as a TiedMixtureModel.
 // Reentrant.
 absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path);
+
+// A model in the form a ScoringBackend takes it: exactly one of `untied`
+// (ScoringBackend::Prepare) and `tied` (ScoringBackend::PrepareTied) is set.
+struct LoadedModel {
+  ModelFormat format = ModelFormat::kNative;
+  std::shared_ptr<const DiagGmmModel> untied;
+  std::shared_ptr<const TiedMixtureModel> tied;
+
+  int dim() const { return untied != nullptr ? untied->dim() : tied->dim(); }
+  int num_states() const { return untied != nullptr ? untied->num_states() : tied->num_states(); }
+  // Host bytes of the scoring form (ByteSize()).
+  int64_t ByteSize() const { return untied != nullptr ? untied->ByteSize() : tied->ByteSize(); }
+};
+
+// Like LoadModel, for every model the backends can score: Sphinx and HTK
+// models whose codebooks are shared (semi-continuous, PTM, HTK tied
+// mixtures) or that have several feature streams (or a stream weight) come
+// back as a TiedMixtureModel instead of UNIMPLEMENTED, so that each codebook
+// Gaussian is evaluated once per frame. A single-stream model with one
+// codebook per state (Sphinx continuous, plain HTK) stays untied, as
+// LoadModel gives it (the fused kernels apply), unless its weights have no
+// DiagGmmModel form (e.g. quantised weights that do not sum to 1): then it
+// is tied too. Native and Kaldi models are always untied. Errors as
+// LoadModel's. Reentrant.
+absl::StatusOr<LoadedModel> LoadAnyModel(const std::string& path);
 
 }  // namespace gmmscore
 

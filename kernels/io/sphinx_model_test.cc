@@ -417,3 +417,38 @@ TEST(SphinxFeaturesTest, MfcRoundTripSwapAndDynamicFeatures) {
 
 }  // namespace
 }  // namespace gmmscore
+
+// --- LoadAnyModel: tied models stay tied -------------------------------------
+
+namespace gmmscore {
+namespace {
+
+TEST(LoadAnyModelTest, TiedSphinxModelsComeBackTiedContinuousUntied) {
+  const std::string tidigits = kTestData + "/tidigits/hmm";
+  const std::string an4 = kTestData + "/an4_ci_cont";
+  REQUIRE_PATH(tidigits);
+  REQUIRE_PATH(an4);
+  absl::StatusOr<LoadedModel> semi = LoadAnyModel(tidigits);
+  ASSERT_TRUE(semi.ok()) << semi.status();
+  EXPECT_EQ(semi->format, ModelFormat::kSphinx);
+  ASSERT_NE(semi->tied, nullptr);
+  EXPECT_EQ(semi->untied, nullptr);
+  EXPECT_EQ(semi->dim(), 51);
+  EXPECT_EQ(semi->tied->num_streams(), 4);
+  absl::StatusOr<LoadedModel> continuous = LoadAnyModel(an4);
+  ASSERT_TRUE(continuous.ok()) << continuous.status();
+  ASSERT_NE(continuous->untied, nullptr);
+  EXPECT_EQ(continuous->num_states(), 102);
+  if (Exists(kEnUs)) {
+    absl::StatusOr<LoadedModel> ptm = LoadAnyModel(kEnUs);
+    ASSERT_TRUE(ptm.ok()) << ptm.status();
+    ASSERT_NE(ptm->tied, nullptr);
+    EXPECT_EQ(ptm->tied->num_streams(), 3);
+    EXPECT_EQ(ptm->ByteSize(), ptm->tied->ByteSize());
+  }
+  // Non-Sphinx files go through LoadModel unchanged.
+  EXPECT_EQ(LoadAnyModel(kTestData + "/no_such_model").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gmmscore

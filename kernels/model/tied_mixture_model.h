@@ -51,6 +51,12 @@
 
 namespace gmmscore {
 
+// Scorers that mix a codebook's Gaussians with linear weights after taking
+// out the codebook's best density (TiedMixtureCpuScorer, the CUDA backend)
+// trust a mix above this; at or below it a state's terms may have underflowed
+// and its stream score is recomputed exactly in the log domain.
+inline constexpr float kTiedSmallestTrustedMix = 1e-30f;
+
 // A stream is the slice [offset, offset + dim) of the feature vector.
 struct FeatureStream {
   int offset = 0;

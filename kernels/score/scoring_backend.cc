@@ -15,6 +15,7 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
     case Algorithm::kFused8: return "fused8";
     case Algorithm::kFused16: return "fused16";
     case Algorithm::kFused32: return "fused32";
+    case Algorithm::kFused8x2: return "fused8x2";
     case Algorithm::kSplit8: return "split8";
     case Algorithm::kTf32x3: return "tf32x3";
     case Algorithm::kGemm: return "gemm";
@@ -24,18 +25,76 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
 
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32,
-                       Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kGemm}) {
+                       Algorithm::kFused8x2, Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kGemm}) {
     if (name == AlgorithmName(a)) return a;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown algorithm '", name, "' (expected auto, fused8, fused16, fused32, split8, tf32x3 or gemm)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown algorithm '", name,
+      "' (expected auto, fused8, fused16, fused32, fused8x2, split8, tf32x3 or gemm)"));
+}
+
+namespace {
+
+// The most Gaussians one state of `model` mixes, over all streams.
+int MaxTiedGaussiansPerState(const TiedMixtureModel& model) {
+  int most = 0;
+  for (int c = 0; c < model.num_codebooks(); ++c) {
+    int size = 0;
+    for (int f = 0; f < model.num_streams(); ++f) size += model.codebook_size(c, f);
+    most = std::max(most, size);
+  }
+  return most;
+}
+
+absl::Status ValidateFeaturesOfDim(int dim, ConstMatrixView features) {
+  if (features.cols != dim) {
+    return absl::InvalidArgumentError(absl::StrCat("features have dimension ", features.cols,
+                                                   ", the model expects ", dim));
+  }
+  if (features.rows < 0) return absl::InvalidArgumentError("negative frame count");
+  for (int64_t t = 0; t < features.rows; ++t) {
+    const float* row = features.row(t);
+    for (int64_t d = 0; d < features.cols; ++d) {
+      if (!std::isfinite(row[d])) {
+        return absl::InvalidArgumentError(absl::StrCat("feature value at frame ", t, ", dimension ",
+                                                       d, " is ", row[d], ", not finite"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PreparedModel::PreparedModel(std::shared_ptr<const DiagGmmModel> model) : model_(std::move(model)) {
+  if (model_ == nullptr) return;
+  dim_ = model_->dim();
+  num_states_ = model_->num_states();
+  gaussians_per_frame_ = model_->num_gaussians();
+  max_gaussians_per_state_ = model_->max_gaussians_per_state();
+  host_bytes_ = model_->ByteSize();
+}
+
+PreparedModel::PreparedModel(std::shared_ptr<const TiedMixtureModel> model) : tied_(std::move(model)) {
+  if (tied_ == nullptr) return;
+  dim_ = tied_->dim();
+  num_states_ = tied_->num_states();
+  gaussians_per_frame_ = tied_->total_gaussians();
+  max_gaussians_per_state_ = MaxTiedGaussiansPerState(*tied_);
+  host_bytes_ = tied_->ByteSize();
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedModel>> ScoringBackend::PrepareTied(
+    std::shared_ptr<const TiedMixtureModel> model) {
+  return absl::UnimplementedError(
+      absl::StrCat("the ", name(), " backend cannot score tied-mixture models"));
 }
 
 absl::Status ValidateWindowShape(const ScoreWindow& job) {
   if (job.model == nullptr || job.result == nullptr) {
     return absl::InvalidArgumentError("batch job without a model or a result");
   }
-  const int dim = job.model->model().dim();
+  const int dim = job.model->dim();
   if (job.features.cols != dim) {
     return absl::InvalidArgumentError(
         absl::StrCat("features have dimension ", job.features.cols, ", the model expects ", dim));
@@ -50,7 +109,7 @@ absl::Status ValidateWindowShape(const ScoreWindow& job) {
 absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
   for (const ScoreWindow& job : jobs) {
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
-    if (absl::Status status = ValidateFeatures(job.model->model(), job.features); !status.ok()) return status;
+    if (absl::Status status = ValidateFeatures(*job.model, job.features); !status.ok()) return status;
   }
   // Consecutive windows of one model (a scheduler's group of many streams'
   // chunks) are packed into one matrix, transformed on the way, and scored
@@ -71,7 +130,7 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     }
     int64_t frames = 0;
     for (size_t j = first; j < end; ++j) frames += jobs[j].features.rows;
-    const int dim = model.model().dim();
+    const int dim = model.dim();
     packed.Resize(frames, dim);
     int64_t row = 0;
     for (size_t j = first; j < end; ++j) {
@@ -106,21 +165,15 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
 }
 
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {
-  if (features.cols != model.dim()) {
-    return absl::InvalidArgumentError(absl::StrCat("features have dimension ", features.cols,
-                                                   ", the model expects ", model.dim()));
-  }
-  if (features.rows < 0) return absl::InvalidArgumentError("negative frame count");
-  for (int64_t t = 0; t < features.rows; ++t) {
-    const float* row = features.row(t);
-    for (int64_t d = 0; d < features.cols; ++d) {
-      if (!std::isfinite(row[d])) {
-        return absl::InvalidArgumentError(absl::StrCat("feature value at frame ", t, ", dimension ",
-                                                       d, " is ", row[d], ", not finite"));
-      }
-    }
-  }
-  return absl::OkStatus();
+  return ValidateFeaturesOfDim(model.dim(), features);
+}
+
+absl::Status ValidateFeatures(const TiedMixtureModel& model, ConstMatrixView features) {
+  return ValidateFeaturesOfDim(model.dim(), features);
+}
+
+absl::Status ValidateFeatures(const PreparedModel& model, ConstMatrixView features) {
+  return ValidateFeaturesOfDim(model.dim(), features);
 }
 
 std::vector<float> ComputeFrameTotals(const FloatMatrix& loglikes) {

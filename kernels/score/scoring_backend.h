@@ -10,6 +10,10 @@
 // For frames x_t (rows of `features`, T x D) and every state s:
 //   loglikes[t][s]  = log sum_g exp(K_g + u_g . y_t + v_g . y_t^2),  y_t = x_t - c
 //   frame_totals[t] = log sum_s exp(loglikes[t][s])
+// A tied-mixture model (TiedMixtureModel: Sphinx semi-continuous and PTM,
+// multi-stream HTK) is prepared with PrepareTied and scored through the
+// same Score/ScoreBatch calls; its loglikes are the TiedMixtureModel's state
+// scores (tied_mixture_model.h), frame totals as above.
 #ifndef GMMSCORE_KERNELS_SCORE_SCORING_BACKEND_H_
 #define GMMSCORE_KERNELS_SCORE_SCORING_BACKEND_H_
 
@@ -24,6 +28,7 @@
 #include "absl/types/span.h"
 #include "kernels/core/matrix.h"
 #include "kernels/model/diag_gmm_model.h"
+#include "kernels/model/tied_mixture_model.h"
 #include "kernels/score/feature_transform.h"
 
 namespace gmmscore {
@@ -34,6 +39,8 @@ enum class Algorithm {
   kFused8,   // the paper's fused kernel, 8 frames per block
   kFused16,  // the paper's fused kernel, 16 frames per block
   kFused32,  // the fused kernel, 32 frames per block (beyond the paper)
+  kFused8x2, // the fused kernel register-blocked: each thread evaluates two
+             // Gaussians of its state per frame load, 8 frames per block
   kSplit8,   // the fused kernel with each state's Gaussians split over
              // threads and blocks, 8 frames per block: for short windows
   kTf32x3,   // tensor cores, 3xTF32 with the log-sum-exp in the epilogue
@@ -41,7 +48,8 @@ enum class Algorithm {
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
-// "auto", "fused8", "fused16", "fused32", "split8", "tf32x3", "gemm".
+// "auto", "fused8", "fused16", "fused32", "fused8x2", "split8", "tf32x3",
+// "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
@@ -57,19 +65,43 @@ struct ScoreResult {
 };
 
 // A model made ready for one backend (uploaded, re-laid-out). Immutable.
+// It holds either a DiagGmmModel (untied) or a TiedMixtureModel (tied());
+// dim(), num_states() and the sizes below are there for both.
 class PreparedModel {
  public:
   virtual ~PreparedModel() = default;
+  bool tied() const { return tied_ != nullptr; }
+  // The untied model: only for !tied() (null for a tied one).
   const DiagGmmModel& model() const { return *model_; }
   const std::shared_ptr<const DiagGmmModel>& shared_model() const { return model_; }
+  // The tied model: only for tied() (null for an untied one).
+  const TiedMixtureModel& tied_model() const { return *tied_; }
+  const std::shared_ptr<const TiedMixtureModel>& shared_tied_model() const { return tied_; }
+
+  int dim() const { return dim_; }
+  int num_states() const { return num_states_; }
+  // Gaussians evaluated per frame: every Gaussian of an untied model; every
+  // codebook Gaussian (all streams) of a tied one, each once.
+  int64_t gaussians_per_frame() const { return gaussians_per_frame_; }
+  // Most Gaussians one state mixes (tied: its codebook's, over all streams).
+  int max_gaussians_per_state() const { return max_gaussians_per_state_; }
+  // Host bytes of the model's scoring form (ByteSize()).
+  int64_t host_bytes() const { return host_bytes_; }
   // Bytes this preparation holds on the backend's device (0 for the CPU).
   virtual int64_t device_bytes() const = 0;
 
  protected:
-  explicit PreparedModel(std::shared_ptr<const DiagGmmModel> model) : model_(std::move(model)) {}
+  explicit PreparedModel(std::shared_ptr<const DiagGmmModel> model);
+  explicit PreparedModel(std::shared_ptr<const TiedMixtureModel> model);
 
  private:
   std::shared_ptr<const DiagGmmModel> model_;
+  std::shared_ptr<const TiedMixtureModel> tied_;
+  int dim_ = 0;
+  int num_states_ = 0;
+  int64_t gaussians_per_frame_ = 0;
+  int max_gaussians_per_state_ = 0;
+  int64_t host_bytes_ = 0;
 };
 
 // One window of a batch: `features` scored with `model` into `*result`.
@@ -100,6 +132,14 @@ class ScoringBackend {
   virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
       std::shared_ptr<const DiagGmmModel> model) = 0;
 
+  // The same for a tied-mixture model: each codebook Gaussian is evaluated
+  // once per frame, not once per state that uses it. The base implementation
+  // answers UNIMPLEMENTED (the CPU and CUDA backends implement it).
+  // (A name of its own, not a Prepare overload: Prepare(nullptr) stays
+  // unambiguous and overriders of Prepare do not hide it.)
+  virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
+      std::shared_ptr<const TiedMixtureModel> model);
+
   // Scores `features` (T x D, T >= 0) with a model this backend prepared.
   // Validates the features first (ValidateFeatures). Overwrites *result.
   // Thread-safe: concurrent calls are allowed (they may serialise).
@@ -118,6 +158,8 @@ class ScoringBackend {
 // INVALID_ARGUMENT unless features.cols == model.dim() and every value is
 // finite; the message names the first bad frame and dimension.
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features);
+absl::Status ValidateFeatures(const TiedMixtureModel& model, ConstMatrixView features);
+absl::Status ValidateFeatures(const PreparedModel& model, ConstMatrixView features);
 
 // frame_totals[t] = log sum_s exp(loglikes[t][s]), in float64 internally.
 std::vector<float> ComputeFrameTotals(const FloatMatrix& loglikes);
