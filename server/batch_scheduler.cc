@@ -9,6 +9,12 @@ namespace gmmscore {
 
 BatchScheduler::BatchScheduler(ScoringBackend* backend, BatchSchedulerOptions options)
     : backend_(backend), options_(std::move(options)) {
+  int answer_threads = options_.num_answer_threads;
+  if (answer_threads <= 0) {
+    answer_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  }
+  // The pool's workers plus the scheduler worker that calls ParallelFor.
+  answer_pool_ = std::make_unique<ThreadPool>(answer_threads - 1);
   const int workers = std::max(1, options_.num_workers);
   workers_.reserve(workers);
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -186,10 +192,8 @@ void BatchScheduler::WorkerLoop() {
       ready_.pop_front();
       ++running_groups_;
       mu_.Unlock();
-      RunGroup(std::move(group));
+      RunGroup(std::move(group));  // gives running_groups_ back itself
       mu_.Lock();
-      --running_groups_;
-      work_cv_.SignalAll();  // the backend may be idle now
       continue;
     }
     absl::Time deadline;
@@ -221,13 +225,28 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<ScoreResu
   return status;
 }
 
+absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs,
+                                           std::vector<absl::StatusOr<ScoreResult>>& outcomes) {
+  // Jobs of one stream may complete out of order here: a stream answers its
+  // chunks in order whatever order its jobs finish in (stream_reactor.h).
+  std::atomic<int64_t> nanos{0};
+  answer_pool_->ParallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
+    const absl::Time start = absl::Now();
+    jobs[j].done(std::move(outcomes[j]));
+    nanos.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+  });
+  return absl::Nanoseconds(nanos.load());
+}
+
 void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   GroupTimes times;
-  // Runs a job's callback, timed.
-  auto complete = [&times](ScoreJob& job, absl::StatusOr<ScoreResult> outcome) {
-    const absl::Time start = absl::Now();
-    job.done(std::move(outcome));
-    times.done += absl::Now() - start;
+  // Every job leaves with an outcome; the callbacks run after the backend
+  // work, in parallel (CompleteAll).
+  std::vector<ScoreJob> finished;
+  std::vector<absl::StatusOr<ScoreResult>> outcomes;
+  auto finish = [&](ScoreJob job, absl::StatusOr<ScoreResult> outcome) {
+    finished.push_back(std::move(job));
+    outcomes.push_back(std::move(outcome));
   };
   Group live;
   GroupReport report;
@@ -242,7 +261,7 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
       continue;
     }
     ++(absl::IsCancelled(dead) ? cancelled : expired);
-    complete(job, std::move(dead));
+    finish(std::move(job), std::move(dead));
   }
   int64_t frames = 0;
   std::vector<const void*> origins;
@@ -262,10 +281,11 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
     report.origins = static_cast<int64_t>(origins.size());
     report.score_time = times.score;
   }
+  const int64_t live_jobs = static_cast<int64_t>(live.size());
   if (status.ok()) {
-    for (size_t j = 0; j < live.size(); ++j) complete(live[j], std::move(results[j]));
+    for (size_t j = 0; j < live.size(); ++j) finish(std::move(live[j]), std::move(results[j]));
   } else if (live.size() == 1) {
-    complete(live.front(), status);
+    finish(std::move(live.front()), status);
   } else {
     // Isolate the bad job: each alone, so that only it fails.
     for (ScoreJob& job : live) {
@@ -274,28 +294,35 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
       std::vector<ScoreResult> own;
       absl::Status own_status = ScoreGroup(alone, &own, &times);
       if (own_status.ok()) {
-        complete(alone.front(), std::move(own.front()));
+        finish(std::move(alone.front()), std::move(own.front()));
       } else {
-        complete(alone.front(), own_status);
+        finish(std::move(alone.front()), own_status);
       }
     }
   }
+  // The backend is free: another worker may dispatch while this one answers.
+  {
+    absl::MutexLock lock(&mu_);
+    --running_groups_;
+    work_cv_.SignalAll();
+  }
+  times.done = CompleteAll(finished, outcomes);
 
   // Reported before the lock: on_group may take locks of its own.
   if (report.jobs > 0 && options_.on_group) options_.on_group(report);
 
   absl::MutexLock lock(&mu_);
-  stats_.jobs += static_cast<int64_t>(live.size()) + cancelled + expired;
+  stats_.jobs += live_jobs + cancelled + expired;
   stats_.cancelled_jobs += cancelled;
   stats_.expired_jobs += expired;
   stats_.pack_time += times.pack;
   stats_.score_time += times.score;
   stats_.split_time += times.split;
   stats_.done_time += times.done;
-  if (!live.empty()) {
+  if (live_jobs > 0) {
     ++stats_.group_calls;
     stats_.frames += frames;
-    stats_.max_group_jobs = std::max<int64_t>(stats_.max_group_jobs, live.size());
+    stats_.max_group_jobs = std::max<int64_t>(stats_.max_group_jobs, live_jobs);
     stats_.max_group_frames = std::max(stats_.max_group_frames, frames);
   }
 }

@@ -31,9 +31,9 @@
 // their room in the queue.
 //
 // Ordering: jobs of one model submitted by one thread are scored in order
-// within a group, but completions of different groups may arrive in any
-// order; streams that need order restore it themselves (StreamScoreReactor
-// does).
+// within a group, but completions arrive in any order (a group's callbacks
+// run in parallel on the answer threads); streams that need order restore
+// it themselves (StreamScoreReactor does).
 //
 // Thread safety: all methods are thread-safe.
 #ifndef GMMSCORE_SERVER_BATCH_SCHEDULER_H_
@@ -54,6 +54,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/core/matrix.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/score/feature_transform.h"
 #include "kernels/score/scoring_backend.h"
 
@@ -82,7 +83,7 @@ struct ScoreJob {
   // This model's own cap on frames per backend call (ModelConfig in the
   // config file); 0: the scheduler's max_batch_frames.
   int64_t max_batch_frames = 0;
-  // Called exactly once, on a scheduler thread (or inside Submit after
+  // Called exactly once, on a scheduler or answer thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.
   absl::AnyInvocable<void(absl::StatusOr<ScoreResult>)> done;
@@ -112,6 +113,12 @@ struct BatchSchedulerOptions {
   // Called after every successful group call, on the worker thread, with no
   // scheduler lock held; must be cheap and thread-safe. Empty: none.
   std::function<void(const GroupReport&)> on_group;
+  // Threads that run a scored group's `done` callbacks, the worker's own
+  // included. The callbacks build the answers (fusion, protobuf copies of
+  // T x S floats); run one by one on the worker they cost more than the GPU
+  // call itself once a batch holds hundreds of chunks (docs/PERFORMANCE.md,
+  // "Capacity (GPU)"). 0: half the machine's cores, at least 1.
+  int num_answer_threads = 0;
 };
 
 // Counters since construction, for logs and tests.
@@ -185,8 +192,13 @@ class BatchScheduler {
   // should look again (absl::InfiniteFuture() when the queue is empty).
   bool ShouldDispatchLocked(absl::Time now, absl::Time* deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Scores one group (one Score call), completes its jobs. No lock held.
+  // Scores one group (one Score call), gives its running_groups_ back, then
+  // completes its jobs. No lock held.
   void RunGroup(DispatchedGroup group);
+  // Calls jobs[j].done(outcomes[j]) for every j, spread over answer_pool_;
+  // returns the callbacks' summed time.
+  absl::Duration CompleteAll(std::vector<ScoreJob>& jobs,
+                             std::vector<absl::StatusOr<ScoreResult>>& outcomes);
   // Moves the queued jobs that are dead at `now` to *dead, counting them.
   void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -212,6 +224,9 @@ class BatchScheduler {
   BatchSchedulerStats stats_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex stop_mu_;  // serialises Stop()
+  // Runs `done` callbacks beside the worker that scored them; declared
+  // before workers_ so that it outlives them.
+  std::unique_ptr<ThreadPool> answer_pool_;
   std::vector<std::thread> workers_;
 };
 

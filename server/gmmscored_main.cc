@@ -50,6 +50,9 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
 ABSL_FLAG(int32_t, scheduler_workers, 2,
           "Threads issuing backend calls; model groups of one dispatch are scored concurrently "
           "(on CUDA their copies and kernels overlap).");
+ABSL_FLAG(int32_t, answer_threads, 0,
+          "Threads that build answers (fusion, sparse selection, protobuf copies) from scored "
+          "batches, beside the scheduler workers; 0: half the cores.");
 ABSL_FLAG(int64_t, max_chunk_frames, 1000,
           "Most frames in one stream chunk; larger chunks end the stream with INVALID_ARGUMENT.");
 ABSL_FLAG(int32_t, max_chunks_in_flight, 8,
@@ -121,11 +124,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
       ModelRepository::LoadDirectory(dir, backend->get(), repository_options);
   if (!repository.ok()) return repository.status();
   for (const ServedModel& served : (*repository)->models()) {
-    const DiagGmmModel& model = served.model();
-    LogInfo("model '%s' from %s (%s): %d dims, %d states, %d Gaussians, %.1f MiB host, "
+    const PreparedModel& model = *served.prepared;
+    LogInfo("model '%s' from %s (%s): %d dims, %d states, %d Gaussians%s, %.1f MiB host, "
             "%.1f MiB on %s, loaded in %s",
             served.name, served.source, served.format, model.dim(), model.num_states(),
-            model.num_gaussians(), model.ByteSize() / 1048576.0,
+            model.gaussians_per_frame(), model.tied() ? " (tied: codebook Gaussians per frame)" : "",
+            model.host_bytes() / 1048576.0,
             served.prepared->device_bytes() / 1048576.0, (*repository)->device(),
             absl::FormatDuration(served.load_time));
   }
@@ -135,6 +139,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.scheduler.max_batch_frames = absl::GetFlag(FLAGS_max_batch_frames);
   options.scheduler.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   options.scheduler.num_workers = absl::GetFlag(FLAGS_scheduler_workers);
+  options.scheduler.num_answer_threads = absl::GetFlag(FLAGS_answer_threads);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
