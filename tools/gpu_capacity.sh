@@ -9,6 +9,8 @@
 #     b      10 speaker-cluster models 5000x32x39, posterior fusion, fused
 #            matrix only (10 full matrices per answer would be 2 MB)
 #     c      the paper's 5000x256x36 model
+#     ptm    a CMU Sphinx PTM model directory (PTM_DIR) on real speech
+#            features (PTM_FEATS=ark:FILE), e.g. en-us from pocketsphinx-en-us
 #     smoke  500x8x39, a short search: checks that the bundle runs
 #
 # Environment: OUT (results: CASE.txt/.json/.csv/.svg, the daemon's log;
@@ -18,7 +20,7 @@
 # the bundle's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|smoke [gmmscore-load flags]}
+case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
 shift
 OUT=${OUT:-/tmp/gmmscore-capacity}
 work=${WORK:-/tmp/gmmscore-capacity-work}
@@ -62,11 +64,18 @@ case "$case_name" in
   c) synth paper 5000 256 36 1
      load=(--model paper --model_file "$repo/paper.gmm" --streams "${START:-100}")
      max=${MAX:-2048} ;;
+  ptm) # a CMU Sphinx PTM model (en-us: codebooks shared by the senones of a
+     # base phone) and real speech features: PTM_DIR, PTM_FEATS (ark:FILE)
+     [ -d "${PTM_DIR:-}" ] && [ -n "${PTM_FEATS:-}" ] || { echo "ptm needs PTM_DIR and PTM_FEATS"; exit 2; }
+     [ -e "$repo/ptm" ] || cp -r "$PTM_DIR" "$repo/ptm"
+     load=(--model ptm --features "$PTM_FEATS" --streams "${START:-100}")
+     verify=()  # the verifier reads untied models only
+     max=${MAX:-4096} ;;
   smoke) synth small 500 8 39 1
      load=(--model small --model_file "$repo/small.gmm" --streams "${START:-50}")
      verify=(--verify_fraction 0.05)
      max=${MAX:-800} DURATION_S=${DURATION_S:-3} ;;
-  *) echo "unknown case $case_name (a, b, c or smoke)"; exit 2 ;;
+  *) echo "unknown case $case_name (a, b, c, ptm or smoke)"; exit 2 ;;
 esac
 
 port=${PORT:-50151}
