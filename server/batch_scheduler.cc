@@ -149,6 +149,7 @@ void BatchScheduler::DispatchLocked() {
     DispatchedGroup group;
     int64_t frames = 0;
     int64_t cap = 0;
+    bool first_of_model = false;  // the model's first group of this dispatch
   };
   std::vector<Building> groups;
   while (!queue_.empty()) {
@@ -167,8 +168,12 @@ void BatchScheduler::DispatchLocked() {
     };
     auto it = std::find_if(groups.begin(), groups.end(), has_room);
     if (it == groups.end()) {
+      const bool model_seen = std::any_of(groups.begin(), groups.end(), [&](const Building& g) {
+        return g.group.jobs.front().model == job.model;
+      });
       groups.emplace_back();
       it = groups.end() - 1;
+      it->first_of_model = !model_seen;
       it->cap = job.max_batch_frames > 0
                     ? std::min(job.max_batch_frames, options_.max_batch_frames)
                     : options_.max_batch_frames;
@@ -179,7 +184,25 @@ void BatchScheduler::DispatchLocked() {
     it->group.queue_waits.push_back(waited);
   }
   ++stats_.dispatches;
-  for (Building& building : groups) ready_.push_back(std::move(building.group));
+  // One backend call for the first group of every model, its windows in
+  // runs by model: on CUDA that is one copy in, one multi-model launch and
+  // one copy out for the whole dispatch (ScoringBackend::ScoreBatch), where
+  // a call per model cost each model its own launch and synchronisation
+  // (10 speaker-cluster models: 10 calls per dispatch). Groups that a
+  // model's own cap split off run as calls of their own.
+  DispatchedGroup combined;
+  combined.dispatched = now;
+  for (Building& building : groups) {
+    if (!building.first_of_model) continue;
+    for (size_t j = 0; j < building.group.jobs.size(); ++j) {
+      combined.jobs.push_back(std::move(building.group.jobs[j]));
+      combined.queue_waits.push_back(building.group.queue_waits[j]);
+    }
+  }
+  if (!combined.jobs.empty()) ready_.push_back(std::move(combined));
+  for (Building& building : groups) {
+    if (!building.first_of_model) ready_.push_back(std::move(building.group));
+  }
   work_cv_.SignalAll();
 }
 

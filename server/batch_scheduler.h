@@ -1,10 +1,11 @@
 // BatchScheduler: one per scoring backend (one per GPU). It gathers the
-// chunks of all live streams, groups them by model and scores each group with
-// a single ScoringBackend::ScoreBatch call, which packs the group's frames
-// into one buffer (on CUDA: the backend's pinned buffer, one copy in, the
-// speaker transforms applied on the device, one fused-kernel launch over all
-// of them, one copy out). A small set of workers issues group calls concurrently, so that on
-// CUDA the copies in, compute and copies out of different groups overlap.
+// chunks of all live streams, orders them by model and scores each dispatch
+// with a single ScoringBackend::ScoreBatch call, which packs the frames into
+// one buffer (on CUDA: the backend's pinned buffer, one copy in, the speaker
+// transforms applied on the device, one launch over all models' windows for
+// short runs, one copy out). A small set of workers issues calls
+// concurrently, so that on CUDA the copies in, compute and copies out of
+// different calls overlap; the answers are built on a separate pool.
 //
 //   BatchScheduler scheduler(backend.get(), {.max_batch_frames = 4096});
 //   scheduler.Submit({.model = prepared, .features = chunk,
@@ -15,7 +16,9 @@
 // they hold max_batch_frames frames or the oldest has waited
 // max_queue_delay, whichever comes first, and a free worker dispatches them.
 // One dispatch takes jobs oldest first up to max_batch_frames frames (at
-// least one job) and makes one group per model, jobs in arrival order.
+// least one job) and makes one group of them, one run per model in order of
+// first arrival, each run's jobs in arrival order; a model whose own
+// max_batch_frames cap is exceeded gets further groups of its own.
 //
 // Results are exactly those of scoring each job alone: the backends score
 // frames independently and hand every window its own rows. If a
@@ -186,7 +189,7 @@ class BatchScheduler {
   };
 
   void WorkerLoop();
-  // Takes the next batch off queue_ and splits it by model, into ready_.
+  // Takes the next batch off queue_ into ready_ (see "Dispatch policy").
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a waiting worker should dispatch now; else *deadline is when it
   // should look again (absl::InfiniteFuture() when the queue is empty).

@@ -139,7 +139,8 @@ TEST_F(BatchSchedulerTest, GathersWhileBusyAndGroupsByModel) {
   backend_.SetGate(true);
   ExpectScores(first, 1, 0.5f);
   for (int i = 0; i < 20; ++i) ExpectScores(outcomes[i], 1 + i % 3, i);
-  // One call for the first job, then one per model for the 20 gathered.
+  // One call for the first job, then one ScoreBatch call for the 20
+  // gathered, which the backend scores as one run per model.
   std::vector<int64_t> calls = backend_.calls();
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0], 1);
@@ -147,9 +148,9 @@ TEST_F(BatchSchedulerTest, GathersWhileBusyAndGroupsByModel) {
   // A group's counters are added after its callbacks ran: stop first.
   scheduler.Stop();  // all callbacks ran: the outcomes may go
   const BatchSchedulerStats stats = scheduler.stats();
-  EXPECT_EQ(stats.max_group_jobs, 10);
+  EXPECT_EQ(stats.max_group_jobs, 20);
   EXPECT_EQ(stats.jobs, 21);
-  EXPECT_EQ(stats.group_calls, 3);
+  EXPECT_EQ(stats.group_calls, 2);
 }
 
 TEST_F(BatchSchedulerTest, FullBatchDispatchesWithoutWaitingForTheDelay) {
@@ -443,27 +444,30 @@ TEST_F(BatchSchedulerTest, ReportsEveryBackendCallAndHonoursAModelsOwnCap) {
   for (int i = 0; i < 3; ++i) ExpectScores(outcomes[i], 2, 1.0f);
   for (int i = 3; i < 5; ++i) ExpectScores(outcomes[i], 3, 1.0f);
   scheduler.Stop();
+  // The first job alone; then one call with model 0's three chunks and
+  // model 1's first (3 origins: two streams and model 1's job), and model
+  // 1's second chunk in a call of its own (its cap).
   absl::MutexLock lock(&mu);
-  ASSERT_EQ(reports.size(), 4u);
+  ASSERT_EQ(reports.size(), 3u);
   EXPECT_EQ(reports[0].frames, 1);
   EXPECT_EQ(reports[0].jobs, 1);
-  int64_t model0 = 0, model1_calls = 0;
+  int64_t combined = 0, model1_alone = 0;
   for (size_t r = 1; r < reports.size(); ++r) {
     const GroupReport& report = reports[r];
     EXPECT_EQ(report.queue_waits.size(), static_cast<size_t>(report.jobs));
     EXPECT_GE(report.score_time, absl::ZeroDuration());
-    if (report.frames == 6) {
-      ++model0;
-      EXPECT_EQ(report.jobs, 3);
-      EXPECT_EQ(report.origins, 2);
+    if (report.frames == 9) {
+      ++combined;
+      EXPECT_EQ(report.jobs, 4);
+      EXPECT_EQ(report.origins, 3);
     } else {
-      ++model1_calls;
+      ++model1_alone;
       EXPECT_EQ(report.frames, 3);
       EXPECT_EQ(report.jobs, 1);
     }
   }
-  EXPECT_EQ(model0, 1);
-  EXPECT_EQ(model1_calls, 2);
+  EXPECT_EQ(combined, 1);
+  EXPECT_EQ(model1_alone, 1);
 }
 
 }  // namespace

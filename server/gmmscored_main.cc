@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
@@ -43,13 +44,14 @@ ABSL_FLAG(std::string, backend, "auto",
 ABSL_FLAG(int64_t, max_batch_frames, 4096,
           "Batching: while the backend is busy, chunks from all streams gather until they hold "
           "this many frames (or --max_queue_delay_us passes); one dispatch scores at most this "
-          "many frames, one backend call per model.");
+          "many frames in one backend call, one run per model.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
           "Batching: the longest a chunk waits for company while the backend is busy, in "
           "microseconds. When the backend is idle a chunk is dispatched at once.");
-ABSL_FLAG(int32_t, scheduler_workers, 2,
-          "Threads issuing backend calls; model groups of one dispatch are scored concurrently "
-          "(on CUDA their copies and kernels overlap).");
+ABSL_FLAG(int32_t, scheduler_workers, 0,
+          "Threads issuing backend calls, so that several dispatches are scored at once (on "
+          "CUDA their copies and kernels overlap on separate streams). 0: 4 on a CUDA backend "
+          "(its number of streams), 2 on the CPU (whose calls share one thread pool).");
 ABSL_FLAG(int32_t, answer_threads, 0,
           "Threads that build answers (fusion, sparse selection, protobuf copies) from scored "
           "batches, beside the scheduler workers; 0: half the cores.");
@@ -139,6 +141,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.scheduler.max_batch_frames = absl::GetFlag(FLAGS_max_batch_frames);
   options.scheduler.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   options.scheduler.num_workers = absl::GetFlag(FLAGS_scheduler_workers);
+  if (options.scheduler.num_workers == 0) {
+    options.scheduler.num_workers = absl::StartsWith((*backend)->name(), "cuda") ? 4 : 2;
+  }
   options.scheduler.num_answer_threads = absl::GetFlag(FLAGS_answer_threads);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
@@ -182,7 +187,7 @@ int Main(int argc, char** argv) {
       "  gmmscored --config FILE [--flag=value ...]   (flags override the file)\n\n"
       "Serves every model file in DIR. Clients stream feature chunks (StreamScore) and get "
       "per-state log-likelihoods back, fused over several models if asked; chunks of all "
-      "streams are batched into one backend call per model. SIGTERM/SIGINT: stop accepting, "
+      "streams are batched into one backend call. SIGTERM/SIGINT: stop accepting, "
       "answer what is in flight, exit 0.");
   // The config file first, so that the command line parsed after it wins.
   v1::ServerConfig config;
