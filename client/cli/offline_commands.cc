@@ -30,7 +30,8 @@ ABSL_FLAG(std::string, fmllr, "",
           "speaker transforms applied before scoring: one Kaldi fMLLR matrix file (D x (D+1) or D x D) "
           "for every utterance, or an ark:/scp: table of them keyed by utterance");
 ABSL_FLAG(std::string, algo, "auto",
-          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3 or gemm (CPU ignores it)");
+          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3, wgmma or gemm "
+          "(CPU ignores it)");
 ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
@@ -287,15 +288,15 @@ std::vector<Command> OfflineCommands() {
       {"score", "score a feature archive with a model; write a Kaldi log-likelihood archive",
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
        "               [--backend cpu|cuda|auto]\n"
-       "               [--algo auto|fused8|fused16|fused32|split8|tf32x3|gemm]\n"
+       "               [--algo auto|fused8|fused16|fused32|fused8x2|split8|tf32x3|wgmma|gemm]\n"
        "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"
        "The model may be a native file or a Kaldi text AmDiagGmm. Output is binary for ark:,\n"
        "text for ark,t:; ark:- reads stdin or writes stdout. On error the partial output file\n"
        "is removed. --algo picks the CUDA kernel (docs/PERFORMANCE.md): auto chooses by window\n"
-       "length and model size; tf32x3 is the tensor-core path (\"fast\" precision, up to 1e-3\n"
-       "nats); the CPU backend ignores it. --fmllr applies Kaldi fMLLR transforms y = A x + b to\n"
+       "length and model size; tf32x3 and wgmma (H100/H200) are the tensor-core paths (\"fast\"\n"
+       "precision, up to 1e-3 nats); the CPU backend ignores it. --fmllr applies Kaldi fMLLR transforms y = A x + b to\n"
        "the features first: one matrix file for all utterances, or a table keyed by utterance.",
        {"model", "features", "output", "backend", "algo", "fmllr"},
        RunScore},

@@ -81,7 +81,8 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
     const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
     const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
     for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kFused8x2,
-                                Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kGemm, Algorithm::kAuto}) {
+                                Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma, Algorithm::kGemm,
+                                Algorithm::kAuto}) {
       auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
       ASSERT_TRUE(scores.ok()) << scores.status();
       const double error = MaxNormalizedError(*scores, reference);

@@ -10,6 +10,7 @@
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/split_loglik_kernel.cuh"
 #include "kernels/cuda/tc_loglik_kernel.cuh"
+#include "kernels/cuda/wgmma_loglik_launch.h"
 
 namespace gmmscore {
 namespace {
@@ -52,6 +53,17 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
   return absl::OkStatus();
 }
 
+// Every read of the register-blocked kernel lies below gaussians * stride of
+// its block (the kernel's prefetch re-reads in-bounds quads rather than
+// running past the end); two Gaussians of margin keep the 32-bit offset sums
+// clear of 2^32 too.
+template <typename Policy>
+bool FitsBlocked(const DeviceModel& model) {
+  const int64_t block_float4s =
+      (static_cast<int64_t>(model.max_block_gaussians) + 2) * model.dim4 * 2 * Policy::kStatesPerBlock;
+  return block_float4s <= int64_t{0xffffffff};
+}
+
 // The register-blocked kernel: the fused kernel's grid, shared memory and
 // launch cuts; its model offsets within a block are 32-bit.
 template <typename Policy>
@@ -61,12 +73,7 @@ absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int6
   if (model.num_fused_blocks > 65535) {  // gridDim.y limit
     return absl::InvalidArgumentError("model has more than 65535 x 64 states");
   }
-  // Every read lies below gaussians * stride of its block (the kernel's
-  // prefetch re-reads in-bounds quads rather than running past the end);
-  // two Gaussians of margin keep the offset sums clear of 2^32 too.
-  const int64_t block_float4s =
-      (static_cast<int64_t>(model.max_block_gaussians) + 2) * model.dim4 * 2 * Policy::kStatesPerBlock;
-  if (block_float4s > int64_t{0xffffffff}) {
+  if (!FitsBlocked<Policy>(model)) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(Algorithm::kFused8x2), " supports up to ",
                                                    int64_t{0xffffffff} / (2 * Policy::kStatesPerBlock * model.dim4) - 2,
                                                    " Gaussians per state at dimension ", model.dim));
@@ -211,7 +218,10 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
                           int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream) {
   if (num_frames == 0) return absl::OkStatus();
-  if (algorithm == Algorithm::kAuto) algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
+  if (algorithm == Algorithm::kAuto) {
+    algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
+    if (algorithm == Algorithm::kFused8x2 && !FitsBlocked<Fused8x2Policy>(model)) algorithm = Algorithm::kFused16;
+  }
   switch (algorithm) {
     case Algorithm::kFused8:
       return LaunchFused<Fused8Policy>(model, features, num_frames, loglikes, stream);
@@ -225,6 +235,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kTf32x3:
       return LaunchTensorCore(model, features, num_frames, loglikes, stream);
+    case Algorithm::kWgmma:
+      return LaunchWgmmaLoglik(model, features, num_frames, loglikes, stream);
     case Algorithm::kGemm:
       return LaunchGemm(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kAuto:

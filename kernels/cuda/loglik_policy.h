@@ -72,20 +72,20 @@ using Fused8x2Policy = BlockedPolicy<8, 10>;
 // many bytes by scoring long windows in slices of frames.
 inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 
-// Algorithm for kAuto, from the H200 run of 2026-11-22 (docs/PERFORMANCE.md,
-// "Policy"; frames/s):
-// - T < 256: split8, which spreads each state's Gaussians over the chip:
-//   5000x256x36 T=8 58k (gemm 28k, fused8 8k); 5000x16x36 T=64 1.24M (fused8
-//   0.86M, gemm 0.53M). One exception it does not model: 5000x256x36 at
-//   T=64, where gemm is 7% ahead (114k vs 106k).
-// - 256 <= T < 1024: fused8, or split8 on large models (5000x256x36 T=256
-//   129k vs fused8 121k; 5000x16x36 fused8 1.78M vs split8 1.64M).
-// - T >= 1024: fused16, which reads the model half as often as fused8
-//   (5000x256x36 T=4096 164k vs 157k).
+// Algorithm for kAuto, from the H100 run of 2026-11-23 (docs/PERFORMANCE.md,
+// "Policy"; frames/s, fp32 kernels only: kAuto is "exact" precision):
+// - T < 64: split8, which spreads each state's Gaussians over the chip
+//   (H200 2026-11-22: 5000x256x36 T=8 58k, gemm 28k, fused8 8k).
+// - T >= 64: fused8x2, the register-blocked fused kernel, ahead of every
+//   other fp32 kernel at every size measured from T = 64 (5000x256x36 T=256
+//   173k vs split8 134k, fused16 115k; T=4096 189k vs fused16 165k;
+//   5000x16x36 T=64 1.57M vs split8 1.22M).
+// fused8x2 refuses states of more than ~300k Gaussians (32-bit offsets);
+// LaunchLoglik falls back to fused16 there.
 inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
-  if (num_frames < 256) return Algorithm::kSplit8;
-  if (num_frames < 1024) return num_gaussians > 150000 ? Algorithm::kSplit8 : Algorithm::kFused8;
-  return Algorithm::kFused16;
+  (void)num_gaussians;
+  if (num_frames < 64) return Algorithm::kSplit8;
+  return Algorithm::kFused8x2;
 }
 
 // Accuracy each algorithm is held to, in MaxNormalizedError (see
@@ -98,7 +98,7 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
 // float32; its base-2 log-add adds at most a float32 rounding of K' log2(e)
 // and of the result.
 inline double ErrorBound(Algorithm algorithm) {
-  if (algorithm == Algorithm::kTf32x3) return 1e-3;
+  if (algorithm == Algorithm::kTf32x3 || algorithm == Algorithm::kWgmma) return 1e-3;
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;
 }
 

@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 }
 
 // loglikes[t][s] = log of the merged (max, sum) over `slices` partials.
-__global__ void MergeSlicesKernel(const float* __restrict__ partials, int slices, int64_t count,
+static __global__ void MergeSlicesKernel(const float* __restrict__ partials, int slices, int64_t count,
                                   float* __restrict__ loglikes) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;

@@ -44,12 +44,14 @@ enum class Algorithm {
   kSplit8,   // the fused kernel with each state's Gaussians split over
              // threads and blocks, 8 frames per block: for short windows
   kTf32x3,   // tensor cores, 3xTF32 with the log-sum-exp in the epilogue
-             // ("fast" precision: error up to 1e-3 nats)
+             // ("fast" precision: error up to 1e-3 nats), mma.sync
+  kWgmma,    // the same 3xTF32 form on Hopper's asynchronous warpgroup MMAs
+             // (wgmma, H100/H200 only), model chunks streamed by cp.async
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
 // "auto", "fused8", "fused16", "fused32", "fused8x2", "split8", "tf32x3",
-// "gemm".
+// "wgmma", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
