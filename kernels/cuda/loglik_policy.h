@@ -75,11 +75,12 @@ inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 // Algorithm for kAuto, from the H100 run of 2026-11-23 (docs/PERFORMANCE.md,
 // "Policy"; frames/s, fp32 kernels only: kAuto is "exact" precision):
 // - T < 64: split8, which spreads each state's Gaussians over the chip
-//   (H200 2026-11-22: 5000x256x36 T=8 58k, gemm 28k, fused8 8k).
+//   (5000x256x36 T=8: 47k, gemm 27k, fused8x2 18k, fused8 8k; 5000x16x36
+//   T=16: 535k, fused8x2 412k).
 // - T >= 64: fused8x2, the register-blocked fused kernel, ahead of every
 //   other fp32 kernel at every size measured from T = 64 (5000x256x36 T=256
-//   173k vs split8 134k, fused16 115k; T=4096 189k vs fused16 165k;
-//   5000x16x36 T=64 1.57M vs split8 1.22M).
+//   166k vs split8 132k, fused16 115k; T=4096 191k vs fused16 166k;
+//   5000x16x36 T=64 1.58M vs split8 1.24M).
 // fused8x2 refuses states of more than ~300k Gaussians (32-bit offsets);
 // LaunchLoglik falls back to fused16 there.
 inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
