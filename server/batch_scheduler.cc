@@ -239,7 +239,7 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<ScoreResu
   windows.reserve(jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
     windows.push_back({jobs[j].model.get(), jobs[j].features->view(), &(*results)[j],
-                       jobs[j].transform.get()});
+                       jobs[j].transform.get(), jobs[j].precision});
   }
   const absl::Time prepared = absl::Now();
   times->pack += prepared - start;

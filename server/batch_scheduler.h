@@ -86,6 +86,8 @@ struct ScoreJob {
   // This model's own cap on frames per backend call (ModelConfig in the
   // config file); 0: the scheduler's max_batch_frames.
   int64_t max_batch_frames = 0;
+  // The model's precision (ScoreWindow::precision).
+  Precision precision = Precision::kExact;
   // Called exactly once, on a scheduler or answer thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.

@@ -79,11 +79,17 @@ ModelRepository::ModelRepository(Snapshot models, std::string device, std::strin
       backend_(backend),
       budget_bytes_(options.memory_budget_bytes),
       max_batch_frames_(options.max_batch_frames),
+      precision_(options.precision),
       models_(std::move(models)) {}
 
 int64_t ModelRepository::MaxBatchFramesOf(const std::string& name) const {
   auto it = max_batch_frames_.find(name);
   return it == max_batch_frames_.end() ? 0 : it->second;
+}
+
+Precision ModelRepository::PrecisionOf(const std::string& name) const {
+  auto it = precision_.find(name);
+  return it == precision_.end() ? Precision::kExact : it->second;
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
@@ -111,6 +117,9 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
   for (ServedModel& model : models) {
     if (auto it = options.max_batch_frames.find(model.name); it != options.max_batch_frames.end()) {
       model.max_batch_frames = it->second;
+    }
+    if (auto it = options.precision.find(model.name); it != options.precision.end()) {
+      model.precision = it->second;
     }
     snapshot.push_back(std::make_shared<const ServedModel>(std::move(model)));
   }
@@ -267,6 +276,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
   }
 
   served->max_batch_frames = MaxBatchFramesOf(name);
+  served->precision = PrecisionOf(name);
 
   LoadResult result;
   absl::MutexLock lock(&mu_);

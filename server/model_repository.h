@@ -43,6 +43,8 @@ struct ServedModel {
   // Frames of this model one backend call scores at most (the config
   // file's per-model batching limit); 0: the scheduler's max_batch_frames.
   int64_t max_batch_frames = 0;
+  // How exactly it is scored (the config file's per-model precision).
+  Precision precision = Precision::kExact;
 
   // Untied models only (prepared->tied() is false); dim, states and sizes
   // of any model are on `prepared`.
@@ -60,6 +62,8 @@ struct RepositoryOptions {
   std::vector<std::string> skip_at_start;
   // Per model name: ServedModel::max_batch_frames of every version loaded.
   std::map<std::string, int64_t> max_batch_frames;
+  // Per model name: ServedModel::precision of every version loaded.
+  std::map<std::string, Precision> precision;
 };
 
 class ModelRepository {
@@ -127,6 +131,8 @@ class ModelRepository {
       const RepositoryOptions& options);
   // ServedModel::max_batch_frames for `name`.
   int64_t MaxBatchFramesOf(const std::string& name) const;
+  // ServedModel::precision for `name`.
+  Precision PrecisionOf(const std::string& name) const;
   // Retired versions still held; drops the ones freed.
   int64_t RetiredBytesLocked(int* versions) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -135,6 +141,7 @@ class ModelRepository {
   ScoringBackend* const backend_;
   const int64_t budget_bytes_;
   const std::map<std::string, int64_t> max_batch_frames_;
+  const std::map<std::string, Precision> precision_;
 
   absl::Mutex load_mu_;  // serialises Load and Unload
   mutable absl::Mutex mu_;

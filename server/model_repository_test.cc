@@ -53,6 +53,30 @@ TEST_F(ModelRepositoryTest, LoadsEveryFileNamedByItsStem) {
   EXPECT_EQ((*found)->name, "spk2");
 }
 
+// The config file's per-model settings reach every version served: the
+// one loaded at start and one loaded again through Load.
+TEST_F(ModelRepositoryTest, PerModelPrecisionAndBatchCapReachEveryVersion) {
+  WriteModel("fast.gmm", 1);
+  WriteModel("plain.gmm", 2);
+  RepositoryOptions options;
+  options.precision["fast"] = Precision::kFast;
+  options.max_batch_frames["fast"] = 64;
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), options);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  auto fast = (*repo)->Find("fast");
+  auto plain = (*repo)->Find("plain");
+  ASSERT_TRUE(fast.ok() && plain.ok());
+  EXPECT_EQ((*fast)->precision, Precision::kFast);
+  EXPECT_EQ((*fast)->max_batch_frames, 64);
+  EXPECT_EQ((*plain)->precision, Precision::kExact);
+  EXPECT_EQ((*plain)->max_batch_frames, 0);
+  ASSERT_TRUE((*repo)->Load("fast").ok());
+  auto reloaded = (*repo)->Find("fast");
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_EQ((*reloaded)->version, 2u);
+  EXPECT_EQ((*reloaded)->precision, Precision::kFast);
+}
+
 TEST_F(ModelRepositoryTest, SphinxModelDirectoriesAreModelsToo) {
   const fs::path sphinx = "/usr/share/pocketsphinx/test/data/an4_ci_cont";
   if (!fs::is_directory(sphinx)) GTEST_SKIP() << "pocketsphinx-testdata is not installed";

@@ -53,6 +53,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
                       .deadline = deadline,
                       .origin = this,
                       .max_batch_frames = plan_.models[m]->max_batch_frames,
+                      .precision = plan_.models[m]->precision,
                       .done = [this, m](absl::StatusOr<ScoreResult> result) {
                         OnScored(m, std::move(result));
                       }});

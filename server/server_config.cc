@@ -140,8 +140,10 @@ absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string
           "per backend)",
           model.backend(), backend));
     }
-    if (!model.precision().empty() && model.precision() != "fp32") {
-      return bad(absl::StrFormat("precision '%s'; the server scores in fp32", model.precision()));
+    if (!model.precision().empty()) {
+      absl::StatusOr<Precision> precision = ParsePrecision(model.precision());
+      if (!precision.ok()) return bad(std::string(precision.status().message()));
+      options->precision[model.name()] = *precision;
     }
     if (model.max_batch_frames() < 0 || model.max_batch_frames() > max_batch_frames) {
       return bad(absl::StrFormat("max_batch_frames %d is outside [0, %d] (--max_batch_frames)",

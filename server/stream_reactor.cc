@@ -113,6 +113,7 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
          .deadline = deadline_,
          .origin = this,
          .max_batch_frames = plan_->models[m]->max_batch_frames,
+         .precision = plan_->models[m]->precision,
          .done = [this, pending, m](absl::StatusOr<ScoreResult> result) {
            OnScored(pending, m, std::move(result));
          }});

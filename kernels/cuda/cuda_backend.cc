@@ -74,6 +74,12 @@ class CudaBackend : public ScoringBackend {
 
   absl::Status Init() {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), absl::StrCat("select CUDA device ", device_));
+    int major = 0, minor = 0;
+    GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_),
+                             "compute capability");
+    GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_),
+                             "compute capability");
+    wgmma_available_ = major == 9 && minor == 0;  // the wgmma kernel is sm_90a code only
     lanes_.resize(kLanes);
     for (Lane& lane : lanes_) {
       GMM_ASSIGN_OR_RETURN(lane.stream, CudaStream::Create());
@@ -158,12 +164,23 @@ class CudaBackend : public ScoringBackend {
   // Several models in one kernel launch when every run is short enough for
   // the split kernel anyway (the kAuto choice) or split8 was asked for;
   // otherwise one launch per run, each with its own algorithm.
-  static bool UseOneLaunch(absl::Span<const LoglikJob> runs, Algorithm algorithm) {
+  // The algorithm each run is launched with: the caller's, else the one its
+  // window's precision and shape choose (kAuto where that is the exact
+  // policy's, so LaunchLoglik applies its fallbacks).
+  Algorithm RunAlgorithm(const LoglikJob& run, Precision precision, Algorithm requested) const {
+    if (requested != Algorithm::kAuto || precision != Precision::kFast) return requested;
+    const Algorithm fast = ChooseFastAlgorithm(run.num_frames, run.model->num_gaussians, run.model->num_states,
+                                               wgmma_available_);
+    return fast == ChooseAlgorithm(run.num_frames, run.model->num_gaussians) ? Algorithm::kAuto : fast;
+  }
+
+  static bool UseOneLaunch(absl::Span<const LoglikJob> runs, absl::Span<const Algorithm> algorithms) {
     if (runs.size() < 2) return false;
-    if (algorithm == Algorithm::kSplit8) return true;
-    if (algorithm != Algorithm::kAuto) return false;
-    for (const LoglikJob& run : runs) {
-      if (ChooseAlgorithm(run.num_frames, run.model->num_gaussians) != Algorithm::kSplit8) return false;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const Algorithm chosen = algorithms[r] == Algorithm::kAuto
+                                   ? ChooseAlgorithm(runs[r].num_frames, runs[r].model->num_gaussians)
+                                   : algorithms[r];
+      if (chosen != Algorithm::kSplit8) return false;
     }
     return true;
   }
@@ -251,23 +268,28 @@ class CudaBackend : public ScoringBackend {
     // Runs of consecutive windows of one model; run_totals[r]: where its
     // frame totals go.
     std::vector<LoglikJob> runs;
+    std::vector<Precision> run_precision;
     std::vector<float*> run_totals;
     for (size_t j = 0; j < jobs.size(); ++j) {
       if (jobs[j].features.rows == 0) continue;
-      if (!runs.empty() && runs.back().model == resident[j]) {
+      if (!runs.empty() && runs.back().model == resident[j] && run_precision.back() == jobs[j].precision) {
         runs.back().num_frames += jobs[j].features.rows;
         continue;
       }
       runs.push_back({resident[j], frames + in_offset[j], jobs[j].features.rows,
                       lane.loglikes.data() + out_offset[j]});
+      run_precision.push_back(jobs[j].precision);
       run_totals.push_back(lane.loglikes.data() + scores_count + totals_offset[j]);
     }
-    if (UseOneLaunch(runs, options.algorithm)) {
+    std::vector<Algorithm> algorithms(runs.size());
+    for (size_t r = 0; r < runs.size(); ++r) algorithms[r] = RunAlgorithm(runs[r], run_precision[r], options.algorithm);
+    if (UseOneLaunch(runs, algorithms)) {
       GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(runs, lane.gemm, stream));
     } else {
-      for (const LoglikJob& run : runs) {
+      for (size_t r = 0; r < runs.size(); ++r) {
+        const LoglikJob& run = runs[r];
         GMM_RETURN_IF_ERROR(
-            LaunchLoglik(*run.model, options.algorithm, run.features, run.num_frames, run.loglikes, lane.gemm, stream));
+            LaunchLoglik(*run.model, algorithms[r], run.features, run.num_frames, run.loglikes, lane.gemm, stream));
       }
     }
     if (options.frame_totals) {
@@ -385,6 +407,7 @@ class CudaBackend : public ScoringBackend {
   }
 
   const int device_;
+  bool wgmma_available_ = false;  // fixed after Init()
   std::vector<Lane> lanes_;  // fixed after Init()
   std::mutex mu_;
   std::condition_variable lane_free_;

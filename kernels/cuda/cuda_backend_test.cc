@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -292,6 +293,54 @@ TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
       }
     }
   }
+}
+
+// Per-model precision: a kFast window of >= 256 frames on a model of 32
+// Gaussians a state takes the wgmma path on an H100/H200 (its float32
+// rounding differs from the exact kernels', so the answers are not bitwise
+// equal there) and stays within the fast bound; kExact windows of the same
+// model in the same batch stay exact; elsewhere kFast scores like kExact.
+TEST_F(CudaBackendTest, FastPrecisionWindowsUseTensorCoresWhereTheyWin) {
+  auto prepared = Prepare({.num_states = 200, .min_gaussians = 32, .max_gaussians = 32, .dim = 39, .seed = 77});
+  const FloatMatrix features = GenerateSyntheticFeatures(prepared->model(), 300, 78);
+  const std::vector<double> reference = ReferenceLogLikelihoods(prepared->model(), features.view());
+  std::vector<ScoreResult> results(4);
+  std::vector<ScoreWindow> jobs;
+  for (int w = 0; w < 4; ++w) {
+    results[w].loglikes = FloatMatrix(features.rows(), 200, NAN);
+    const Precision precision = w % 2 == 0 ? Precision::kFast : Precision::kExact;
+    jobs.push_back({prepared.get(), features.view(), &results[w], nullptr, precision});
+  }
+  ASSERT_TRUE(backend_->ScoreBatch(jobs, {}).ok());
+  int major = 0, minor = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  const bool hopper = major == 9 && minor == 0;
+  for (int w = 0; w < 4; ++w) {
+    const bool fast = w % 2 == 0;
+    const double error = MaxNormalizedError(results[w].loglikes, reference);
+    std::printf("max_error %-8s %-18s T=%-5lld normalized %.3g abs %.3g abs_within_256 %.3g\n",
+                fast ? "prec-fast" : "prec-exact", "S200_G32to32_D39", static_cast<long long>(features.rows()), error,
+                MaxAbsError(results[w].loglikes, reference),
+                MaxAbsErrorWithin(results[w].loglikes, reference, kAbsoluteErrorRange));
+    EXPECT_LE(error, ErrorBound(fast && hopper ? Algorithm::kWgmma : Algorithm::kFused8x2)) << "window " << w;
+  }
+  const bool same = std::memcmp(results[0].loglikes.data(), results[1].loglikes.data(),
+                                features.rows() * 200 * sizeof(float)) == 0;
+  EXPECT_EQ(same, !hopper) << "fast and exact windows should differ exactly where wgmma runs";
+  // The same precision gives the same bits.
+  EXPECT_EQ(std::memcmp(results[0].loglikes.data(), results[2].loglikes.data(), features.rows() * 200 * sizeof(float)), 0);
+
+  // An explicit algorithm overrides the precision.
+  std::vector<ScoreResult> forced(2);
+  std::vector<ScoreWindow> forced_jobs;
+  for (int w = 0; w < 2; ++w) {
+    forced[w].loglikes = FloatMatrix(features.rows(), 200, NAN);
+    forced_jobs.push_back({prepared.get(), features.view(), &forced[w], nullptr,
+                           w == 0 ? Precision::kFast : Precision::kExact});
+  }
+  ASSERT_TRUE(backend_->ScoreBatch(forced_jobs, {.algorithm = Algorithm::kFused16}).ok());
+  EXPECT_EQ(std::memcmp(forced[0].loglikes.data(), forced[1].loglikes.data(), features.rows() * 200 * sizeof(float)), 0);
 }
 
 // The speaker transform runs on the device, before every algorithm.

@@ -89,6 +89,19 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
   return Algorithm::kFused8x2;
 }
 
+// Algorithm for kAuto on a model of Precision::kFast: the wgmma tensor-core
+// kernel where it beat every fp32 kernel on the H100 run of 2026-11-23
+// (windows of >= 256 frames on models of >= 32 Gaussians per state:
+// 5000x256x36 T=256 276k vs fused8x2 166k, 5000x32x39 T=1024 1.68M vs 1.32M;
+// not on 5000x16x36, 1.79M vs 2.39M at T=256, nor below 256 frames), else
+// the exact choice. `wgmma_available`: a compute-capability-9.0 device.
+inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, int num_states,
+                                     bool wgmma_available) {
+  const bool wide_states = num_states > 0 && num_gaussians >= 32LL * num_states;
+  if (wgmma_available && num_frames >= 256 && wide_states) return Algorithm::kWgmma;
+  return ChooseAlgorithm(num_frames, num_gaussians);
+}
+
 // Accuracy each algorithm is held to, in MaxNormalizedError (see
 // reference_scorer.h), on synthetic input where 1 frame in 20 is a 4-sigma
 // outlier. Measured worst on the H200 (docs/PERFORMANCE.md, "Accuracy"):

@@ -35,6 +35,17 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
       "' (expected auto, fused8, fused16, fused32, fused8x2, split8, tf32x3, wgmma or gemm)"));
 }
 
+absl::string_view PrecisionName(Precision precision) {
+  return precision == Precision::kFast ? "fast" : "exact";
+}
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  if (name == "exact" || name == "fp32") return Precision::kExact;
+  if (name == "fast") return Precision::kFast;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision '", name, "' (exact, fp32 = exact, or fast)"));
+}
+
 namespace {
 
 // The most Gaussians one state of `model` mixes, over all streams.

@@ -55,6 +55,19 @@ enum class Algorithm {
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
+// How exactly a model is scored, chosen per model (the daemon's config file,
+// ModelConfig.precision):
+//   kExact  float32 kernels only: max error ~1e-4 nats (docs/PERFORMANCE.md)
+//   kFast   may use the 3xTF32 tensor-core kernels where they are faster for
+//           the window's shape (error up to 1e-3 nats); the same as kExact
+//           on the CPU backend and wherever no tensor-core kernel wins.
+enum class Precision { kExact, kFast };
+
+// "exact", "fast".
+absl::string_view PrecisionName(Precision precision);
+// "exact" (or "fp32", its older name) and "fast"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+
 struct ScoreOptions {
   Algorithm algorithm = Algorithm::kAuto;
   // Also compute ScoreResult::frame_totals.
@@ -116,6 +129,8 @@ struct ScoreWindow {
   ConstMatrixView features;
   ScoreResult* result = nullptr;
   const FeatureTransform* transform = nullptr;
+  // The model's precision; an explicit ScoreOptions::algorithm overrides it.
+  Precision precision = Precision::kExact;
 };
 
 // INVALID_ARGUMENT unless job has a model and a result, and its features

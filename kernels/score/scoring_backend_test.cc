@@ -21,6 +21,19 @@ TEST(ScoringBackendTest, AlgorithmNamesRoundTrip) {
   EXPECT_THAT(ParseAlgorithm("fused64").status().message(), HasSubstr("unknown algorithm"));
 }
 
+TEST(ScoringBackendTest, PrecisionNamesRoundTripAndFp32MeansExact) {
+  for (Precision p : {Precision::kExact, Precision::kFast}) {
+    auto parsed = ParsePrecision(PrecisionName(p));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, p);
+  }
+  auto fp32 = ParsePrecision("fp32");
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(*fp32, Precision::kExact);
+  EXPECT_EQ(ParsePrecision("fp16").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ParsePrecision("fp16").status().message(), HasSubstr("unknown precision 'fp16'"));
+}
+
 TEST(ScoringBackendTest, ValidateFeaturesNamesTheBadValue) {
   auto model = GenerateSyntheticModel({.num_states = 2, .dim = 13, .seed = 1});
   ASSERT_TRUE(model.ok());
