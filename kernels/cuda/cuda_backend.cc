@@ -16,6 +16,7 @@
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/tied_mixture_device.h"
+#include "kernels/cuda/wgmma_loglik_launch.h"
 
 namespace gmmscore {
 namespace {
@@ -169,8 +170,10 @@ class CudaBackend : public ScoringBackend {
   // policy's, so LaunchLoglik applies its fallbacks).
   Algorithm RunAlgorithm(const LoglikJob& run, Precision precision, Algorithm requested) const {
     if (requested != Algorithm::kAuto || precision != Precision::kFast) return requested;
+    // Wider features than the wgmma kernel takes are scored exactly.
+    const bool wgmma_fits = wgmma_available_ && run.model->dim <= kWgmmaMaxDim;
     const Algorithm fast = ChooseFastAlgorithm(run.num_frames, run.model->num_gaussians, run.model->num_states,
-                                               wgmma_available_);
+                                               wgmma_fits);
     return fast == ChooseAlgorithm(run.num_frames, run.model->num_gaussians) ? Algorithm::kAuto : fast;
   }
 

@@ -73,7 +73,8 @@ absl::Status LaunchWgmmaLoglik(const DeviceModel& model, const float* features, 
   if (steps <= 8) return LaunchSteps<8>(model, features, num_frames, loglikes, sms, stream);
   if (steps <= 10) return LaunchSteps<10>(model, features, num_frames, loglikes, sms, stream);
   if (steps <= 12) return LaunchSteps<12>(model, features, num_frames, loglikes, sms, stream);
-  return absl::InvalidArgumentError(absl::StrCat("wgmma supports dimensions up to 47, the model has ", model.dim));
+  return absl::InvalidArgumentError(
+      absl::StrCat("wgmma supports dimensions up to ", kWgmmaMaxDim, ", the model has ", model.dim));
 }
 
 }  // namespace gmmscore

@@ -14,6 +14,9 @@
 
 namespace gmmscore {
 
+// Largest feature dimension the kernel takes ([1, y, y^2] in 12 k-steps of 8).
+inline constexpr int kWgmmaMaxDim = 47;
+
 // Scores `num_frames` frames (device memory, num_frames x dim) into
 // `loglikes` (num_frames x num_states) on `stream`. FAILED_PRECONDITION on a
 // device other than compute capability 9.0 (H100, H200), INVALID_ARGUMENT
