@@ -162,9 +162,6 @@ class CudaBackend : public ScoringBackend {
   }
 
  private:
-  // Several models in one kernel launch when every run is short enough for
-  // the split kernel anyway (the kAuto choice) or split8 was asked for;
-  // otherwise one launch per run, each with its own algorithm.
   // The algorithm each run is launched with: the caller's, else the one its
   // window's precision and shape choose (kAuto where that is the exact
   // policy's, so LaunchLoglik applies its fallbacks).
@@ -177,6 +174,9 @@ class CudaBackend : public ScoringBackend {
     return fast == ChooseAlgorithm(run.num_frames, run.model->num_gaussians) ? Algorithm::kAuto : fast;
   }
 
+  // Several models in one kernel launch when every run's algorithm
+  // (RunAlgorithm) is split8, asked for or the kAuto choice for its length;
+  // otherwise one launch per run, each with its own algorithm.
   static bool UseOneLaunch(absl::Span<const LoglikJob> runs, absl::Span<const Algorithm> algorithms) {
     if (runs.size() < 2) return false;
     for (size_t r = 0; r < runs.size(); ++r) {
