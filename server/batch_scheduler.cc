@@ -22,7 +22,21 @@ BatchScheduler::BatchScheduler(ScoringBackend* backend, BatchSchedulerOptions op
 
 BatchScheduler::~BatchScheduler() { Stop(); }
 
+int64_t JobFrames(const ScoreJob& job) {
+  const int64_t models = job.fusion != nullptr ? static_cast<int64_t>(job.fusion->models.size()) : 1;
+  return job.features->rows() * models;
+}
+
 namespace {
+
+// Completes `job` with an error, through whichever callback it has.
+void Fail(ScoreJob& job, absl::Status status) {
+  if (job.fusion != nullptr) {
+    job.fused_done(std::move(status));
+  } else {
+    job.done(std::move(status));
+  }
+}
 
 // OK while `job` may still be scored at `now`; otherwise why it may not.
 absl::Status DeadStatus(const ScoreJob& job, absl::Time now) {
@@ -48,7 +62,7 @@ void BatchScheduler::Submit(ScoreJob job) {
 void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
   if (jobs.empty()) return;
   int64_t frames = 0;
-  for (const ScoreJob& job : jobs) frames += job.features->rows();
+  for (const ScoreJob& job : jobs) frames += JobFrames(job);
   std::vector<std::pair<ScoreJob, absl::Status>> dead;
   absl::Status refused;
   {
@@ -72,7 +86,7 @@ void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
     if (refused.ok()) {
       const absl::Time now = absl::Now();
       for (ScoreJob& job : jobs) {
-        queued_frames_ += job.features->rows();
+        queued_frames_ += JobFrames(job);
         queue_.push_back({std::move(job), now});
       }
       work_cv_.Signal();
@@ -80,9 +94,9 @@ void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
       stats_.jobs += static_cast<int64_t>(jobs.size());
     }
   }
-  for (auto& [job, status] : dead) job.done(std::move(status));
+  for (auto& [job, status] : dead) Fail(job, std::move(status));
   if (!refused.ok()) {
-    for (ScoreJob& job : jobs) job.done(refused);
+    for (ScoreJob& job : jobs) Fail(job, refused);
   }
 }
 
@@ -93,7 +107,7 @@ void BatchScheduler::PurgeDead() {
     TakeDeadLocked(absl::Now(), &dead);
     if (!dead.empty()) work_cv_.SignalAll();
   }
-  for (auto& [job, status] : dead) job.done(std::move(status));
+  for (auto& [job, status] : dead) Fail(job, std::move(status));
 }
 
 void BatchScheduler::TakeDeadLocked(absl::Time now,
@@ -105,7 +119,7 @@ void BatchScheduler::TakeDeadLocked(absl::Time now,
       alive.push_back(std::move(queued));
       continue;
     }
-    queued_frames_ -= queued.job.features->rows();
+    queued_frames_ -= JobFrames(queued.job);
     ++stats_.jobs;
     ++(absl::IsCancelled(status) ? stats_.cancelled_jobs : stats_.expired_jobs);
     dead->emplace_back(std::move(queued.job), std::move(status));
@@ -153,7 +167,7 @@ void BatchScheduler::DispatchLocked() {
   };
   std::vector<Building> groups;
   while (!queue_.empty()) {
-    const int64_t job_frames = queue_.front().job.features->rows();
+    const int64_t job_frames = JobFrames(queue_.front().job);
     if (frames > 0 && frames + job_frames > options_.max_batch_frames) break;
     ScoreJob job = std::move(queue_.front().job);
     const absl::Duration waited = now - queue_.front().enqueued;
@@ -229,33 +243,94 @@ void BatchScheduler::WorkerLoop() {
   }
 }
 
-absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<ScoreResult>* results,
+absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>* outcomes,
                                         GroupTimes* times) {
   const absl::Time start = absl::Now();
-  results->assign(jobs.size(), ScoreResult{});
-  // The backend packs the frames (CUDA: into its pinned buffer, transforms
-  // applied on the device) and scores the group as one run of one model.
-  std::vector<ScoreWindow> windows;
-  windows.reserve(jobs.size());
+  outcomes->clear();
+  outcomes->resize(jobs.size());
+  // Every (job, model) window, then laid out in runs by model (in order of
+  // first appearance, arrival order within a run): the backend scores a run
+  // as one long window. The backend packs the frames (CUDA: into its pinned
+  // buffer, transforms applied on the device).
+  struct Source {
+    size_t job;
+    int model;  // index in the job's fusion, or -1 for a plain job
+    const PreparedModel* prepared;
+    size_t run = 0;  // the prepared model's place in model_order
+  };
+  std::vector<Source> sources;
+  std::vector<const PreparedModel*> model_order;
+  bool any_fusion = false;
   for (size_t j = 0; j < jobs.size(); ++j) {
-    windows.push_back({jobs[j].model.get(), jobs[j].features->view(), &(*results)[j],
-                       jobs[j].transform.get(), jobs[j].precision});
+    const ScoreJob& job = jobs[j];
+    if (job.fusion == nullptr) {
+      sources.push_back({j, -1, job.model.get()});
+      continue;
+    }
+    any_fusion = true;
+    Outcome& outcome = (*outcomes)[j];
+    outcome.fused.emplace();
+    outcome.fused->models.resize(job.fusion->models.size());
+    outcome.fused->state.emplace(job.fusion->state);  // this attempt's copy
+    for (size_t m = 0; m < job.fusion->models.size(); ++m) {
+      sources.push_back({j, static_cast<int>(m), job.fusion->models[m].get()});
+    }
+  }
+  for (Source& source : sources) {
+    auto it = std::find(model_order.begin(), model_order.end(), source.prepared);
+    source.run = static_cast<size_t>(it - model_order.begin());
+    if (it == model_order.end()) model_order.push_back(source.prepared);
+  }
+  std::stable_sort(sources.begin(), sources.end(),
+                   [](const Source& a, const Source& b) { return a.run < b.run; });
+  std::vector<ScoreWindow> windows;
+  windows.reserve(sources.size());
+  std::vector<FusionJob> fusions;
+  std::vector<int> fusion_of_job(jobs.size(), -1);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].fusion == nullptr) continue;
+    fusion_of_job[j] = static_cast<int>(fusions.size());
+    Outcome& outcome = (*outcomes)[j];
+    fusions.push_back({.windows = std::vector<int>(jobs[j].fusion->models.size()),
+                       .fusion = &*outcome.fused->state,
+                       .out = &outcome.fused->fused,
+                       .model_scores = jobs[j].fusion->model_scores,
+                       .frame_totals = jobs[j].fusion->frame_totals});
+  }
+  for (const Source& source : sources) {
+    const ScoreJob& job = jobs[source.job];
+    Outcome& outcome = (*outcomes)[source.job];
+    ScoreResult* result = &outcome.result;
+    Precision precision = job.precision;
+    if (source.model >= 0) {
+      result = &outcome.fused->models[source.model];
+      precision = job.fusion->precisions[source.model];
+      fusions[fusion_of_job[source.job]].windows[source.model] = static_cast<int>(windows.size());
+    }
+    windows.push_back({source.prepared, job.features->view(), result, job.transform.get(), precision});
   }
   const absl::Time prepared = absl::Now();
   times->pack += prepared - start;
-  absl::Status status = backend_->ScoreBatch(windows, ScoreOptions{});
+  absl::Status status = any_fusion ? backend_->ScoreFusedBatch(windows, fusions, ScoreOptions{})
+                                   : backend_->ScoreBatch(windows, ScoreOptions{});
   times->score += absl::Now() - prepared;
   return status;
 }
 
-absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs,
-                                           std::vector<absl::StatusOr<ScoreResult>>& outcomes) {
+absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs, std::vector<Outcome>& outcomes) {
   // Jobs of one stream may complete out of order here: a stream answers its
   // chunks in order whatever order its jobs finish in (stream_reactor.h).
   std::atomic<int64_t> nanos{0};
   answer_pool_->ParallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
     const absl::Time start = absl::Now();
-    jobs[j].done(std::move(outcomes[j]));
+    Outcome& outcome = outcomes[j];
+    if (!outcome.status.ok()) {
+      Fail(jobs[j], std::move(outcome.status));
+    } else if (jobs[j].fusion != nullptr) {
+      jobs[j].fused_done(*std::move(outcome.fused));
+    } else {
+      jobs[j].done(std::move(outcome.result));
+    }
     nanos.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
   });
   return absl::Nanoseconds(nanos.load());
@@ -266,10 +341,13 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   // Every job leaves with an outcome; the callbacks run after the backend
   // work, in parallel (CompleteAll).
   std::vector<ScoreJob> finished;
-  std::vector<absl::StatusOr<ScoreResult>> outcomes;
-  auto finish = [&](ScoreJob job, absl::StatusOr<ScoreResult> outcome) {
+  std::vector<Outcome> outcomes;
+  auto finish = [&](ScoreJob job, Outcome outcome) {
     finished.push_back(std::move(job));
     outcomes.push_back(std::move(outcome));
+  };
+  auto fail = [&](ScoreJob job, absl::Status status) {
+    finish(std::move(job), Outcome{.status = std::move(status)});
   };
   Group live;
   GroupReport report;
@@ -284,18 +362,18 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
       continue;
     }
     ++(absl::IsCancelled(dead) ? cancelled : expired);
-    finish(std::move(job), std::move(dead));
+    fail(std::move(job), std::move(dead));
   }
   int64_t frames = 0;
   std::vector<const void*> origins;
   for (const ScoreJob& job : live) {
-    frames += job.features->rows();
+    frames += JobFrames(job);
     origins.push_back(job.origin != nullptr ? job.origin : &job);
   }
   std::sort(origins.begin(), origins.end());
   origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
 
-  std::vector<ScoreResult> results;
+  std::vector<Outcome> results;
   const absl::Status status =
       live.empty() ? absl::OkStatus() : ScoreGroup(live, &results, &times);
   if (status.ok() && !live.empty()) {
@@ -308,18 +386,18 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   if (status.ok()) {
     for (size_t j = 0; j < live.size(); ++j) finish(std::move(live[j]), std::move(results[j]));
   } else if (live.size() == 1) {
-    finish(std::move(live.front()), status);
+    fail(std::move(live.front()), status);
   } else {
     // Isolate the bad job: each alone, so that only it fails.
     for (ScoreJob& job : live) {
       Group alone;
       alone.push_back(std::move(job));
-      std::vector<ScoreResult> own;
+      std::vector<Outcome> own;
       absl::Status own_status = ScoreGroup(alone, &own, &times);
       if (own_status.ok()) {
         finish(std::move(alone.front()), std::move(own.front()));
       } else {
-        finish(std::move(alone.front()), own_status);
+        fail(std::move(alone.front()), own_status);
       }
     }
   }

@@ -47,6 +47,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -59,11 +60,38 @@
 #include "kernels/core/matrix.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/score/feature_transform.h"
+#include "kernels/score/fusion.h"
 #include "kernels/score/scoring_backend.h"
 
 namespace gmmscore {
 
-// One chunk of one stream, to be scored with one model.
+// A chunk scored with several models that the backend fuses in the same
+// call (ScoringBackend::ScoreFusedBatch): on CUDA the fusion runs on the
+// device and only the fused scores come back, not one matrix per model.
+struct FusedChunk {
+  // Every model fused, in the fusion's order (ScoreJob::model is models[0]),
+  // each with its precision.
+  std::vector<std::shared_ptr<const PreparedModel>> models;
+  std::vector<Precision> precisions;
+  // The stream's fusion state before this chunk. Every scoring attempt
+  // fuses a copy (FusedChunkResult::state), so a group call that fails and
+  // is retried job by job never advances it twice.
+  ModelFusion state;
+  // Also return each model's own scores (not OutputOptions.fused_only).
+  bool model_scores = true;
+  // Also return the fused frame totals.
+  bool frame_totals = false;
+};
+
+// What a fused job's `fused_done` receives.
+struct FusedChunkResult {
+  std::vector<ScoreResult> models;  // per model: T x S scores, or empty without model_scores
+  FusedScores fused;
+  std::optional<ModelFusion> state;  // FusedChunk::state advanced by the chunk
+};
+
+// One chunk of one stream, to be scored with one model (or, with `fusion`,
+// with several models fused).
 struct ScoreJob {
   // Prepared by the scheduler's backend.
   std::shared_ptr<const PreparedModel> model;
@@ -92,7 +120,15 @@ struct ScoreJob {
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.
   absl::AnyInvocable<void(absl::StatusOr<ScoreResult>)> done;
+  // Set for a fused chunk: `model` is fusion->models[0], the job counts as
+  // T frames per model against every frame bound, and `fused_done` is
+  // called instead of `done`, under the same rules.
+  std::shared_ptr<const FusedChunk> fusion;
+  absl::AnyInvocable<void(absl::StatusOr<FusedChunkResult>)> fused_done;
 };
+
+// Frames a job puts on the backend: T, or T per model of a fused chunk.
+int64_t JobFrames(const ScoreJob& job);
 
 // What one backend call served, for metrics (BatchSchedulerOptions::on_group).
 struct GroupReport {
@@ -200,17 +236,22 @@ class BatchScheduler {
   // Scores one group (one Score call), gives its running_groups_ back, then
   // completes its jobs. No lock held.
   void RunGroup(DispatchedGroup group);
-  // Calls jobs[j].done(outcomes[j]) for every j, spread over answer_pool_;
-  // returns the callbacks' summed time.
-  absl::Duration CompleteAll(std::vector<ScoreJob>& jobs,
-                             std::vector<absl::StatusOr<ScoreResult>>& outcomes);
+  // A job's outcome: its status and, when OK, its result (plain or fused).
+  struct Outcome {
+    absl::Status status;
+    ScoreResult result;
+    std::optional<FusedChunkResult> fused;
+  };
+  // Calls the `done` (or `fused_done`) of every jobs[j] with outcomes[j],
+  // spread over answer_pool_; returns the callbacks' summed time.
+  absl::Duration CompleteAll(std::vector<ScoreJob>& jobs, std::vector<Outcome>& outcomes);
   // Moves the queued jobs that are dead at `now` to *dead, counting them.
   void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Scores `jobs` (same model) in one call into *result; adds to `times`.
-  // Scores a group (one model) with one ScoringBackend::ScoreBatch call;
-  // (*results)[j] is jobs[j]'s.
-  absl::Status ScoreGroup(const Group& jobs, std::vector<ScoreResult>* results, GroupTimes* times);
+  // Scores a group with one ScoringBackend call (ScoreFusedBatch when it
+  // holds fused chunks, else ScoreBatch), the windows in runs by model;
+  // (*outcomes)[j] is jobs[j]'s result (status left OK). Adds to `times`.
+  absl::Status ScoreGroup(const Group& jobs, std::vector<Outcome>* outcomes, GroupTimes* times);
 
   ScoringBackend* const backend_;
   const BatchSchedulerOptions options_;

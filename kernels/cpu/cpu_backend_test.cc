@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/score/fused_batch_check.h"
 #include "kernels/score/reference_scorer.h"
 #include "kernels/score/transformed_batch_check.h"
 
@@ -193,6 +194,11 @@ class CpuBackendTest : public ::testing::Test {
 
 TEST_F(CpuBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
   ExpectTransformedBatchMatchesReference(*backend_, {}, 2e-4);
+}
+
+// The base ScoreFusedBatch: scores, then ModelFusion::Fuse on the host.
+TEST_F(CpuBackendTest, FusedBatchMatchesFloat64Reference) {
+  ExpectFusedBatchMatchesReference(*backend_, 2e-4);
 }
 
 TEST_F(CpuBackendTest, NameAndDeviceBytes) {

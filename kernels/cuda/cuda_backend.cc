@@ -13,6 +13,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/feature_transform_launch.h"
+#include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/tied_mixture_device.h"
@@ -67,6 +68,20 @@ struct Lane {
   PinnedBuffer<TransformSegment> host_segments;
   DeviceBuffer<TransformSegment> segments;
   DeviceBuffer<float> transformed;
+  // Fusion on the device (FuseOnLane): segments, model row pointers and log
+  // weights in; fused scores, fused frame totals and per-frame winners out.
+  PinnedBuffer<char> fusion_host_in;
+  DeviceBuffer<char> fusion_in;
+  PinnedBuffer<float> fusion_host_out;
+  DeviceBuffer<float> fusion_out;
+};
+
+// Where ScoreOnLane put each window's scores and totals in lane.loglikes.
+struct OutputLayout {
+  std::vector<int64_t> scores;  // per window: its first score
+  std::vector<int64_t> totals;  // per window: its first frame total, after all scores
+  int64_t totals_start = 0;     // floats of scores before the totals
+  int64_t total_frames = 0;
 };
 
 class CudaBackend : public ScoringBackend {
@@ -123,13 +138,36 @@ class CudaBackend : public ScoringBackend {
     return ScoreBatch(absl::MakeConstSpan(&job, 1), options);
   }
 
-  // Untied windows go through ScoreOnLane, tied ones through ScoreTiedOnLane,
-  // on the same lane, one after the other.
   absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
+    return ScoreWindows(jobs, {}, options);
+  }
+
+  // Fusions of untied models of this backend (at most
+  // kMaxDeviceFusionModels each) are fused on the device (FuseOnLane);
+  // anything else goes the host way (the base class).
+  absl::Status ScoreFusedBatch(absl::Span<const ScoreWindow> jobs, absl::Span<const FusionJob> fusions,
+                               const ScoreOptions& options) override {
+    GMM_RETURN_IF_ERROR(ValidateFusionJobs(jobs, fusions));
+    for (const FusionJob& fusion : fusions) {
+      bool on_device = fusion.windows.size() <= static_cast<size_t>(kMaxDeviceFusionModels);
+      for (int w : fusion.windows) on_device &= dynamic_cast<const CudaPreparedModel*>(jobs[w].model) != nullptr;
+      if (!on_device) return ScoringBackend::ScoreFusedBatch(jobs, fusions, options);
+    }
+    return ScoreWindows(jobs, fusions, options);
+  }
+
+ private:
+  // Untied windows go through ScoreOnLane (which also runs the fusions, all
+  // of untied windows), tied ones through ScoreTiedOnLane, on the same lane,
+  // one after the other.
+  absl::Status ScoreWindows(absl::Span<const ScoreWindow> jobs, absl::Span<const FusionJob> fusions,
+                            const ScoreOptions& options) {
     std::vector<const DeviceModel*> resident;
     std::vector<ScoreWindow> untied_jobs, tied_jobs;
+    std::vector<int> untied_index(jobs.size(), -1);
     int64_t untied_frames = 0, tied_frames = 0;
-    for (const ScoreWindow& job : jobs) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const ScoreWindow& job = jobs[j];
       const auto* cuda_model = dynamic_cast<const CudaPreparedModel*>(job.model);
       const auto* tied_model = dynamic_cast<const CudaTiedPreparedModel*>(job.model);
       const int device = cuda_model != nullptr ? cuda_model->device() : tied_model != nullptr ? tied_model->device() : -1;
@@ -139,6 +177,7 @@ class CudaBackend : public ScoringBackend {
       GMM_RETURN_IF_ERROR(ValidateWindowShape(job));
       GMM_RETURN_IF_ERROR(ValidateFeatures(*job.model, job.features));
       if (cuda_model != nullptr) {
+        untied_index[j] = static_cast<int>(untied_jobs.size());
         untied_jobs.push_back(job);
         resident.push_back(&cuda_model->resident());
         untied_frames += job.features.rows;
@@ -147,21 +186,28 @@ class CudaBackend : public ScoringBackend {
         tied_frames += job.features.rows;
       }
     }
+    std::vector<FusionJob> untied_fusions(fusions.begin(), fusions.end());
+    for (FusionJob& fusion : untied_fusions) {
+      for (int& w : fusion.windows) w = untied_index[w];
+    }
     for (const ScoreWindow& job : jobs) {
       job.result->loglikes.Resize(job.features.rows, job.model->num_states());
       job.result->frame_totals.clear();
+    }
+    if (untied_frames == 0) {
+      // Only empty windows can be fused here (fusions are of untied ones).
+      for (const FusionJob& fusion : fusions) GMM_RETURN_IF_ERROR(FuseEmpty(jobs, fusion));
     }
     if (untied_frames + tied_frames == 0) return absl::OkStatus();
 
     Lane* lane = AcquireLane();
     absl::Status status = absl::OkStatus();
-    if (untied_frames > 0) status = ScoreOnLane(*lane, untied_jobs, resident, options);
+    if (untied_frames > 0) status = ScoreOnLane(*lane, untied_jobs, resident, options, untied_fusions);
     if (status.ok() && tied_frames > 0) status = ScoreTiedOnLane(*lane, tied_jobs, options);
     ReleaseLane(lane);
     return status;
   }
 
- private:
   // The algorithm each run is launched with: the caller's, else the one its
   // window's precision and shape choose (kAuto where that is the exact
   // policy's, so LaunchLoglik applies its fallbacks).
@@ -198,9 +244,15 @@ class CudaBackend : public ScoringBackend {
   // what lets the kernel read the model once for all of them. Scores are laid
   // out run after run, all frame totals after all scores, so a run's scores
   // and totals are contiguous.
+  //
+  // With `fusions` (indices into `jobs`), every run's frame totals are
+  // computed and FuseOnLane takes over after the launches.
   absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
-                           absl::Span<const DeviceModel* const> resident, const ScoreOptions& options) {
+                           absl::Span<const DeviceModel* const> resident, const ScoreOptions& options,
+                           absl::Span<const FusionJob> fusions) {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
+    // Posterior fusion weighs models by their frame totals.
+    const bool frame_totals = options.frame_totals || !fusions.empty();
     std::vector<int64_t> in_offset(jobs.size()), out_offset(jobs.size()), totals_offset(jobs.size());
     int64_t in_count = 0, scores_count = 0, total_frames = 0;
     for (size_t j = 0; j < jobs.size(); ++j) {
@@ -213,7 +265,7 @@ class CudaBackend : public ScoringBackend {
       total_frames += frames;
     }
     const int64_t frames_count = in_count;
-    const int64_t out_count = scores_count + (options.frame_totals ? total_frames : 0);
+    const int64_t out_count = scores_count + (frame_totals ? total_frames : 0);
 
     // Each distinct transform once (a stream's chunks share theirs). When any
     // window has one, every window's frames go through the transform pass
@@ -295,11 +347,15 @@ class CudaBackend : public ScoringBackend {
             LaunchLoglik(*run.model, algorithms[r], run.features, run.num_frames, run.loglikes, lane.gemm, stream));
       }
     }
-    if (options.frame_totals) {
+    if (frame_totals) {
       for (size_t r = 0; r < runs.size(); ++r) {
         GMM_RETURN_IF_ERROR(
             LaunchFrameTotals(runs[r].loglikes, runs[r].num_frames, runs[r].model->num_states, run_totals[r], stream));
       }
+    }
+    if (!fusions.empty()) {
+      const OutputLayout layout{std::move(out_offset), std::move(totals_offset), scores_count, total_frames};
+      return FuseOnLane(lane, jobs, layout, options, fusions);
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(), out_count * sizeof(float),
                                              cudaMemcpyDeviceToHost, stream),
@@ -313,6 +369,166 @@ class CudaBackend : public ScoringBackend {
       if (options.frame_totals) {
         const float* totals = lane.host_out.data() + scores_count + totals_offset[j];
         result->frame_totals.assign(totals, totals + frames_j);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Fuses windows of no frames: nothing to copy, only the outputs' shapes
+  // (and a window that moves by zero frames).
+  static absl::Status FuseEmpty(absl::Span<const ScoreWindow> jobs, const FusionJob& fusion) {
+    const ScoreWindow& first = jobs[fusion.windows.front()];
+    std::vector<double> log_weights;
+    GMM_RETURN_IF_ERROR(fusion.fusion->NextLogWeights({}, 0, &log_weights, fusion.out));
+    fusion.out->loglikes.Resize(0, first.model->num_states());
+    fusion.out->frame_totals.clear();
+    fusion.fusion->SetDominance({}, fusion.out);
+    if (!fusion.model_scores) {
+      for (int w : fusion.windows) *jobs[w].result = ScoreResult{};
+    }
+    return absl::OkStatus();
+  }
+
+  // The rest of ScoreOnLane when windows are fused: the scores are in
+  // lane.loglikes (`layout`), every run's frame totals after them.
+  //   1. copy back every frame total and the scores of windows whose own
+  //      scores are wanted (model_scores), and synchronise;
+  //   2. per fusion, the log weights on the host (ModelFusion::NextLogWeights:
+  //      the float64 posterior window), staged with one FusionSegment each;
+  //   3. one copy in, one fusion launch (LaunchFusion), one copy out of the
+  //      fused scores, fused totals and per-frame winners, and synchronise.
+  // Windows fused only (model_scores false) never leave the device: for ten
+  // speaker-cluster models that is one tenth of the copy and none of the
+  // host-side log-sum-exp work.
+  absl::Status FuseOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs, const OutputLayout& layout,
+                          const ScoreOptions& options, absl::Span<const FusionJob> fusions) {
+    cudaStream_t stream = lane.stream.get();
+    std::vector<bool> keep(jobs.size(), true);
+    for (const FusionJob& fusion : fusions) {
+      for (int w : fusion.windows) keep[w] = fusion.model_scores;
+    }
+    const auto scores_end = [&](size_t j) {
+      return layout.scores[j] + jobs[j].features.rows * jobs[j].model->num_states();
+    };
+    // Kept windows' scores, adjacent ones merged into one copy.
+    for (size_t j = 0; j < jobs.size();) {
+      if (!keep[j] || jobs[j].features.rows == 0) {
+        ++j;
+        continue;
+      }
+      size_t end = j + 1;
+      while (end < jobs.size() && keep[end]) ++end;
+      const int64_t first = layout.scores[j];
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + first, lane.loglikes.data() + first,
+                                               (scores_end(end - 1) - first) * sizeof(float),
+                                               cudaMemcpyDeviceToHost, stream),
+                               "copy scores to host");
+      j = end;
+    }
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + layout.totals_start,
+                                             lane.loglikes.data() + layout.totals_start,
+                                             layout.total_frames * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                             "copy frame totals to host");
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run likelihood kernels");
+
+    // Stage 2: segments, then the models' row pointers, then log weights.
+    std::vector<FusionSegment> segments;
+    std::vector<const float*> model_rows;
+    std::vector<float> log_weights;
+    std::vector<int64_t> fused_offset(fusions.size());
+    int64_t fused_count = 0, fused_rows = 0;
+    std::vector<double> totals, fusion_log_weights;
+    for (size_t f = 0; f < fusions.size(); ++f) {
+      const FusionJob& fusion = fusions[f];
+      const int num_models = static_cast<int>(fusion.windows.size());
+      const int64_t rows = jobs[fusion.windows.front()].features.rows;
+      const int states = jobs[fusion.windows.front()].model->num_states();
+      totals.resize(rows * num_models);
+      for (int m = 0; m < num_models; ++m) {
+        const float* window_totals = lane.host_out.data() + layout.totals_start + layout.totals[fusion.windows[m]];
+        for (int64_t t = 0; t < rows; ++t) totals[t * num_models + m] = window_totals[t];
+      }
+      GMM_RETURN_IF_ERROR(fusion.fusion->NextLogWeights(totals, rows, &fusion_log_weights, fusion.out));
+      fused_offset[f] = fused_count;
+      if (rows == 0) continue;
+      FusionSegment segment;
+      segment.first_row = fused_rows;
+      segment.out_offset = fused_count;
+      segment.weights_offset = static_cast<int64_t>(log_weights.size());
+      segment.totals_offset = fusion.frame_totals ? fused_rows : -1;
+      segment.rows = static_cast<int32_t>(rows);
+      segment.states = states;
+      segment.num_models = num_models;
+      segment.models_offset = static_cast<int32_t>(model_rows.size());
+      segment.weighted = fusion.fusion->options().method != FusionMethod::kMax;
+      segments.push_back(segment);
+      for (int w : fusion.windows) model_rows.push_back(lane.loglikes.data() + layout.scores[w]);
+      log_weights.insert(log_weights.end(), fusion_log_weights.begin(), fusion_log_weights.end());
+      fused_count += rows * states;
+      fused_rows += rows;
+    }
+    const size_t segments_bytes = segments.size() * sizeof(FusionSegment);
+    const size_t rows_bytes = model_rows.size() * sizeof(const float*);
+    const size_t in_bytes = segments_bytes + rows_bytes + log_weights.size() * sizeof(float);
+    // Fused scores, then fused totals, then winners (int32, same size).
+    const int64_t out_count = fused_count + 2 * fused_rows;
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.fusion_host_in, in_bytes));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.fusion_in, in_bytes));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.fusion_host_out, out_count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lane.fusion_out, out_count));
+    if (fused_rows > 0) {
+      char* staged = lane.fusion_host_in.data();
+      std::memcpy(staged, segments.data(), segments_bytes);
+      std::memcpy(staged + segments_bytes, model_rows.data(), rows_bytes);
+      std::memcpy(staged + segments_bytes + rows_bytes, log_weights.data(), log_weights.size() * sizeof(float));
+      GMM_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(lane.fusion_in.data(), staged, in_bytes, cudaMemcpyHostToDevice, stream),
+          "copy fusion weights to device");
+      const char* device_in = lane.fusion_in.data();
+      float* fused = lane.fusion_out.data();
+      GMM_RETURN_IF_ERROR(LaunchFusion(reinterpret_cast<const FusionSegment*>(device_in),
+                                       static_cast<int>(segments.size()), fused_rows,
+                                       reinterpret_cast<const float* const*>(device_in + segments_bytes),
+                                       reinterpret_cast<const float*>(device_in + segments_bytes + rows_bytes),
+                                       fused, fused + fused_count,
+                                       reinterpret_cast<int*>(fused + fused_count + fused_rows), stream));
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.fusion_host_out.data(), fused, out_count * sizeof(float),
+                                               cudaMemcpyDeviceToHost, stream),
+                               "copy fused scores to host");
+      GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run fusion kernel");
+    }
+
+    const float* host_fused = lane.fusion_host_out.data();
+    const int* host_winners = reinterpret_cast<const int*>(host_fused + fused_count + fused_rows);
+    int64_t row = 0;
+    for (size_t f = 0; f < fusions.size(); ++f) {
+      const FusionJob& fusion = fusions[f];
+      const int64_t rows = jobs[fusion.windows.front()].features.rows;
+      const int states = jobs[fusion.windows.front()].model->num_states();
+      FusedScores& out = *fusion.out;
+      out.loglikes.Resize(rows, states);
+      if (rows > 0) std::memcpy(out.loglikes.data(), host_fused + fused_offset[f], rows * states * sizeof(float));
+      out.frame_totals.clear();
+      if (fusion.frame_totals) {
+        out.frame_totals.assign(host_fused + fused_count + row, host_fused + fused_count + row + rows);
+      }
+      fusion.fusion->SetDominance(absl::MakeConstSpan(host_winners + row, rows), &out);
+      row += rows;
+    }
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      ScoreResult* result = jobs[j].result;
+      if (!keep[j]) {
+        *result = ScoreResult{};
+        continue;
+      }
+      const int64_t rows = jobs[j].features.rows;
+      if (rows > 0) {
+        std::memcpy(result->loglikes.data(), lane.host_out.data() + layout.scores[j],
+                    rows * jobs[j].model->num_states() * sizeof(float));
+      }
+      if (options.frame_totals) {
+        const float* window_totals = lane.host_out.data() + layout.totals_start + layout.totals[j];
+        result->frame_totals.assign(window_totals, window_totals + rows);
       }
     }
     return absl::OkStatus();

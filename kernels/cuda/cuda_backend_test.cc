@@ -17,6 +17,7 @@
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/score/fused_batch_check.h"
 #include "kernels/score/reference_scorer.h"
 #include "kernels/score/transformed_batch_check.h"
 
@@ -350,6 +351,12 @@ TEST_F(CudaBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
     SCOPED_TRACE(std::string(AlgorithmName(algorithm)));
     ExpectTransformedBatchMatchesReference(*backend_, {.algorithm = algorithm}, ErrorBound(algorithm));
   }
+}
+
+// Fusion on the device (FuseOnLane, LaunchFusion) for every method, with
+// fused-only and full answers in one call.
+TEST_F(CudaBackendTest, FusedBatchMatchesFloat64Reference) {
+  ExpectFusedBatchMatchesReference(*backend_, ErrorBound(Algorithm::kAuto));
 }
 
 TEST_F(CudaBackendTest, ForeignModelIsRejected) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
 // Header-only float32 exp/log that vectorise (kernels/cpu/internal); the
 // fusion loops are the same shape as the CPU backend's log-sum-exp.
 #include "kernels/cpu/internal/fast_math.h"
@@ -146,13 +147,11 @@ ModelFusion::ModelFusion(int num_models, FusionOptions options, std::vector<doub
   }
 }
 
-void ModelFusion::AdvancePosteriorWindow(absl::Span<const ConstMatrixView> loglikes, int64_t t,
-                                         double* weights_t) {
+void ModelFusion::AdvancePosteriorWindow(const double* totals_t, double* weights_t) {
   const int num_models = num_models_;
   double* slot = &window_[static_cast<size_t>(window_next_) * num_models];
   for (int m = 0; m < num_models; ++m) {
-    slot[m] = log_weights_[m] +
-              options_.acoustic_scale * RowLogSumExp(loglikes[m].row(t), loglikes[m].cols);
+    slot[m] = log_weights_[m] + options_.acoustic_scale * totals_t[m];
   }
   const double norm = LogSumExp(absl::MakeConstSpan(slot, num_models));
   for (int m = 0; m < num_models; ++m) slot[m] = std::exp(slot[m] - norm);
@@ -167,6 +166,50 @@ void ModelFusion::AdvancePosteriorWindow(absl::Span<const ConstMatrixView> logli
     for (int m = 0; m < num_models; ++m) weights_t[m] += p[m];
   }
   for (int m = 0; m < num_models; ++m) weights_t[m] /= window_size_;
+}
+
+absl::Status ModelFusion::NextLogWeights(absl::Span<const double> frame_totals, int64_t frames,
+                                         std::vector<double>* log_weights, FusedScores* out) {
+  const int num_models = num_models_;
+  const bool posterior = options_.method == FusionMethod::kPosterior;
+  if (frames < 0 || (!frame_totals.empty() &&
+                     static_cast<int64_t>(frame_totals.size()) != frames * num_models) ||
+      (posterior && frame_totals.empty() && frames > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fusion of %d models over %d frames was given %d frame totals", num_models, frames,
+        frame_totals.size()));
+  }
+  const bool weighted = options_.method != FusionMethod::kMax;
+  log_weights->assign(frames * num_models, 0.0);
+  out->model_weights.assign(weighted ? frames * num_models : 0, 0.0f);
+  if (!weighted) return absl::OkStatus();
+  std::vector<double> weights_t(num_models);
+  for (int64_t t = 0; t < frames; ++t) {
+    double* log_w = log_weights->data() + t * num_models;
+    if (posterior) {
+      AdvancePosteriorWindow(&frame_totals[t * num_models], weights_t.data());
+      for (int m = 0; m < num_models; ++m) {
+        log_w[m] = weights_t[m] > 0.0 ? std::log(weights_t[m]) : kNegInf;
+      }
+    } else {
+      std::copy(log_weights_.begin(), log_weights_.end(), log_w);
+    }
+    for (int m = 0; m < num_models; ++m) {
+      out->model_weights[t * num_models + m] = static_cast<float>(std::exp(log_w[m]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ModelFusion::SetDominance(absl::Span<const int> winners, FusedScores* out) const {
+  std::vector<int64_t> dominated(num_models_, 0);
+  for (int winner : winners) ++dominated[winner];
+  out->dominant_model = 0;
+  out->model_share.assign(num_models_, 0.0f);
+  for (int m = 0; m < num_models_; ++m) {
+    if (!winners.empty()) out->model_share[m] = static_cast<float>(dominated[m]) / winners.size();
+    if (dominated[m] > dominated[out->dominant_model]) out->dominant_model = m;
+  }
 }
 
 absl::Status ModelFusion::Fuse(absl::Span<const ConstMatrixView> loglikes, FusedScores* out) {
@@ -184,26 +227,25 @@ absl::Status ModelFusion::Fuse(absl::Span<const ConstMatrixView> loglikes, Fused
   }
   const int num_models = num_models_;
   const bool weighted = options_.method != FusionMethod::kMax;
+  std::vector<double> totals;
+  if (options_.method == FusionMethod::kPosterior) {
+    totals.resize(frames * num_models);
+    for (int64_t t = 0; t < frames; ++t) {
+      for (int m = 0; m < num_models; ++m) {
+        totals[t * num_models + m] = RowLogSumExp(loglikes[m].row(t), states);
+      }
+    }
+  }
+  std::vector<double> log_weights;
+  GMM_RETURN_IF_ERROR(NextLogWeights(totals, frames, &log_weights, out));
+
   out->loglikes.Resize(frames, states);
-  out->model_weights.assign(weighted ? frames * num_models : 0, 0.0f);
-  std::vector<int64_t> dominated(num_models, 0);
-  std::vector<double> log_w(log_weights_);
-  std::vector<double> weights_t(num_models);
+  out->frame_totals.clear();
+  std::vector<int> winners(states > 0 ? frames : 0);
   std::vector<const float*> rows(num_models);
   std::vector<float> largest(weighted ? states : 0), sums(weighted ? states : 0);
-
   for (int64_t t = 0; t < frames; ++t) {
-    if (options_.method == FusionMethod::kPosterior) {
-      AdvancePosteriorWindow(loglikes, t, weights_t.data());
-      for (int m = 0; m < num_models; ++m) {
-        log_w[m] = weights_t[m] > 0.0 ? std::log(weights_t[m]) : kNegInf;
-      }
-    }
-    if (weighted) {
-      for (int m = 0; m < num_models; ++m) {
-        out->model_weights[t * num_models + m] = static_cast<float>(std::exp(log_w[m]));
-      }
-    }
+    const absl::Span<const double> log_w(log_weights.data() + t * num_models, num_models);
     float* fused = out->loglikes.row(t);
     for (int m = 0; m < num_models; ++m) rows[m] = loglikes[m].row(t);
     if (weighted) {
@@ -214,30 +256,21 @@ absl::Status ModelFusion::Fuse(absl::Span<const ConstMatrixView> loglikes, Fused
         for (int64_t s = 0; s < states; ++s) fused[s] = std::max(fused[s], rows[m][s]);
       }
     }
+    if (states == 0) continue;
     int64_t best_state = 0;
     for (int64_t s = 1; s < states; ++s) {
       if (fused[s] > fused[best_state]) best_state = s;
     }
-    if (states > 0) {
-      int winner = 0;
-      double winner_term = kNegInf;
-      for (int m = 0; m < num_models; ++m) {
-        const double term = (weighted ? log_w[m] : 0.0) + loglikes[m].at(t, best_state);
-        if (term > winner_term) {
-          winner_term = term;
-          winner = m;
-        }
+    double winner_term = kNegInf;
+    for (int m = 0; m < num_models; ++m) {
+      const double term = log_w[m] + rows[m][best_state];
+      if (term > winner_term) {
+        winner_term = term;
+        winners[t] = m;
       }
-      ++dominated[winner];
     }
   }
-
-  out->dominant_model = 0;
-  out->model_share.assign(num_models, 0.0f);
-  for (int m = 0; m < num_models; ++m) {
-    if (frames > 0) out->model_share[m] = static_cast<float>(dominated[m]) / frames;
-    if (dominated[m] > dominated[out->dominant_model]) out->dominant_model = m;
-  }
+  SetDominance(winners, out);
   return absl::OkStatus();
 }
 

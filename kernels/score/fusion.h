@@ -61,6 +61,9 @@ struct FusedScores {
   int dominant_model = 0;            // index of the model that dominated most frames
   std::vector<float> model_share;    // M: fraction of frames each model dominated
   std::vector<float> model_weights;  // T x M weights w_m(t); empty for kMax
+  // T: log sum_s exp(loglikes[t][s]); filled only by a backend asked for
+  // them (FusionJob::frame_totals), empty otherwise.
+  std::vector<float> frame_totals;
 };
 
 // Stateful for kPosterior (the window), stateless otherwise. Movable, not
@@ -80,13 +83,29 @@ class ModelFusion {
   // num_models() or their shapes differ. Overwrites *out.
   absl::Status Fuse(absl::Span<const ConstMatrixView> loglikes, FusedScores* out);
 
+  // Fuse in two halves, for a backend that does the per-state work itself
+  // (the CUDA backend, on the device), with the float64 window kept here:
+  //
+  //   1. NextLogWeights: from the frame totals l_m(t) of the next T frames
+  //      (frame_totals[t * M + m]; read for kPosterior only, may be empty
+  //      otherwise) the log weights log w_m(t) (T x M; kMax: all 0) and
+  //      out->model_weights; advances the window by T frames.
+  //      INVALID_ARGUMENT (no state change) if frame_totals is neither
+  //      empty nor T x M, or empty for kPosterior.
+  //   2. the caller computes fused[t][s] and, per frame, the dominating
+  //      model (see the top of this file) with those log weights;
+  //   3. SetDominance: out->dominant_model and model_share from the
+  //      per-frame winners.
+  absl::Status NextLogWeights(absl::Span<const double> frame_totals, int64_t frames,
+                              std::vector<double>* log_weights, FusedScores* out);
+  void SetDominance(absl::Span<const int> winners, FusedScores* out) const;
+
  private:
   ModelFusion(int num_models, FusionOptions options, std::vector<double> log_weights);
 
-  // Fills weights_t (M) for the next frame of a kPosterior stream and moves
-  // the window on.
-  void AdvancePosteriorWindow(absl::Span<const ConstMatrixView> loglikes, int64_t t,
-                              double* weights_t);
+  // Fills weights_t (M) for the next frame of a kPosterior stream, whose
+  // per-model frame totals are totals_t (M), and moves the window on.
+  void AdvancePosteriorWindow(const double* totals_t, double* weights_t);
 
   int num_models_;
   FusionOptions options_;

@@ -158,6 +158,51 @@ TEST(ModelFusionTest, RejectsMismatchedInputs) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The two halves a backend uses (NextLogWeights, SetDominance) give the
+// weights and dominance Fuse gives, chunk after chunk, from frame totals.
+TEST(ModelFusionTest, HalvesFollowFuse) {
+  const std::vector<FloatMatrix> models = MakeModels(3, 7);
+  const FusionOptions options = {.method = FusionMethod::kPosterior, .window_frames = 11,
+                                 .acoustic_scale = 0.2};
+  absl::StatusOr<ModelFusion> whole = ModelFusion::Create(3, options);
+  absl::StatusOr<ModelFusion> halves = ModelFusion::Create(3, options);
+  ASSERT_TRUE(whole.ok() && halves.ok());
+  for (int64_t first = 0; first < kFrames; first += 17) {
+    const int64_t count = std::min<int64_t>(17, kFrames - first);
+    std::vector<ConstMatrixView> views;
+    for (const FloatMatrix& m : models) views.push_back(m.view().Rows(first, count));
+    FusedScores expected, got;
+    ASSERT_TRUE(whole->Fuse(views, &expected).ok());
+    std::vector<double> totals(count * 3);
+    for (int64_t t = 0; t < count; ++t) {
+      for (int m = 0; m < 3; ++m) {
+        double max = -INFINITY, sum = 0.0;
+        for (int64_t s = 0; s < kStates; ++s) max = std::max<double>(max, views[m].at(t, s));
+        for (int64_t s = 0; s < kStates; ++s) sum += std::exp(views[m].at(t, s) - max);
+        totals[t * 3 + m] = max + std::log(sum);
+      }
+    }
+    std::vector<double> log_weights;
+    ASSERT_TRUE(halves->NextLogWeights(totals, count, &log_weights, &got).ok());
+    ASSERT_EQ(log_weights.size(), static_cast<size_t>(count * 3));
+    for (int64_t k = 0; k < count * 3; ++k) {
+      EXPECT_NEAR(got.model_weights[k], expected.model_weights[k], 1e-6);
+      EXPECT_NEAR(std::exp(log_weights[k]), expected.model_weights[k], 1e-6);
+    }
+  }
+  // Winners 0, 2, 2: model 2 dominates two thirds of the frames.
+  FusedScores summary;
+  halves->SetDominance(std::vector<int>{0, 2, 2}, &summary);
+  EXPECT_EQ(summary.dominant_model, 2);
+  EXPECT_NEAR(summary.model_share[2], 2.0f / 3.0f, 1e-6);
+  // Totals of the wrong shape, or none for a posterior fusion, are refused.
+  std::vector<double> log_weights;
+  EXPECT_EQ(halves->NextLogWeights(std::vector<double>(5), 2, &log_weights, &summary).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(halves->NextLogWeights({}, 2, &log_weights, &summary).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ModelFusionTest, MethodNamesRoundTrip) {
   for (FusionMethod method :
        {FusionMethod::kMax, FusionMethod::kLogSumExp, FusionMethod::kPosterior}) {

@@ -119,6 +119,55 @@ absl::Status ValidateWindowShape(const ScoreWindow& job) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
+                                absl::Span<const FusionJob> fusions) {
+  std::vector<bool> used(jobs.size(), false);
+  for (size_t f = 0; f < fusions.size(); ++f) {
+    const FusionJob& fusion = fusions[f];
+    if (fusion.fusion == nullptr || fusion.out == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("fusion ", f, " has no state or no output"));
+    }
+    if (static_cast<int>(fusion.windows.size()) != fusion.fusion->num_models()) {
+      return absl::InvalidArgumentError(absl::StrCat("fusion ", f, " of ", fusion.fusion->num_models(),
+                                                     " models names ", fusion.windows.size(), " windows"));
+    }
+    for (int w : fusion.windows) {
+      if (w < 0 || w >= static_cast<int>(jobs.size()) || jobs[w].model == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("fusion ", f, " names window ", w, " of ", jobs.size()));
+      }
+      if (used[w]) return absl::InvalidArgumentError(absl::StrCat("window ", w, " is in two fusions"));
+      used[w] = true;
+      const ScoreWindow& first = jobs[fusion.windows.front()];
+      if (jobs[w].features.rows != first.features.rows ||
+          jobs[w].model->num_states() != first.model->num_states()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fusion ", f, " mixes windows of ", first.features.rows, " x ", first.model->num_states(), " and ",
+            jobs[w].features.rows, " x ", jobs[w].model->num_states(), " scores"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScoringBackend::ScoreFusedBatch(absl::Span<const ScoreWindow> jobs,
+                                             absl::Span<const FusionJob> fusions,
+                                             const ScoreOptions& options) {
+  if (absl::Status status = ValidateFusionJobs(jobs, fusions); !status.ok()) return status;
+  if (absl::Status status = ScoreBatch(jobs, options); !status.ok()) return status;
+  std::vector<ConstMatrixView> views;
+  for (const FusionJob& fusion : fusions) {
+    views.clear();
+    for (int w : fusion.windows) views.push_back(jobs[w].result->loglikes.view());
+    if (absl::Status status = fusion.fusion->Fuse(views, fusion.out); !status.ok()) return status;
+    if (fusion.frame_totals) fusion.out->frame_totals = ComputeFrameTotals(fusion.out->loglikes);
+  }
+  for (const FusionJob& fusion : fusions) {
+    if (fusion.model_scores) continue;
+    for (int w : fusion.windows) *jobs[w].result = ScoreResult{};
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
   for (const ScoreWindow& job : jobs) {
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;

@@ -30,6 +30,7 @@
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/model/tied_mixture_model.h"
 #include "kernels/score/feature_transform.h"
+#include "kernels/score/fusion.h"
 
 namespace gmmscore {
 
@@ -137,6 +138,31 @@ struct ScoreWindow {
 // (and transform, if any) have the model's dimension.
 absl::Status ValidateWindowShape(const ScoreWindow& job);
 
+// The windows of one chunk scored with several models (a speaker-cluster
+// fusion), fused by the backend in the same call (ScoreFusedBatch): on CUDA
+// on the device, so that only the fused T x S scores come back instead of
+// one matrix per model.
+struct FusionJob {
+  // Index in the call's windows of each model's window, in the fusion's
+  // model order (fusion->num_models() of them): same frames, same states.
+  std::vector<int> windows;
+  // Advanced by the windows' frames. Its state is unspecified after an
+  // error (callers that retry fuse from a copy).
+  ModelFusion* fusion = nullptr;
+  FusedScores* out = nullptr;
+  // false: the windows' own results are left empty (0 x 0, no totals), so
+  // nothing but the fused scores is copied back (OutputOptions.fused_only).
+  bool model_scores = true;
+  // Also fill out->frame_totals.
+  bool frame_totals = false;
+};
+
+// INVALID_ARGUMENT unless every fusion has a state and an output, one
+// in-range window per model, windows of equal frame and state counts, and
+// no window belongs to two fusions.
+absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
+                                absl::Span<const FusionJob> fusions);
+
 class ScoringBackend {
  public:
   virtual ~ScoringBackend() = default;
@@ -170,6 +196,15 @@ class ScoringBackend {
   // The base implementation calls Score for each job (transforming its
   // frames on the host first).
   virtual absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options);
+
+  // ScoreBatch, then each fusion of `fusions` (FusionJob) over its windows'
+  // scores. The base implementation fuses on the host (ModelFusion::Fuse);
+  // the CUDA backend fuses untied models on the device and copies back only
+  // what was asked for. Results equal ScoreBatch's and Fuse's up to float32
+  // rounding.
+  virtual absl::Status ScoreFusedBatch(absl::Span<const ScoreWindow> jobs,
+                                       absl::Span<const FusionJob> fusions,
+                                       const ScoreOptions& options);
 };
 
 // INVALID_ARGUMENT unless features.cols == model.dim() and every value is
