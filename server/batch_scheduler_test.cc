@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -224,6 +225,70 @@ TEST_F(BatchSchedulerTest, BadJobFailsAloneAndItsNeighboursAreScored) {
   bad.done.WaitForNotification();
   EXPECT_EQ(bad.result.status().code(), absl::StatusCode::kInvalidArgument);
   scheduler.Stop();  // all callbacks ran: the outcomes may go
+}
+
+// A fused chunk (ScoreJob::fusion) is one job over both models: scored in
+// the same call as plain jobs, fused there (the base ScoreFusedBatch), its
+// frames counted once per model; retried alone from its own state when a
+// neighbour fails the group.
+TEST_F(BatchSchedulerTest, FusedChunksAreFusedInTheCallAndRetriedAlone) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100)});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  struct FusedOutcome {
+    absl::Notification done;
+    absl::StatusOr<FusedChunkResult> result = absl::UnknownError("not done");
+  };
+  auto fusion = ModelFusion::Create(2, {.method = FusionMethod::kLogSumExp, .weights = {1, 3}});
+  ASSERT_TRUE(fusion.ok());
+  auto make_fused = [&](int64_t frames, float value, bool model_scores, FusedOutcome* outcome) {
+    ScoreJob job = MakeJob(0, frames, value, nullptr);
+    job.done = nullptr;
+    job.fusion = std::make_shared<const FusedChunk>(FusedChunk{.models = {models_[0], models_[1]},
+                                                               .precisions = {Precision::kExact, Precision::kExact},
+                                                               .state = *fusion,
+                                                               .model_scores = model_scores,
+                                                               .frame_totals = true});
+    job.fused_done = [outcome](absl::StatusOr<FusedChunkResult> r) {
+      outcome->result = std::move(r);
+      outcome->done.Notify();
+    };
+    return job;
+  };
+  FusedOutcome fused_only, bad, full;
+  Outcome plain;
+  scheduler.Submit(make_fused(3, 1.0f, false, &fused_only));
+  scheduler.Submit(MakeJob(1, 2, 2.0f, &plain));
+  scheduler.Submit(make_fused(2, NAN, true, &bad));
+  scheduler.Submit(make_fused(4, 3.0f, true, &full));
+  backend_.SetGate(true);
+  ExpectScores(plain, 2, 2.0f);
+  bad.done.WaitForNotification();
+  EXPECT_EQ(bad.result.status().code(), absl::StatusCode::kInvalidArgument);
+  for (auto [outcome, frames, value] : {std::tuple{&fused_only, 3, 1.0f}, std::tuple{&full, 4, 3.0f}}) {
+    outcome->done.WaitForNotification();
+    ASSERT_TRUE(outcome->result.ok()) << outcome->result.status();
+    const FusedChunkResult& result = *outcome->result;
+    // Both fake models score (s + 1) * sum(x): their weighted log-sum-exp
+    // is that score again, whatever the weights.
+    ASSERT_EQ(result.fused.loglikes.rows(), frames);
+    for (int64_t t = 0; t < frames; ++t) {
+      for (int s = 0; s < 3; ++s) EXPECT_NEAR(result.fused.loglikes.at(t, s), (s + 1) * 4 * value, 1e-4);
+    }
+    EXPECT_EQ(result.fused.frame_totals.size(), static_cast<size_t>(frames));
+    ASSERT_EQ(result.fused.model_weights.size(), static_cast<size_t>(2 * frames));
+    EXPECT_NEAR(result.fused.model_weights[1], 0.75f, 1e-6);
+    EXPECT_TRUE(result.state.has_value());
+    ASSERT_EQ(result.models.size(), 2u);
+    for (const ScoreResult& model : result.models) {
+      EXPECT_EQ(model.loglikes.rows(), outcome == &full ? frames : 0);
+    }
+  }
+  scheduler.Stop();
+  // 1 + 2 plain frames, 2 x (3 + 4) fused ones (the bad chunk failed).
+  EXPECT_EQ(scheduler.stats().frames, 1 + 2 + 2 * (3 + 4) + 2 * 2);
 }
 
 TEST_F(BatchSchedulerTest, CancelledJobsAreNotScored) {

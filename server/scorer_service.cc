@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,8 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
 // refers to it.
 class UnaryScoreCall final : public grpc::ServerUnaryReactor {
  public:
+  // A plan of several models is scored as one fused job (the backend fuses:
+  // on CUDA on the device); a single model as one plain job.
   UnaryScoreCall(BatchScheduler* scheduler, v1::ScoreResponse* response, ScoringPlan plan)
       : scheduler_(scheduler), response_(response), plan_(std::move(plan)) {
     results_.resize(plan_.models.size());
@@ -36,12 +39,16 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
 
   void Submit(std::shared_ptr<const FloatMatrix> frames, absl::Time deadline) {
     const int num_models = static_cast<int>(plan_.models.size());
-    if (frames->rows() == 0) {  // nothing to batch
+    if (frames->rows() == 0) {  // nothing to batch; fused on the host in Answer
       for (int m = 0; m < num_models; ++m) {
         ScoreResult empty;
         empty.loglikes.Resize(0, plan_.num_states);
         OnScored(m, std::move(empty));
       }
+      return;
+    }
+    if (plan_.fusion.has_value()) {
+      SubmitFused(std::move(frames), deadline);
       return;
     }
     std::vector<ScoreJob> jobs;
@@ -60,6 +67,54 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
     }
     // May complete (and delete) this call before it returns.
     scheduler_->SubmitAll(std::move(jobs));
+  }
+
+  void SubmitFused(std::shared_ptr<const FloatMatrix> frames, absl::Time deadline) {
+    absl::StatusOr<ModelFusion> state = ModelFusion::Create(plan_.models.size(), *plan_.fusion);
+    if (!state.ok()) {  // PlanForRequest checked the options: not expected
+      for (size_t m = 0; m < plan_.models.size(); ++m) OnScored(m, state.status());
+      return;
+    }
+    auto fused = std::make_shared<FusedChunk>(FusedChunk{.state = *std::move(state),
+                                                         .model_scores = !plan_.fused_only,
+                                                         .frame_totals = plan_.frame_totals});
+    int64_t cap = 0;  // the smallest of the models' own caps
+    for (const std::shared_ptr<const ServedModel>& model : plan_.models) {
+      fused->models.push_back(model->prepared);
+      fused->precisions.push_back(model->precision);
+      if (model->max_batch_frames > 0 && (cap == 0 || model->max_batch_frames < cap)) cap = model->max_batch_frames;
+    }
+    // The one job stands for every model's: the others' references and
+    // results are settled now.
+    {
+      absl::MutexLock lock(&mu_);
+      const int others = static_cast<int>(plan_.models.size()) - 1;
+      remaining_ -= others;
+      refs_ -= others;
+    }
+    std::vector<ScoreJob> jobs;
+    jobs.push_back({.model = plan_.models.front()->prepared,
+                    .features = std::move(frames),
+                    .transform = plan_.transform,
+                    .cancelled = cancelled_,
+                    .deadline = deadline,
+                    .origin = this,
+                    .max_batch_frames = cap,
+                    .fusion = std::move(fused),
+                    .fused_done = [this](absl::StatusOr<FusedChunkResult> result) {
+                      OnFused(std::move(result));
+                    }});
+    scheduler_->SubmitAll(std::move(jobs));  // may complete (and delete) this call
+  }
+
+  void OnFused(absl::StatusOr<FusedChunkResult> result) {
+    if (result.ok()) {
+      results_fused_.emplace(std::move(result->fused));
+      Answer(absl::OkStatus(), result->models);
+    } else {
+      Answer(result.status(), {});
+    }
+    Unref();
   }
 
   void OnCancel() override {
@@ -92,7 +147,9 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   }
 
   void Answer(absl::Status status, const std::vector<ScoreResult>& results) {
-    if (status.ok()) {
+    if (status.ok() && results_fused_.has_value()) {
+      status = FillFusedAnswer(plan_, results, *results_fused_, response_);
+    } else if (status.ok()) {
       std::unique_ptr<ModelFusion> fusion;
       if (plan_.fusion.has_value()) {
         absl::StatusOr<ModelFusion> created =
@@ -126,6 +183,8 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   int remaining_ ABSL_GUARDED_BY(mu_);
   int refs_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  // Set by OnFused, the only completion of a fused call, before Answer.
+  std::optional<FusedScores> results_fused_;
 };
 
 // A StreamScore refused before it started (no token): finishes at once.

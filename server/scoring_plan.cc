@@ -166,10 +166,10 @@ absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::Feature
 namespace internal {
 
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
-                             ModelFusion* fusion,
+                             const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
-                             v1::StateScores* fused, v1::FusionReport* report) {
-  const bool send_models = fusion == nullptr || !plan.fused_only;
+                             v1::StateScores* fused_scores, v1::FusionReport* report) {
+  const bool send_models = fused == nullptr || !plan.fused_only;
   if (send_models) {
     for (size_t m = 0; m < results.size(); ++m) {
       ScoresToProto(plan.models[m]->name, results[m].loglikes,
@@ -178,19 +178,23 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
                     scores->Add(), plan.sparse);
     }
   }
-  if (fusion == nullptr) return absl::OkStatus();
+  if (fused == nullptr) return absl::OkStatus();
 
-  std::vector<ConstMatrixView> views;
-  for (const ScoreResult& r : results) views.push_back(r.loglikes.view());
-  FusedScores out;
-  GMM_RETURN_IF_ERROR(fusion->Fuse(views, &out));
-  const std::vector<float> totals =
-      plan.frame_totals ? ComputeFrameTotals(out.loglikes) : std::vector<float>();
-  ScoresToProto("fused", out.loglikes, totals, fused, plan.sparse);
-  report->set_dominant_model_index(out.dominant_model);
-  report->set_dominant_model(plan.models[out.dominant_model]->name);
-  report->mutable_model_share()->Add(out.model_share.begin(), out.model_share.end());
-  report->mutable_model_weights()->Add(out.model_weights.begin(), out.model_weights.end());
+  std::vector<float> computed_totals;
+  absl::Span<const float> totals;
+  if (plan.frame_totals) {
+    if (static_cast<int64_t>(fused->frame_totals.size()) == fused->loglikes.rows()) {
+      totals = fused->frame_totals;
+    } else {
+      computed_totals = ComputeFrameTotals(fused->loglikes);
+      totals = computed_totals;
+    }
+  }
+  ScoresToProto("fused", fused->loglikes, totals, fused_scores, plan.sparse);
+  report->set_dominant_model_index(fused->dominant_model);
+  report->set_dominant_model(plan.models[fused->dominant_model]->name);
+  report->mutable_model_share()->Add(fused->model_share.begin(), fused->model_share.end());
+  report->mutable_model_weights()->Add(fused->model_weights.begin(), fused->model_weights.end());
   return absl::OkStatus();
 }
 

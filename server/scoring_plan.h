@@ -71,11 +71,20 @@ template <typename Response>
 absl::Status FillAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
                         ModelFusion* fusion, Response* response);
 
+// The same with the fusion done already (by the backend, FusedChunkResult):
+// `fused` is the chunk's fused scores; results may be empty matrices when
+// plan.fused_only (they are not sent then). Fused frame totals are taken
+// from fused.frame_totals when filled, else computed here if asked for.
+template <typename Response>
+absl::Status FillFusedAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                             const FusedScores& fused, Response* response);
+
 namespace internal {
+// `fused` null: no fusion (a single model).
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
-                             ModelFusion* fusion,
+                             const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
-                             v1::StateScores* fused, v1::FusionReport* report);
+                             v1::StateScores* fused_scores, v1::FusionReport* report);
 }  // namespace internal
 
 template <typename Response>
@@ -85,7 +94,17 @@ absl::Status FillAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> r
     return internal::FillAnswerParts(plan, results, nullptr, response->mutable_scores(), nullptr,
                                      nullptr);
   }
-  return internal::FillAnswerParts(plan, results, fusion, response->mutable_scores(),
+  std::vector<ConstMatrixView> views;
+  for (const ScoreResult& r : results) views.push_back(r.loglikes.view());
+  FusedScores fused;
+  if (absl::Status status = fusion->Fuse(views, &fused); !status.ok()) return status;
+  return FillFusedAnswer(plan, results, fused, response);
+}
+
+template <typename Response>
+absl::Status FillFusedAnswer(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                             const FusedScores& fused, Response* response) {
+  return internal::FillAnswerParts(plan, results, &fused, response->mutable_scores(),
                                    response->mutable_fused(), response->mutable_fusion());
 }
 

@@ -99,10 +99,22 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
   auto pending = std::make_shared<Chunk>();
   const int num_models = static_cast<int>(plan_->models.size());
   pending->first_frame = next_frame_;
-  pending->remaining = num_models;
+  pending->frames = (*frames)->rows();
   pending->results.resize(num_models);
   next_frame_ += (*frames)->rows();
   pending_.push_back(pending);
+  if (fusion_.has_value()) {
+    pending->remaining = 1;
+    const bool in_order = fusion_->options().method == FusionMethod::kPosterior;
+    if (in_order && fusion_in_flight_) {
+      held_.emplace_back(std::move(pending), *std::move(frames));
+    } else {
+      fusion_in_flight_ = in_order;
+      actions->jobs.push_back(MakeFusedJobLocked(std::move(pending), *std::move(frames)));
+    }
+    return absl::OkStatus();
+  }
+  pending->remaining = num_models;
   for (int m = 0; m < num_models; ++m) {
     ++refs_;
     actions->jobs.push_back(
@@ -119,6 +131,62 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
          }});
   }
   return absl::OkStatus();
+}
+
+ScoreJob StreamScoreReactor::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
+                                               std::shared_ptr<const FloatMatrix> frames) {
+  auto fused = std::make_shared<FusedChunk>(FusedChunk{.state = *fusion_,
+                                                       .model_scores = !plan_->fused_only,
+                                                       .frame_totals = plan_->frame_totals});
+  int64_t cap = 0;  // the smallest of the models' own caps
+  for (const std::shared_ptr<const ServedModel>& model : plan_->models) {
+    fused->models.push_back(model->prepared);
+    fused->precisions.push_back(model->precision);
+    if (model->max_batch_frames > 0 && (cap == 0 || model->max_batch_frames < cap)) cap = model->max_batch_frames;
+  }
+  ++refs_;
+  return {.model = plan_->models.front()->prepared,
+          .features = std::move(frames),
+          .transform = plan_->transform,
+          .cancelled = cancelled_,
+          .deadline = deadline_,
+          .origin = this,
+          .max_batch_frames = cap,
+          .fusion = std::move(fused),
+          .fused_done = [this, chunk](absl::StatusOr<FusedChunkResult> result) {
+            OnFused(chunk, std::move(result));
+          }};
+}
+
+void StreamScoreReactor::OnFused(const std::shared_ptr<Chunk>& chunk,
+                                 absl::StatusOr<FusedChunkResult> result) {
+  Actions actions;
+  {
+    absl::MutexLock lock(&mu_);
+    if (result.ok()) {
+      chunk->results = std::move(result->models);
+      chunk->fused = std::move(result->fused);
+      *fusion_ = *std::move(result->state);
+    } else {
+      chunk->status = result.status();
+    }
+    --chunk->remaining;
+    if (fusion_in_flight_) {
+      fusion_in_flight_ = false;
+      // After a failure or a cancellation the held chunks are never
+      // answered (pending_ is cleared when the failure reaches its head).
+      if (!result.ok() || cancelled_->load(std::memory_order_acquire)) held_.clear();
+      if (!held_.empty()) {
+        auto [next, frames] = std::move(held_.front());
+        held_.pop_front();
+        fusion_in_flight_ = true;
+        actions.jobs.push_back(MakeFusedJobLocked(std::move(next), std::move(frames)));
+      }
+    }
+    actions.delete_self = UnrefLocked();
+    if (!actions.delete_self) AdvanceLocked(&actions);
+  }
+  Perform(std::move(actions));
 }
 
 void StreamScoreReactor::OnScored(const std::shared_ptr<Chunk>& chunk, int model,
@@ -244,7 +312,7 @@ void StreamScoreReactor::AdvanceLocked(Actions* actions) {
     pending_.pop_front();
     if (head->status.ok()) {
       write_in_flight_ = true;
-      answered_frames_ = head->first_frame + head->results.front().loglikes.rows();
+      answered_frames_ = head->first_frame + head->frames;
       actions->answer = std::move(head);
     } else {
       // Chunks after a failed one cannot be answered in order: end here.
@@ -277,7 +345,8 @@ void StreamScoreReactor::AdvanceLocked(Actions* actions) {
 absl::Status StreamScoreReactor::BuildAnswer(const Chunk& chunk) {
   response_.Clear();
   response_.set_first_frame(chunk.first_frame);
-  return FillAnswer(*plan_, chunk.results, fusion_.has_value() ? &*fusion_ : nullptr, &response_);
+  if (chunk.fused.has_value()) return FillFusedAnswer(*plan_, chunk.results, *chunk.fused, &response_);
+  return FillAnswer(*plan_, chunk.results, nullptr, &response_);
 }
 
 void StreamScoreReactor::Perform(Actions actions) {
@@ -291,8 +360,8 @@ void StreamScoreReactor::Perform(Actions actions) {
   }
   if (actions.start_read) StartRead(&request_);
   if (actions.answer != nullptr) {
-    // plan_ is fixed before any chunk is accepted, and fusion_/response_
-    // belong to the holder of the write token: no lock needed here.
+    // plan_ is fixed before any chunk is accepted, and response_ belongs
+    // to the holder of the write token: no lock needed here.
     const absl::Status built = BuildAnswer(*actions.answer);
     if (built.ok()) {
       StartWrite(&response_);

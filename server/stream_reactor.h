@@ -90,11 +90,14 @@ class StreamScoreReactor final
   void EndIfIdle(absl::Time now) override;
 
  private:
-  // One accepted chunk waiting for its per-model results.
+  // One accepted chunk waiting for its per-model results (or, for a fused
+  // plan, for its one fused job).
   struct Chunk {
     int64_t first_frame = 0;
+    int64_t frames = 0;
     int remaining = 0;                 // results still to come
-    std::vector<ScoreResult> results;  // one per plan model
+    std::vector<ScoreResult> results;  // one per plan model (empty matrices if fused_only)
+    std::optional<FusedScores> fused;  // a fused plan's fused scores
     absl::Status status;               // the first failure of its jobs
   };
 
@@ -118,6 +121,11 @@ class StreamScoreReactor final
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnScored(const std::shared_ptr<Chunk>& chunk, int model,
                 absl::StatusOr<ScoreResult> result);
+  // A fused plan's chunk: one job over every model, fused by the backend
+  // from the stream's fusion state as it is now (fusion_).
+  ScoreJob MakeFusedJobLocked(std::shared_ptr<Chunk> chunk, std::shared_ptr<const FloatMatrix> frames)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnFused(const std::shared_ptr<Chunk>& chunk, absl::StatusOr<FusedChunkResult> result);
   // Ends the stream after the answers already due (first end wins).
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
@@ -126,8 +134,8 @@ class StreamScoreReactor final
   bool UnrefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out `actions`; call without mu_.
   void Perform(Actions actions);
-  // Builds response_ for `chunk` (the write token is held, so fusion_ and
-  // response_ are this thread's, and plan_ no longer changes).
+  // Builds response_ for `chunk` (the write token is held, so response_ is
+  // this thread's, and plan_ no longer changes).
   absl::Status BuildAnswer(const Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   const StreamEnvironment env_;
@@ -138,8 +146,15 @@ class StreamScoreReactor final
   v1::StreamScoreRequest request_;    // target of the read in flight
   v1::StreamScoreResponse response_;  // the write in flight; owned by the write token
   std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
-  // Set with plan_; used only by the write-token holder after that.
-  std::optional<ModelFusion> fusion_;
+  // Set with plan_ for a plan of several models: the fusion state after the
+  // chunks fused so far. A posterior fusion's state moves with every chunk,
+  // so its chunks are fused one at a time, in order: a chunk read while
+  // another is being scored waits in held_ (with its frames) until that one
+  // comes back. Other fusions have no moving state and do not wait.
+  std::optional<ModelFusion> fusion_ ABSL_GUARDED_BY(mu_);
+  bool fusion_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::pair<std::shared_ptr<Chunk>, std::shared_ptr<const FloatMatrix>>> held_
+      ABSL_GUARDED_BY(mu_);
   std::string stream_id_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<Chunk>> pending_ ABSL_GUARDED_BY(mu_);  // accepted, unanswered
   int64_t next_frame_ ABSL_GUARDED_BY(mu_) = 0;      // first frame of the next chunk

@@ -173,7 +173,8 @@ TEST_F(GmmscoredBinaryTest, ServesLogsAndDrainsOnSigterm) {
   client->reset();
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
   EXPECT_THAT(daemon.Log(), HasSubstr("SIGTERM: draining"));
-  EXPECT_THAT(daemon.Log(), HasSubstr("stopped: 8 chunks scored"));
+  // Four chunks, each one fused job over both models (80 model-frames).
+  EXPECT_THAT(daemon.Log(), HasSubstr("stopped: 4 chunks scored"));
 }
 
 TEST_F(GmmscoredBinaryTest, BadRepositoryExitsWithAClearError) {
