@@ -57,6 +57,63 @@ __device__ __forceinline__ uint32_t ToTf32(float value) {
   return out;
 }
 
+// A warp's 16 frames (first_frame onwards) as the A fragments of m16n8k8
+// TF32 MMAs: rows group and group + 8, columns thread and thread + 4 of every
+// k-step, each frame expanded to [1, y, y^2, 0...] (y = x - center) and split
+// into TF32 big and small parts for 3xTF32. Frames past num_frames and
+// columns past 2 dim are 0. The mma.sync kernel below and the wgmma kernel
+// both keep the frames' operand in registers this way.
+template <int kSteps>
+__device__ __forceinline__ void SplitFrameFragments(const float* __restrict__ features, const float* __restrict__ center,
+                                                    int dim, int64_t num_frames, int64_t first_frame, int group,
+                                                    int thread, uint32_t (&a_big)[kSteps][4],
+                                                    uint32_t (&a_small)[kSteps][4]) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int64_t frame = first_frame + group + (r & 1) * 8;
+      const int k = s * 8 + thread + (r >> 1) * 4;
+      float value = 0.0f;
+      if (frame < num_frames && k <= 2 * dim) {
+        if (k == 0) {
+          value = 1.0f;
+        } else {
+          const int d = (k - 1) % dim;
+          const float y = features[frame * dim + d] - center[d];
+          value = k <= dim ? y : y * y;
+        }
+      }
+      a_big[s][r] = ToTf32(value);
+      a_small[s][r] = ToTf32(value - __uint_as_float(a_big[s][r]));
+    }
+  }
+}
+
+// The running log-sums of frames group (index 0) and group + 8 (index 1),
+// each lane's over its own Gaussian columns: merged over the 4 lanes of the
+// quad, written as `state`'s score by lane thread 0 (unless state < 0 or
+// the frame is past num_frames), then reset for the next state.
+__device__ __forceinline__ void FlushQuadLogSums(float (&run_max)[2], float (&run_sum)[2], int state,
+                                                 int64_t first_frame, int group, int thread, int64_t num_frames,
+                                                 int64_t num_states, float* __restrict__ loglikes) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int offset = 1; offset <= 2; offset <<= 1) {
+      const float other_max = __shfl_xor_sync(0xffffffffu, run_max[h], offset);
+      const float other_sum = __shfl_xor_sync(0xffffffffu, run_sum[h], offset);
+      MergeLogSum(other_max, other_sum, run_max[h], run_sum[h]);
+    }
+    const int64_t frame = first_frame + group + h * 8;
+    if (thread == 0 && state >= 0 && frame < num_frames) {
+      loglikes[frame * num_states + state] = run_max[h] + __logf(run_sum[h]);
+    }
+    run_max[h] = -INFINITY;
+    run_sum[h] = 0.0f;
+  }
+}
+
 // d += a * b for one m16n8k8 TF32 tile (fragments as the PTX ISA lays them out).
 __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -82,50 +139,18 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const int thread = lane & 3;  // A column (k) / B row (k); C column pair
   const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * P::kFrames + warp * 16;
 
-  // This warp's 16 frames as A fragments: rows group and group + 8, columns
-  // thread and thread + 4 of every k-step, expanded to [1, y, y^2, 0...].
+  // This warp's 16 frames as split TF32 A fragments.
   uint32_t a_big[P::kSteps][4], a_small[P::kSteps][4];
-#pragma unroll
-  for (int s = 0; s < P::kSteps; ++s) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int64_t frame = first_frame + group + (r & 1) * 8;
-      const int k = s * 8 + thread + (r >> 1) * 4;
-      float value = 0.0f;
-      if (frame < args.num_frames && k <= 2 * args.dim) {
-        if (k == 0) {
-          value = 1.0f;
-        } else {
-          const int d = (k - 1) % args.dim;
-          const float y = args.features[frame * args.dim + d] - args.center[d];
-          value = k <= args.dim ? y : y * y;
-        }
-      }
-      a_big[s][r] = ToTf32(value);
-      a_small[s][r] = ToTf32(value - __uint_as_float(a_big[s][r]));
-    }
-  }
+  SplitFrameFragments<P::kSteps>(args.features, args.center, args.dim, args.num_frames, first_frame, group, thread,
+                                 a_big, a_small);
 
   // Running log-sum of the current state for frames group (index 0) and
   // group + 8 (index 1), over this lane's Gaussian columns.
   int state = -1;
   float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
   auto flush = [&]() {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int offset = 1; offset <= 2; offset <<= 1) {
-        const float other_max = __shfl_xor_sync(0xffffffffu, run_max[h], offset);
-        const float other_sum = __shfl_xor_sync(0xffffffffu, run_sum[h], offset);
-        MergeLogSum(other_max, other_sum, run_max[h], run_sum[h]);
-      }
-      const int64_t frame = first_frame + group + h * 8;
-      if (thread == 0 && state >= 0 && frame < args.num_frames) {
-        args.loglikes[frame * args.num_states + state] = run_max[h] + __logf(run_sum[h]);
-      }
-      run_max[h] = -INFINITY;
-      run_sum[h] = 0.0f;
-    }
+    FlushQuadLogSums(run_max, run_sum, state, first_frame, group, thread, args.num_frames, args.num_states,
+                     args.loglikes);
   };
 
   const int range_first = args.range_begin[blockIdx.y];

@@ -191,30 +191,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLog
 
   load_chunk(0);
 
-  // A fragments of this warp's 16 frames, expanded to [1, y, y^2, 0...] and
-  // split into TF32 big and small parts (rows group / group + 8, columns
-  // thread / thread + 4 of every k-step).
+  // A fragments of this warp's 16 frames (SplitFrameFragments).
   uint32_t a_big[P::kSteps][4], a_small[P::kSteps][4];
-#pragma unroll
-  for (int s = 0; s < P::kSteps; ++s) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int64_t frame = first_frame + group + (r & 1) * 8;
-      const int k = s * 8 + thread + (r >> 1) * 4;
-      float value = 0.0f;
-      if (frame < args.num_frames && k <= 2 * args.dim) {
-        if (k == 0) {
-          value = 1.0f;
-        } else {
-          const int d = (k - 1) % args.dim;
-          const float y = args.features[frame * args.dim + d] - args.center[d];
-          value = k <= args.dim ? y : y * y;
-        }
-      }
-      a_big[s][r] = ToTf32(value);
-      a_small[s][r] = ToTf32(value - __uint_as_float(a_big[s][r]));
-    }
-  }
+  SplitFrameFragments<P::kSteps>(args.features, args.center, args.dim, args.num_frames, first_frame, group, thread,
+                                 a_big, a_small);
 
   // Running log-sum of the current state for frames group (0) and group + 8
   // (1), over this lane's Gaussian columns; the 4 lanes of a frame combine
@@ -222,21 +202,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLog
   int state = -1;
   float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
   auto flush = [&]() {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int offset = 1; offset <= 2; offset <<= 1) {
-        const float other_max = __shfl_xor_sync(0xffffffffu, run_max[h], offset);
-        const float other_sum = __shfl_xor_sync(0xffffffffu, run_sum[h], offset);
-        MergeLogSum(other_max, other_sum, run_max[h], run_sum[h]);
-      }
-      const int64_t frame = first_frame + group + h * 8;
-      if (thread == 0 && state >= 0 && frame < args.num_frames) {
-        args.loglikes[frame * args.num_states + state] = run_max[h] + __logf(run_sum[h]);
-      }
-      run_max[h] = -INFINITY;
-      run_sum[h] = 0.0f;
-    }
+    FlushQuadLogSums(run_max, run_sum, state, first_frame, group, thread, args.num_frames, args.num_states,
+                     args.loglikes);
   };
 
   // Folds chunk c's scores (accumulator d) into the running log-sums.
