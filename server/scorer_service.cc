@@ -75,15 +75,6 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
       for (size_t m = 0; m < plan_.models.size(); ++m) OnScored(m, state.status());
       return;
     }
-    auto fused = std::make_shared<FusedChunk>(FusedChunk{.state = *std::move(state),
-                                                         .model_scores = !plan_.fused_only,
-                                                         .frame_totals = plan_.frame_totals});
-    int64_t cap = 0;  // the smallest of the models' own caps
-    for (const std::shared_ptr<const ServedModel>& model : plan_.models) {
-      fused->models.push_back(model->prepared);
-      fused->precisions.push_back(model->precision);
-      if (model->max_batch_frames > 0 && (cap == 0 || model->max_batch_frames < cap)) cap = model->max_batch_frames;
-    }
     // The one job stands for every model's: the others' references and
     // results are settled now.
     {
@@ -99,8 +90,8 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
                     .cancelled = cancelled_,
                     .deadline = deadline,
                     .origin = this,
-                    .max_batch_frames = cap,
-                    .fusion = std::move(fused),
+                    .max_batch_frames = SmallestBatchCap(plan_),
+                    .fusion = FusedChunkFor(plan_, *std::move(state)),
                     .fused_done = [this](absl::StatusOr<FusedChunkResult> result) {
                       OnFused(std::move(result));
                     }});

@@ -163,6 +163,26 @@ absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::Feature
   return std::make_shared<const FloatMatrix>(*std::move(matrix));
 }
 
+std::shared_ptr<const FusedChunk> FusedChunkFor(const ScoringPlan& plan, ModelFusion state) {
+  auto fused = std::make_shared<FusedChunk>(FusedChunk{
+      .state = std::move(state), .model_scores = !plan.fused_only, .frame_totals = plan.frame_totals});
+  for (const std::shared_ptr<const ServedModel>& model : plan.models) {
+    fused->models.push_back(model->prepared);
+    fused->precisions.push_back(model->precision);
+  }
+  return fused;
+}
+
+int64_t SmallestBatchCap(const ScoringPlan& plan) {
+  int64_t cap = 0;
+  for (const std::shared_ptr<const ServedModel>& model : plan.models) {
+    if (model->max_batch_frames > 0 && (cap == 0 || model->max_batch_frames < cap)) {
+      cap = model->max_batch_frames;
+    }
+  }
+  return cap;
+}
+
 namespace internal {
 
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,

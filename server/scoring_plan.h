@@ -24,6 +24,7 @@
 #include "kernels/score/fusion.h"
 #include "kernels/score/scoring_backend.h"
 #include "proto/wire_convert.h"
+#include "server/batch_scheduler.h"
 #include "server/model_repository.h"
 
 namespace gmmscore {
@@ -63,6 +64,15 @@ struct FrameLimits {
 absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::FeatureMatrix& features,
                                                                const ScoringPlan& plan,
                                                                const FrameLimits& limits);
+
+// The fused job spec for one chunk of `plan` (which has a fusion): every
+// model with its precision, `state` (the fusion state before the chunk),
+// and the plan's output options.
+std::shared_ptr<const FusedChunk> FusedChunkFor(const ScoringPlan& plan, ModelFusion state);
+
+// The smallest of the plan's models' own batch caps (ServedModel::
+// max_batch_frames), 0 when none has one.
+int64_t SmallestBatchCap(const ScoringPlan& plan);
 
 // Fills response->scores, ->fused and ->fusion from results[i] (plan.models[i]'s
 // T x S scores) and `fusion` (non-null iff plan.fusion is set; advanced by

@@ -135,15 +135,6 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
 
 ScoreJob StreamScoreReactor::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
-  auto fused = std::make_shared<FusedChunk>(FusedChunk{.state = *fusion_,
-                                                       .model_scores = !plan_->fused_only,
-                                                       .frame_totals = plan_->frame_totals});
-  int64_t cap = 0;  // the smallest of the models' own caps
-  for (const std::shared_ptr<const ServedModel>& model : plan_->models) {
-    fused->models.push_back(model->prepared);
-    fused->precisions.push_back(model->precision);
-    if (model->max_batch_frames > 0 && (cap == 0 || model->max_batch_frames < cap)) cap = model->max_batch_frames;
-  }
   ++refs_;
   return {.model = plan_->models.front()->prepared,
           .features = std::move(frames),
@@ -151,8 +142,8 @@ ScoreJob StreamScoreReactor::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
           .cancelled = cancelled_,
           .deadline = deadline_,
           .origin = this,
-          .max_batch_frames = cap,
-          .fusion = std::move(fused),
+          .max_batch_frames = SmallestBatchCap(*plan_),
+          .fusion = FusedChunkFor(*plan_, *fusion_),
           .fused_done = [this, chunk](absl::StatusOr<FusedChunkResult> result) {
             OnFused(chunk, std::move(result));
           }};

@@ -10,6 +10,7 @@
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/fusion_reference.h"
 #include "kernels/score/reference_scorer.h"
+#include "kernels/score/transformed_batch_check.h"  // PrepareSynthetic
 
 namespace gmmscore {
 namespace {
@@ -19,16 +20,6 @@ namespace {
 constexpr int kStates = 131;
 constexpr int kDim = 13;
 constexpr int kFusedModels = 3;
-
-std::shared_ptr<const PreparedModel> PrepareSynthetic(ScoringBackend& backend,
-                                                      const SyntheticModelSpec& spec) {
-  auto model = GenerateSyntheticModel(spec);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return nullptr;
-  auto prepared = backend.Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
-  EXPECT_TRUE(prepared.ok()) << prepared.status();
-  return prepared.ok() ? *prepared : nullptr;
-}
 
 // One stream fused chunk after chunk, and what the float64 reference says
 // about the whole of it.

@@ -12,16 +12,6 @@
 namespace gmmscore {
 namespace {
 
-std::shared_ptr<const PreparedModel> PrepareSynthetic(ScoringBackend& backend,
-                                                      const SyntheticModelSpec& spec) {
-  auto model = GenerateSyntheticModel(spec);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return nullptr;
-  auto prepared = backend.Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
-  EXPECT_TRUE(prepared.ok()) << prepared.status();
-  return prepared.ok() ? *prepared : nullptr;
-}
-
 struct TransformSpec {
   int dim;
   bool with_offset;
@@ -31,6 +21,16 @@ struct TransformSpec {
 };
 
 }  // namespace
+
+std::shared_ptr<const PreparedModel> PrepareSynthetic(ScoringBackend& backend,
+                                                      const SyntheticModelSpec& spec) {
+  auto model = GenerateSyntheticModel(spec);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  auto prepared = backend.Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
+  EXPECT_TRUE(prepared.ok()) << prepared.status();
+  return prepared.ok() ? *prepared : nullptr;
+}
 
 void ExpectTransformedBatchMatchesReference(ScoringBackend& backend, const ScoreOptions& options,
                                             double bound) {

@@ -9,9 +9,16 @@
 #ifndef GMMSCORE_KERNELS_SCORE_TRANSFORMED_BATCH_CHECK_H_
 #define GMMSCORE_KERNELS_SCORE_TRANSFORMED_BATCH_CHECK_H_
 
+#include <memory>
+
+#include "kernels/model/synthetic_model.h"
 #include "kernels/score/scoring_backend.h"
 
 namespace gmmscore {
+
+// A synthetic model (synthetic_model.h) prepared by `backend`; null after
+// recording a gtest failure. Shared by the backends' batch checks.
+std::shared_ptr<const PreparedModel> PrepareSynthetic(ScoringBackend& backend, const SyntheticModelSpec& spec);
 
 // Records gtest failures; `bound` applies to MaxNormalizedError.
 void ExpectTransformedBatchMatchesReference(ScoringBackend& backend, const ScoreOptions& options,
