@@ -1,5 +1,5 @@
 // Hundreds of clients that cancel or vanish mid-stream, in every way a
-// client can: the daemon frees everything they held (no live stream, no
+// client can, with one model or two fused by posterior: the daemon frees everything they held (no live stream, no
 // stream reactor, no queued job afterwards; LeakSanitizer checks the memory
 // in the GMMSCORE_SANITIZE=ON build) and keeps serving.
 #include <signal.h>
@@ -40,7 +40,9 @@ class CancellationTest : public ::testing::Test {
     options.scheduler.max_batch_frames = 256;
     options.limits.max_chunks_in_flight = 4;
     daemon_ = TestDaemon::Start({{"m", {.num_states = 200, .min_gaussians = 8,
-                                        .max_gaussians = 16, .dim = kDim, .seed = 3}}},
+                                        .max_gaussians = 16, .dim = kDim, .seed = 3}},
+                                 {"n", {.num_states = 200, .min_gaussians = 8,
+                                        .max_gaussians = 16, .dim = kDim, .seed = 4}}},
                                 options);
     ASSERT_NE(daemon_, nullptr);
     features_ = TestFeatures(daemon_->model("m"), 40, 4);
@@ -52,30 +54,42 @@ class CancellationTest : public ::testing::Test {
     return config;
   }
 
+  // Client i's stream: every other group of six (one of each way of
+  // leaving) fuses two models by posterior, whose chunks wait their turn in
+  // the reactor (held) while an earlier one is scored.
+  v1::StreamConfig Config(int i) const {
+    v1::StreamConfig config = Config();
+    if ((i / 6) % 2 == 1) {
+      config.add_models("n");
+      config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);
+    }
+    return config;
+  }
+
   // One client leaving in the way `i` selects; true if it behaved.
   bool RunLeavingClient(int i, Client& shared) {
     switch (i % 6) {
       case 0: {  // cancels right after pushing
-        auto session = shared.StartStream(Config());
+        auto session = shared.StartStream(Config(i));
         for (int k = 0; k < 4; ++k) (*session)->Push(features_.view().Rows(k * 10, 10)).IgnoreError();
         (*session)->Cancel();
         absl::Status end = (*session)->Finish();
         return end.code() == absl::StatusCode::kCancelled || end.ok();
       }
       case 1: {  // reads one answer, then drops the session (its destructor cancels)
-        auto session = shared.StartStream(Config());
+        auto session = shared.StartStream(Config(i));
         for (int k = 0; k < 4; ++k) (*session)->Push(features_.view().Rows(k * 10, 10)).IgnoreError();
         return (*session)->Next().ok();
       }
       case 2: {  // its own connection, dropped with the stream open
         std::unique_ptr<Client> own = daemon_->NewClient();
-        auto session = own->StartStream(Config());
+        auto session = own->StartStream(Config(i));
         (*session)->Push(features_.view()).IgnoreError();
         own.reset();
         return true;  // the session goes out of scope mid-stream
       }
       case 3: {  // half-closes, then cancels while answers are pending
-        auto session = shared.StartStream(Config());
+        auto session = shared.StartStream(Config(i));
         for (int k = 0; k < 4; ++k) (*session)->Push(features_.view().Rows(k * 10, 10)).IgnoreError();
         (*session)->CloseSend().IgnoreError();
         (*session)->Cancel();
@@ -86,7 +100,7 @@ class CancellationTest : public ::testing::Test {
         grpc::ClientContext context;
         auto stream = stub->StreamScore(&context);
         v1::StreamScoreRequest request;
-        *request.mutable_config() = Config();
+        *request.mutable_config() = Config(i);
         stream->Write(request);
         FeaturesToProto(features_.view(), request.mutable_chunk());
         stream->Write(request);
@@ -99,7 +113,7 @@ class CancellationTest : public ::testing::Test {
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(5));
         auto stream = stub->StreamScore(&context);
         v1::StreamScoreRequest request;
-        *request.mutable_config() = Config();
+        *request.mutable_config() = Config(i);
         stream->Write(request);
         FeaturesToProto(features_.view().Rows(0, 10), request.mutable_chunk());
         while (stream->Write(request)) {
