@@ -50,76 +50,36 @@ void CopyTotals(absl::Span<const float> frame_totals, v1::StateScores* out) {
   }
 }
 
-// The states of one frame's `row` that `keep` keeps, ascending. One pass
-// for the beam; top_k keeps a bounded min-heap of the best so far, which
-// most states leave after one comparison with its root (an nth_element over
-// 5000 states per frame made sparse answers slower to build than dense ones).
-void KeptStates(const float* row, int64_t states, const SparseOutput& keep,
-                std::vector<uint32_t>* kept) {
-  kept->clear();
-  if (states == 0) return;
-  float cutoff = -std::numeric_limits<float>::infinity();
-  if (keep.beam > 0) cutoff = *std::max_element(row, row + states) - keep.beam;
-  if (keep.top_k <= 0 || keep.top_k >= states) {
-    for (int64_t s = 0; s < states; ++s) {
-      if (row[s] >= cutoff) kept->push_back(static_cast<uint32_t>(s));
-    }
-    return;
-  }
-  // Ranked best first, the lower index winning ties: a state enters the
-  // heap only if it beats its root (the worst kept so far).
-  auto better = [row](uint32_t a, uint32_t b) {
-    return row[a] > row[b] || (row[a] == row[b] && a < b);
-  };
-  const size_t k = static_cast<size_t>(keep.top_k);
-  for (int64_t s = 0; s < states; ++s) {
-    if (row[s] < cutoff) continue;
-    const uint32_t state = static_cast<uint32_t>(s);
-    if (kept->size() < k) {
-      kept->push_back(state);
-      std::push_heap(kept->begin(), kept->end(), better);
-    } else if (better(state, kept->front())) {
-      std::pop_heap(kept->begin(), kept->end(), better);
-      kept->back() = state;
-      std::push_heap(kept->begin(), kept->end(), better);
-    }
-  }
-  std::sort(kept->begin(), kept->end());
-}
-
 }  // namespace
 
 void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
                    absl::Span<const float> frame_totals, v1::StateScores* out,
-                   const SparseOutput& keep) {
+                   const StateSelection& keep) {
+  if (!keep.dense()) {
+    SparseScoresToProto(model, SelectStates(loglikes.view(), keep), frame_totals, out);
+    return;
+  }
   out->set_model(std::string(model));
   out->set_num_frames(static_cast<uint32_t>(loglikes.rows()));
   out->set_num_states(static_cast<uint32_t>(loglikes.cols()));
   CopyTotals(frame_totals, out);
-  auto* values = out->mutable_loglikes();
   out->clear_frame_offsets();
   out->clear_state_ids();
-  if (keep.dense()) {
-    const int64_t count = loglikes.rows() * loglikes.cols();
-    values->Resize(static_cast<int>(count), 0.0f);
-    if (count > 0) std::memcpy(values->mutable_data(), loglikes.data(), sizeof(float) * count);
-    return;
-  }
-  values->Clear();
-  auto* offsets = out->mutable_frame_offsets();
-  auto* ids = out->mutable_state_ids();
-  offsets->Reserve(static_cast<int>(loglikes.rows() + 1));
-  offsets->Add(0);
-  std::vector<uint32_t> kept;
-  for (int64_t t = 0; t < loglikes.rows(); ++t) {
-    const float* row = loglikes.row(t);
-    KeptStates(row, loglikes.cols(), keep, &kept);
-    for (uint32_t s : kept) {
-      ids->Add(s);
-      values->Add(row[s]);
-    }
-    offsets->Add(static_cast<uint32_t>(ids->size()));
-  }
+  auto* values = out->mutable_loglikes();
+  const int64_t count = loglikes.rows() * loglikes.cols();
+  values->Resize(static_cast<int>(count), 0.0f);
+  if (count > 0) std::memcpy(values->mutable_data(), loglikes.data(), sizeof(float) * count);
+}
+
+void SparseScoresToProto(absl::string_view model, const SparseScores& kept,
+                         absl::Span<const float> frame_totals, v1::StateScores* out) {
+  out->set_model(std::string(model));
+  out->set_num_frames(static_cast<uint32_t>(kept.num_frames()));
+  out->set_num_states(static_cast<uint32_t>(kept.num_states));
+  CopyTotals(frame_totals, out);
+  out->mutable_frame_offsets()->Assign(kept.frame_offsets.begin(), kept.frame_offsets.end());
+  out->mutable_state_ids()->Assign(kept.state_ids.begin(), kept.state_ids.end());
+  out->mutable_loglikes()->Assign(kept.values.begin(), kept.values.end());
 }
 
 absl::StatusOr<FloatMatrix> ScoresFromProto(const v1::StateScores& scores) {

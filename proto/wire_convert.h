@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "gmmscore/v1/scorer.pb.h"
 #include "kernels/core/matrix.h"
+#include "kernels/score/state_selection.h"
 
 namespace gmmscore {
 
@@ -22,20 +23,17 @@ absl::StatusOr<FloatMatrix> FeaturesFromProto(const v1::FeatureMatrix& features)
 // Overwrites *out with `frames`.
 void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out);
 
-// Which states an answer keeps per frame (OutputOptions.beam, top_k);
-// nothing set: all of them (a dense answer).
-struct SparseOutput {
-  float beam = 0;  // > 0: within `beam` nats of the frame's best
-  int top_k = 0;   // > 0: at most the k best
-  bool dense() const { return beam <= 0 && top_k <= 0; }
-};
-
 // Overwrites *out with `loglikes` (T x S) under `model`; `frame_totals`
 // (T values, or empty for none) goes to out->frame_totals. A sparse `keep`
 // sends only the states it keeps (StateScores.frame_offsets, state_ids).
 void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
                    absl::Span<const float> frame_totals, v1::StateScores* out,
-                   const SparseOutput& keep = {});
+                   const StateSelection& keep = {});
+
+// Overwrites *out with states selected already (on the GPU, by
+// ScoreWindow::select): a sparse answer.
+void SparseScoresToProto(absl::string_view model, const SparseScores& kept,
+                         absl::Span<const float> frame_totals, v1::StateScores* out);
 
 // The loglikes of `scores` as a num_frames x num_states matrix, states a
 // sparse answer left out set to -infinity; INVALID_ARGUMENT if the counts,

@@ -302,12 +302,14 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>*
     Outcome& outcome = (*outcomes)[source.job];
     ScoreResult* result = &outcome.result;
     Precision precision = job.precision;
+    StateSelection select = job.select;
     if (source.model >= 0) {
+      select = {};
       result = &outcome.fused->models[source.model];
       precision = job.fusion->precisions[source.model];
       fusions[fusion_of_job[source.job]].windows[source.model] = static_cast<int>(windows.size());
     }
-    windows.push_back({source.prepared, job.features->view(), result, job.transform.get(), precision});
+    windows.push_back({source.prepared, job.features->view(), result, job.transform.get(), precision, select});
   }
   const absl::Time prepared = absl::Now();
   times->pack += prepared - start;

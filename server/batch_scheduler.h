@@ -116,6 +116,10 @@ struct ScoreJob {
   int64_t max_batch_frames = 0;
   // The model's precision (ScoreWindow::precision).
   Precision precision = Precision::kExact;
+  // The states the answer keeps (ScoreWindow::select): not dense, `done`
+  // receives ScoreResult::sparse instead of the loglikes. Not for a fused
+  // chunk (its models' scores are fused whole).
+  StateSelection select;
   // Called exactly once, on a scheduler or answer thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.

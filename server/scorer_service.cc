@@ -61,6 +61,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
                       .origin = this,
                       .max_batch_frames = plan_.models[m]->max_batch_frames,
                       .precision = plan_.models[m]->precision,
+                      .select = plan_.sparse,
                       .done = [this, m](absl::StatusOr<ScoreResult> result) {
                         OnScored(m, std::move(result));
                       }});

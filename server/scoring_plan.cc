@@ -192,10 +192,13 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
   const bool send_models = fused == nullptr || !plan.fused_only;
   if (send_models) {
     for (size_t m = 0; m < results.size(); ++m) {
-      ScoresToProto(plan.models[m]->name, results[m].loglikes,
-                    plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals)
-                                      : absl::Span<const float>(),
-                    scores->Add(), plan.sparse);
+      const absl::Span<const float> totals =
+          plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals) : absl::Span<const float>();
+      if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
+        SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add());
+      } else {
+        ScoresToProto(plan.models[m]->name, results[m].loglikes, totals, scores->Add(), plan.sparse);
+      }
     }
   }
   if (fused == nullptr) return absl::OkStatus();

@@ -39,7 +39,7 @@ struct ScoringPlan {
   std::shared_ptr<const FeatureTransform> transform;  // null: none
   bool fused_only = false;
   bool frame_totals = false;
-  SparseOutput sparse;  // OutputOptions.beam / top_k; dense by default
+  StateSelection sparse;  // OutputOptions.beam / top_k; dense by default
 };
 
 // INVALID_ARGUMENT: no models, a repeated name, models of different

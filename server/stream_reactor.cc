@@ -126,6 +126,7 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
          .origin = this,
          .max_batch_frames = plan_->models[m]->max_batch_frames,
          .precision = plan_->models[m]->precision,
+         .select = plan_->sparse,
          .done = [this, pending, m](absl::StatusOr<ScoreResult> result) {
            OnScored(pending, m, std::move(result));
          }});

@@ -3,7 +3,9 @@
 // float64 references: ReferenceTransform -> ReferenceLogLikelihoods ->
 // ReferenceFuse.
 #include <cmath>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +112,32 @@ class FusionTransformTest : public ::testing::Test {
     proto.set_cols(kDim + 1);
     proto.mutable_values()->Add(values.begin(), values.end());
     return proto;
+  }
+
+  // Checks row t of a sparse answer (dropped states -inf) against the
+  // reference's scores of its frame: kept values near theirs, within `beam`
+  // of the best, at most top_k of them, none dropped beating one kept.
+  static void ExpectSparseFrame(const FloatMatrix& matrix, int64_t t, const std::function<double(int)>& reference,
+                                double tolerance, float beam, int top_k, const std::string& where, int* kept) {
+    double best = -INFINITY, lowest_kept = INFINITY, highest_dropped = -INFINITY;
+    *kept = 0;
+    ASSERT_EQ(matrix.cols(), 32) << where;
+    for (int s = 0; s < 32; ++s) best = std::max(best, reference(s));
+    for (int s = 0; s < 32; ++s) {
+      const float value = matrix.at(t, s);
+      if (std::isfinite(value)) {
+        ++*kept;
+        ASSERT_NEAR(value, reference(s), tolerance) << where << " state " << s;
+        if (beam > 0) ASSERT_GE(reference(s), best - beam - tolerance) << where << " state " << s;
+        lowest_kept = std::min(lowest_kept, reference(s));
+      } else {
+        ASSERT_EQ(value, -INFINITY) << where << " state " << s;
+        highest_dropped = std::max(highest_dropped, reference(s));
+      }
+    }
+    ASSERT_GE(*kept, 1) << where;
+    ASSERT_LE(*kept, top_k) << where;
+    ASSERT_LE(highest_dropped, lowest_kept + 2 * tolerance) << where;
   }
 
   // Checks one answer (rows [first, first + T)) against the reference.
@@ -236,24 +264,10 @@ TEST_F(FusionTransformTest, SparseAnswersKeepTheBeamAndTopKOfEveryMatrix) {
           return ref.loglikes[m][frame * 32 + s];
         };
         const double tolerance = name == "fused" ? ref.fused_allowance : 1e-3;
-        double best = -INFINITY, lowest_kept = INFINITY, highest_dropped = -INFINITY;
         int kept = 0;
-        for (int s = 0; s < 32; ++s) best = std::max(best, reference(s));
-        for (int s = 0; s < 32; ++s) {
-          const float value = matrix->at(t, s);
-          if (std::isfinite(value)) {
-            ++kept;
-            ASSERT_NEAR(value, reference(s), tolerance) << name << " frame " << frame << " state " << s;
-            ASSERT_GE(reference(s), best - kBeam - tolerance) << name << " frame " << frame << " state " << s;
-            lowest_kept = std::min(lowest_kept, reference(s));
-          } else {
-            ASSERT_EQ(value, -INFINITY) << name << " frame " << frame << " state " << s;
-            highest_dropped = std::max(highest_dropped, reference(s));
-          }
-        }
-        ASSERT_GE(kept, 1) << name << " frame " << frame;
-        ASSERT_LE(kept, kTopK) << name << " frame " << frame;
-        ASSERT_LE(highest_dropped, lowest_kept + 2 * tolerance) << name << " frame " << frame;
+        ExpectSparseFrame(*matrix, t, reference, tolerance, kBeam, kTopK,
+                          absl::StrCat(name, " frame ", frame), &kept);
+        if (HasFatalFailure()) return;
         kept_total += kept;
       }
     }
@@ -261,6 +275,65 @@ TEST_F(FusionTransformTest, SparseAnswersKeepTheBeamAndTopKOfEveryMatrix) {
   EXPECT_TRUE((*session)->Finish().ok());
   // Something was dropped (else the test proves nothing).
   EXPECT_LT(kept_total, 4 * kFrames * kTopK);
+}
+
+// Sparse answers of one model, streamed and unary: its windows ask the
+// backend for the selection (on a GPU the top_k is picked on the device);
+// chunks of uneven size, one of a single frame.
+TEST_F(FusionTransformTest, SingleModelSparseAnswersKeepTheBeamAndTopK) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  const FloatMatrix features = TestFeatures(daemon_->model("spk2"), kFrames, 93);
+  const std::vector<std::vector<double>> loglikes = {
+      ReferenceLogLikelihoods(daemon_->model("spk2"), features.view())};
+  const auto reference_of = [&](int64_t frame) {
+    return [&loglikes, frame](int s) { return loglikes[0][frame * 32 + s]; };
+  };
+  for (const auto& [beam, top_k] : std::vector<std::pair<float, int>>{{0.0f, 3}, {4.0f, 6}, {0.0f, 1}}) {
+    const std::string where = absl::StrCat("beam ", beam, " top_k ", top_k);
+    v1::StreamConfig config;
+    config.add_models("spk2");
+    config.mutable_output()->set_beam(beam);
+    config.mutable_output()->set_top_k(top_k);
+    config.mutable_output()->set_frame_totals(true);
+    auto session = client->StartStream(config);
+    ASSERT_TRUE(session.ok()) << session.status();
+    const std::vector<int64_t> sizes = {10, 1, 29, 10, 70};
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      ASSERT_TRUE((*session)->Push(features.view().Rows(first, sizes[i])).ok());
+    }
+    ASSERT_TRUE((*session)->CloseSend().ok());
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
+      ASSERT_EQ(answer->scores.rows(), sizes[i]) << where;
+      for (int64_t t = 0; t < sizes[i]; ++t) {
+        int kept = 0;
+        ExpectSparseFrame(answer->scores, t, reference_of(first + t), 1e-3, beam, top_k,
+                          absl::StrCat(where, " stream frame ", first + t), &kept);
+        if (HasFatalFailure()) return;
+      }
+    }
+    EXPECT_TRUE((*session)->Finish().ok());
+
+    v1::ScoreRequest request;
+    request.add_models("spk2");
+    FeaturesToProto(features.view(), request.mutable_features());
+    *request.mutable_output() = config.output();
+    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
+    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
+    ASSERT_EQ(response->scores_size(), 1);
+    EXPECT_EQ(response->scores(0).frame_totals_size(), kFrames) << "totals over all states, also sparse";
+    EXPECT_GT(response->scores(0).frame_offsets_size(), 0) << "a sparse answer";
+    absl::StatusOr<FloatMatrix> scores = ScoresFromProto(response->scores(0));
+    ASSERT_TRUE(scores.ok()) << scores.status();
+    for (int64_t t = 0; t < kFrames; ++t) {
+      int kept = 0;
+      ExpectSparseFrame(*scores, t, reference_of(t), 1e-3, beam, top_k, absl::StrCat(where, " Score frame ", t),
+                        &kept);
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 TEST_F(FusionTransformTest, ScoreRequestsMatchTheFloat64Reference) {

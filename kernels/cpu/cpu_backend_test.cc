@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/fused_batch_check.h"
+#include "kernels/score/selected_batch_check.h"
 #include "kernels/score/reference_scorer.h"
 #include "kernels/score/transformed_batch_check.h"
 
@@ -199,6 +200,11 @@ TEST_F(CpuBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
 // The base ScoreFusedBatch: scores, then ModelFusion::Fuse on the host.
 TEST_F(CpuBackendTest, FusedBatchMatchesFloat64Reference) {
   ExpectFusedBatchMatchesReference(*backend_, 2e-4);
+}
+
+// The base ScoreBatch selects on the host after scoring.
+TEST_F(CpuBackendTest, SelectedWindowsKeepTheHostSelection) {
+  ExpectSelectedBatchMatchesHostSelection(*backend_, 2e-4);
 }
 
 TEST_F(CpuBackendTest, NameAndDeviceBytes) {

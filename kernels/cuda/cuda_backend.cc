@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -12,6 +13,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
+#include "kernels/cuda/device_selection.h"
 #include "kernels/cuda/feature_transform_launch.h"
 #include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/loglik_launch.h"
@@ -74,6 +76,8 @@ struct Lane {
   DeviceBuffer<char> fusion_in;
   PinnedBuffer<float> fusion_host_out;
   DeviceBuffer<float> fusion_out;
+  // Windows asking for their top_k states: selected on the device.
+  DeviceSelection selection;
 };
 
 // Where ScoreOnLane put each window's scores and totals in lane.loglikes.
@@ -190,31 +194,40 @@ class CudaBackend : public ScoringBackend {
     for (FusionJob& fusion : untied_fusions) {
       for (int& w : fusion.windows) w = untied_index[w];
     }
-    // Windows fused only are never filled: sizing them would zero-fill a
-    // T x S matrix per model (36 MB for 18 chunks of 10 models) for nothing.
+    // Windows fused only, and untied windows whose states are selected on
+    // the device, are never filled whole: sizing them would zero-fill a
+    // T x S matrix each (36 MB for 18 chunks of 10 models) for nothing.
     std::vector<bool> fused_only(jobs.size(), false);
     for (const FusionJob& fusion : fusions) {
       for (int w : fusion.windows) fused_only[w] = !fusion.model_scores;
     }
     for (size_t j = 0; j < jobs.size(); ++j) {
-      if (fused_only[j]) {
+      if (fused_only[j] || (untied_index[j] >= 0 && DeviceSelection::Selects(jobs[j]))) {
         *jobs[j].result = ScoreResult{};
+        if (!fused_only[j] && jobs[j].features.rows == 0) {
+          jobs[j].result->sparse = SparseScores{.num_states = jobs[j].model->num_states()};
+        }
         continue;
       }
       jobs[j].result->loglikes.Resize(jobs[j].features.rows, jobs[j].model->num_states());
       jobs[j].result->frame_totals.clear();
+      jobs[j].result->sparse.reset();
     }
     if (untied_frames == 0) {
       // Only empty windows can be fused here (fusions are of untied ones).
       for (const FusionJob& fusion : fusions) GMM_RETURN_IF_ERROR(FuseEmpty(jobs, fusion));
     }
-    if (untied_frames + tied_frames == 0) return absl::OkStatus();
+    if (untied_frames + tied_frames == 0) {
+      SelectStatesOnHost(jobs);
+      return absl::OkStatus();
+    }
 
     Lane* lane = AcquireLane();
     absl::Status status = absl::OkStatus();
     if (untied_frames > 0) status = ScoreOnLane(*lane, untied_jobs, resident, options, untied_fusions);
     if (status.ok() && tied_frames > 0) status = ScoreTiedOnLane(*lane, tied_jobs, options);
     ReleaseLane(lane);
+    if (status.ok()) SelectStatesOnHost(jobs);  // beams alone, tied models
     return status;
   }
 
@@ -245,8 +258,10 @@ class CudaBackend : public ScoringBackend {
   }
 
   // One copy in of every window's frames (and of each distinct speaker
-  // transform), the transforms, the launches, one copy out of every window's
-  // scores (and frame totals) and one synchronisation.
+  // transform), the transforms, the launches, the copies out of every
+  // window's scores (and frame totals) and one synchronisation. A window
+  // asking for its top_k states gets them selected on the device
+  // (DeviceSelection): only they are copied out.
   //
   // Windows are packed in order; consecutive windows of one model (a
   // scheduler's batch of many streams' chunks) become one run, scored by one
@@ -256,7 +271,7 @@ class CudaBackend : public ScoringBackend {
   // and totals are contiguous.
   //
   // With `fusions` (indices into `jobs`), every run's frame totals are
-  // computed and FuseOnLane takes over after the launches.
+  // computed and FuseOnLane fuses after the synchronisation.
   absl::Status ScoreOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                            absl::Span<const DeviceModel* const> resident, const ScoreOptions& options,
                            absl::Span<const FusionJob> fusions) {
@@ -363,23 +378,61 @@ class CudaBackend : public ScoringBackend {
             LaunchFrameTotals(runs[r].loglikes, runs[r].num_frames, runs[r].model->num_states, run_totals[r], stream));
       }
     }
-    if (!fusions.empty()) {
-      const OutputLayout layout{std::move(out_offset), std::move(totals_offset), scores_count, total_frames};
-      return FuseOnLane(lane, jobs, layout, options, fusions);
+    const OutputLayout layout{std::move(out_offset), std::move(totals_offset), scores_count, total_frames};
+    // What comes back of each window: its scores whole, its top_k states
+    // (selected on the device), or nothing (fused only).
+    std::vector<bool> whole(jobs.size(), true), selected(jobs.size(), false);
+    for (const FusionJob& fusion : fusions) {
+      for (int w : fusion.windows) whole[w] = fusion.model_scores;
     }
-    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data(), lane.loglikes.data(), out_count * sizeof(float),
-                                             cudaMemcpyDeviceToHost, stream),
-                             "copy scores to host");
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (!DeviceSelection::Selects(jobs[j])) continue;
+      selected[j] = true;
+      whole[j] = false;
+    }
+    GMM_RETURN_IF_ERROR(lane.selection.Queue(jobs, selected, lane.loglikes.data(), layout.scores, stream));
+    GMM_RETURN_IF_ERROR(CopyBack(lane, jobs, layout, whole, frame_totals));
     GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run likelihood kernels");
+    lane.selection.Finish(jobs);
+    if (!fusions.empty()) GMM_RETURN_IF_ERROR(FuseOnLane(lane, jobs, layout, fusions));
     for (size_t j = 0; j < jobs.size(); ++j) {
       ScoreResult* result = jobs[j].result;
-      const int64_t frames_j = jobs[j].features.rows;
-      std::memcpy(result->loglikes.data(), lane.host_out.data() + out_offset[j],
-                  frames_j * resident[j]->num_states * sizeof(float));
-      if (options.frame_totals) {
-        const float* totals = lane.host_out.data() + scores_count + totals_offset[j];
-        result->frame_totals.assign(totals, totals + frames_j);
+      const int64_t rows = jobs[j].features.rows;
+      if (whole[j] && rows > 0) {
+        std::memcpy(result->loglikes.data(), lane.host_out.data() + layout.scores[j],
+                    rows * resident[j]->num_states * sizeof(float));
       }
+      if (options.frame_totals && (whole[j] || selected[j])) {
+        const float* totals = lane.host_out.data() + layout.totals_start + layout.totals[j];
+        result->frame_totals.assign(totals, totals + rows);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Queues the copies to lane.host_out of the scores of every window that
+  // `whole` marks (adjacent ones in one copy) and, with `totals`, of every
+  // frame total.
+  static absl::Status CopyBack(Lane& lane, absl::Span<const ScoreWindow> jobs, const OutputLayout& layout,
+                               const std::vector<bool>& whole, bool totals) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // [first, end) in floats
+    const auto add = [&ranges](int64_t first, int64_t end) {
+      if (first == end) return;
+      if (!ranges.empty() && ranges.back().second == first) {
+        ranges.back().second = end;
+      } else {
+        ranges.emplace_back(first, end);
+      }
+    };
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (whole[j]) add(layout.scores[j], layout.scores[j] + jobs[j].features.rows * jobs[j].model->num_states());
+    }
+    if (totals) add(layout.totals_start, layout.totals_start + layout.total_frames);
+    for (const auto& [first, end] : ranges) {
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + first, lane.loglikes.data() + first,
+                                               (end - first) * sizeof(float), cudaMemcpyDeviceToHost,
+                                               lane.stream.get()),
+                               "copy scores to host");
     }
     return absl::OkStatus();
   }
@@ -399,49 +452,20 @@ class CudaBackend : public ScoringBackend {
     return absl::OkStatus();
   }
 
-  // The rest of ScoreOnLane when windows are fused: the scores are in
-  // lane.loglikes (`layout`), every run's frame totals after them.
-  //   1. copy back every frame total and the scores of windows whose own
-  //      scores are wanted (model_scores), and synchronise;
-  //   2. per fusion, the log weights on the host (ModelFusion::NextLogWeights:
+  // The fusions of ScoreOnLane, once every run's frame totals (and the
+  // scores of windows whose own scores are wanted) are in lane.host_out
+  // (`layout`) and the window scores still on the device:
+  //   1. per fusion, the log weights on the host (ModelFusion::NextLogWeights:
   //      the float64 posterior window), staged with one FusionSegment each;
-  //   3. one copy in, one fusion launch (LaunchFusion), one copy out of the
+  //   2. one copy in, one fusion launch (LaunchFusion), one copy out of the
   //      fused scores, fused totals and per-frame winners, and synchronise.
-  // Windows fused only (model_scores false) never leave the device: for ten
-  // speaker-cluster models that is one tenth of the copy and none of the
-  // host-side log-sum-exp work.
+  // Windows fused only never leave the device: for ten speaker-cluster
+  // models that is one tenth of the copy and none of the host-side
+  // log-sum-exp work.
   absl::Status FuseOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs, const OutputLayout& layout,
-                          const ScoreOptions& options, absl::Span<const FusionJob> fusions) {
+                          absl::Span<const FusionJob> fusions) {
     cudaStream_t stream = lane.stream.get();
-    std::vector<bool> keep(jobs.size(), true);
-    for (const FusionJob& fusion : fusions) {
-      for (int w : fusion.windows) keep[w] = fusion.model_scores;
-    }
-    const auto scores_end = [&](size_t j) {
-      return layout.scores[j] + jobs[j].features.rows * jobs[j].model->num_states();
-    };
-    // Kept windows' scores, adjacent ones merged into one copy.
-    for (size_t j = 0; j < jobs.size();) {
-      if (!keep[j] || jobs[j].features.rows == 0) {
-        ++j;
-        continue;
-      }
-      size_t end = j + 1;
-      while (end < jobs.size() && keep[end]) ++end;
-      const int64_t first = layout.scores[j];
-      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + first, lane.loglikes.data() + first,
-                                               (scores_end(end - 1) - first) * sizeof(float),
-                                               cudaMemcpyDeviceToHost, stream),
-                               "copy scores to host");
-      j = end;
-    }
-    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + layout.totals_start,
-                                             lane.loglikes.data() + layout.totals_start,
-                                             layout.total_frames * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                             "copy frame totals to host");
-    GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "run likelihood kernels");
-
-    // Stage 2: segments, then the models' row pointers, then log weights.
+    // Segments, then the models' row pointers, then log weights.
     std::vector<FusionSegment> segments;
     std::vector<const float*> model_rows;
     std::vector<float> log_weights;
@@ -524,22 +548,6 @@ class CudaBackend : public ScoringBackend {
       }
       fusion.fusion->SetDominance(absl::MakeConstSpan(host_winners + row, rows), &out);
       row += rows;
-    }
-    for (size_t j = 0; j < jobs.size(); ++j) {
-      ScoreResult* result = jobs[j].result;
-      if (!keep[j]) {
-        *result = ScoreResult{};
-        continue;
-      }
-      const int64_t rows = jobs[j].features.rows;
-      if (rows > 0) {
-        std::memcpy(result->loglikes.data(), lane.host_out.data() + layout.scores[j],
-                    rows * jobs[j].model->num_states() * sizeof(float));
-      }
-      if (options.frame_totals) {
-        const float* window_totals = lane.host_out.data() + layout.totals_start + layout.totals[j];
-        result->frame_totals.assign(window_totals, window_totals + rows);
-      }
     }
     return absl::OkStatus();
   }

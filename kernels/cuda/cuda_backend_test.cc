@@ -16,9 +16,11 @@
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
+#include "kernels/cuda/state_select_launch.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/fused_batch_check.h"
 #include "kernels/score/reference_scorer.h"
+#include "kernels/score/selected_batch_check.h"
 #include "kernels/score/transformed_batch_check.h"
 
 namespace gmmscore {
@@ -357,6 +359,102 @@ TEST_F(CudaBackendTest, BatchWithSpeakerTransformsMatchesFloat64Reference) {
 // fused-only and full answers in one call.
 TEST_F(CudaBackendTest, FusedBatchMatchesFloat64Reference) {
   ExpectFusedBatchMatchesReference(*backend_, ErrorBound(Algorithm::kAuto));
+}
+
+// top_k selected on the device (DeviceSelection, LaunchStateSelect), beams
+// alone on the host: either way exactly what SelectStates keeps.
+TEST_F(CudaBackendTest, SelectedWindowsMatchTheHostSelection) {
+  ExpectSelectedBatchMatchesHostSelection(*backend_, ErrorBound(Algorithm::kAuto));
+}
+
+// The selection kernel alone on scores no model gives: coarse values with
+// long runs of ties, -0 beside +0, -inf, rows all -inf and a row of one
+// value, in segments of several sizes; slots are poisoned, counts too.
+TEST(CudaStateSelectTest, KernelKeepsWhatSelectStatesKeeps) {
+  SKIP_WITHOUT_GPU();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> grid(-12, 12);
+  struct Case {
+    int rows, states;
+    StateSelection keep;
+  };
+  const std::vector<Case> cases = {{3, 1, {.top_k = 1}},        {4, 300, {.top_k = 17}},
+                                   {5, 5003, {.top_k = 100}},   {2, 5003, {.beam = 1.5f, .top_k = 900}},
+                                   {3, 700, {.beam = 0.25f, .top_k = 3}}, {2, 257, {.top_k = 257}},
+                                   {4, 4100, {.top_k = 4099}}};
+  std::vector<FloatMatrix> scores;
+  std::vector<SelectSegment> segments;
+  int64_t rows = 0, slots = 0, values = 0;
+  for (const Case& c : cases) {
+    FloatMatrix m(c.rows, c.states);
+    for (int64_t t = 0; t < c.rows; ++t) {
+      for (int s = 0; s < c.states; ++s) {
+        const int v = grid(rng);
+        m.at(t, s) = v == -12 ? -INFINITY : v == 0 ? (s % 2 ? -0.0f : 0.0f) : 0.25f * v;
+      }
+    }
+    for (int s = 0; s < c.states; ++s) m.at(0, s) = -INFINITY;
+    if (c.rows > 1) {
+      for (int s = 0; s < c.states; ++s) m.at(1, s) = -3.0f;
+    }
+    SelectSegment segment;
+    segment.first_row = rows;
+    segment.scores_offset = values;
+    segment.slots_offset = slots;
+    segment.rows = c.rows;
+    segment.states = c.states;
+    segment.top_k = std::min(c.keep.top_k, c.states);
+    segment.beam = c.keep.beam;
+    segments.push_back(segment);
+    rows += c.rows;
+    slots += int64_t{c.rows} * segment.top_k;
+    values += int64_t{c.rows} * c.states;
+    scores.push_back(std::move(m));
+  }
+  std::vector<float> packed;
+  for (const FloatMatrix& m : scores) packed.insert(packed.end(), m.data(), m.data() + m.rows() * m.cols());
+  auto d_scores = DeviceBuffer<float>::FromHost(packed.data(), packed.size());
+  auto d_segments = DeviceBuffer<SelectSegment>::FromHost(segments.data(), segments.size());
+  auto d_counts = DeviceBuffer<int32_t>::Allocate(rows);
+  auto d_ids = DeviceBuffer<uint32_t>::Allocate(slots);
+  auto d_values = DeviceBuffer<float>::Allocate(slots);
+  ASSERT_TRUE(d_scores.ok() && d_segments.ok() && d_counts.ok() && d_ids.ok() && d_values.ok());
+  ASSERT_EQ(cudaMemset(d_counts->data(), 0xFF, d_counts->bytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_ids->data(), 0xFF, d_ids->bytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_values->data(), 0xFF, d_values->bytes()), cudaSuccess);
+  auto stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(LaunchStateSelect(d_segments->data(), static_cast<int>(segments.size()), rows, d_scores->data(),
+                                d_counts->data(), d_ids->data(), d_values->data(), stream->get())
+                  .ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+  std::vector<int32_t> counts(rows);
+  std::vector<uint32_t> ids(slots);
+  std::vector<float> kept_values(slots);
+  ASSERT_EQ(cudaMemcpy(counts.data(), d_counts->data(), d_counts->bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ids.data(), d_ids->data(), d_ids->bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(kept_values.data(), d_values->data(), d_values->bytes(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const SelectSegment& segment = segments[c];
+    const SparseScores want = SelectStates(scores[c].view(), cases[c].keep);
+    for (int t = 0; t < segment.rows; ++t) {
+      SCOPED_TRACE(testing::Message() << "case " << c << " (" << segment.states << " states, top " << segment.top_k
+                                      << ", beam " << segment.beam << "), frame " << t);
+      const int64_t slot = segment.slots_offset + int64_t{t} * segment.top_k;
+      const int count = counts[segment.first_row + t];
+      const std::vector<uint32_t> want_ids(want.state_ids.begin() + want.frame_offsets[t],
+                                           want.state_ids.begin() + want.frame_offsets[t + 1]);
+      ASSERT_EQ(count, static_cast<int>(want_ids.size()));
+      EXPECT_EQ(std::vector<uint32_t>(ids.begin() + slot, ids.begin() + slot + count), want_ids);
+      for (int i = 0; i < count; ++i) {
+        const float want_value = want.values[want.frame_offsets[t] + i];
+        EXPECT_EQ(std::memcmp(&kept_values[slot + i], &want_value, sizeof(float)), 0) << "kept value " << i;
+      }
+    }
+  }
 }
 
 TEST_F(CudaBackendTest, ForeignModelIsRejected) {

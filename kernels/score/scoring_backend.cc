@@ -136,6 +136,9 @@ absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
         return absl::InvalidArgumentError(absl::StrCat("fusion ", f, " names window ", w, " of ", jobs.size()));
       }
       if (used[w]) return absl::InvalidArgumentError(absl::StrCat("window ", w, " is in two fusions"));
+      if (!jobs[w].select.dense()) {
+        return absl::InvalidArgumentError(absl::StrCat("fused window ", w, " asks for a state selection"));
+      }
       used[w] = true;
       const ScoreWindow& first = jobs[fusion.windows.front()];
       if (jobs[w].features.rows != first.features.rows ||
@@ -173,6 +176,7 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
     if (absl::Status status = ValidateFeatures(*job.model, job.features); !status.ok()) return status;
   }
+  for (const ScoreWindow& job : jobs) job.result->sparse.reset();
   // Consecutive windows of one model (a scheduler's group of many streams'
   // chunks) are packed into one matrix, transformed on the way, and scored
   // by one Score call: one GEMM over all their frames instead of one per
@@ -223,7 +227,16 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     }
     first = end;
   }
+  SelectStatesOnHost(jobs);
   return absl::OkStatus();
+}
+
+void SelectStatesOnHost(absl::Span<const ScoreWindow> jobs) {
+  for (const ScoreWindow& job : jobs) {
+    if (job.select.dense() || job.result->sparse.has_value()) continue;
+    job.result->sparse = SelectStates(job.result->loglikes.view(), job.select);
+    job.result->loglikes = FloatMatrix();
+  }
 }
 
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "kernels/model/tied_mixture_model.h"
 #include "kernels/score/feature_transform.h"
 #include "kernels/score/fusion.h"
+#include "kernels/score/state_selection.h"
 
 namespace gmmscore {
 
@@ -78,6 +80,9 @@ struct ScoreOptions {
 struct ScoreResult {
   FloatMatrix loglikes;             // T x S, natural log
   std::vector<float> frame_totals;  // T (empty unless requested)
+  // Set instead of loglikes (left 0 x 0) when the window asked for a
+  // selection (ScoreWindow::select): the kept states of each frame.
+  std::optional<SparseScores> sparse;
 };
 
 // A model made ready for one backend (uploaded, re-laid-out). Immutable.
@@ -132,6 +137,11 @@ struct ScoreWindow {
   const FeatureTransform* transform = nullptr;
   // The model's precision; an explicit ScoreOptions::algorithm overrides it.
   Precision precision = Precision::kExact;
+  // Not dense: only the kept states come back, in result->sparse (the CUDA
+  // backend selects top_k on the device, so a 5000-state frame sends 100
+  // values through the copy and the host, not 5000). Frame totals stay
+  // over all states. A window in a FusionJob must be dense.
+  StateSelection select;
 };
 
 // INVALID_ARGUMENT unless job has a model and a result, and its features
@@ -158,8 +168,9 @@ struct FusionJob {
 };
 
 // INVALID_ARGUMENT unless every fusion has a state and an output, one
-// in-range window per model, windows of equal frame and state counts, and
-// no window belongs to two fusions.
+// in-range window per model, windows of equal frame and state counts, no
+// selection (fusion needs every state), and no window belongs to two
+// fusions.
 absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
                                 absl::Span<const FusionJob> fusions);
 
@@ -194,7 +205,7 @@ class ScoringBackend {
   // for all models (split8, the kAuto choice), one copy out. Every job is
   // validated before any work starts; on error no result is meaningful.
   // The base implementation calls Score for each job (transforming its
-  // frames on the host first).
+  // frames on the host first) and selects states on the host.
   virtual absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options);
 
   // ScoreBatch, then each fusion of `fusions` (FusionJob) over its windows'
@@ -212,6 +223,11 @@ class ScoringBackend {
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features);
 absl::Status ValidateFeatures(const TiedMixtureModel& model, ConstMatrixView features);
 absl::Status ValidateFeatures(const PreparedModel& model, ConstMatrixView features);
+
+// For every window that asks for a selection and whose result has no
+// sparse scores yet: selects from its loglikes on the host (SelectStates)
+// and frees them. For backends, after scoring.
+void SelectStatesOnHost(absl::Span<const ScoreWindow> jobs);
 
 // frame_totals[t] = log sum_s exp(loglikes[t][s]), in float64 internally.
 std::vector<float> ComputeFrameTotals(const FloatMatrix& loglikes);

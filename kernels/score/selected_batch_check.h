@@ -1,0 +1,27 @@
+// A test shared by every backend: one ScoreBatch call whose windows ask for
+// state selections (ScoreWindow::select: top 1, top 7, a k above the state
+// count, top k within a beam, a beam alone, an empty window) among dense
+// windows, and its dense twin (the same windows, none selecting), over
+// a 5003-state model (states past many blocks and not a multiple of one),
+// a 131-state model with uneven and single-Gaussian states, and a model
+// whose states come in identical pairs (exact ties at every cut-off). Every
+// selection must be exactly SelectStates of its twin's scores (same states,
+// same values) with the twin's frame totals; every twin within `bound` of
+// the float64 reference. Results are poisoned first (stale sparse scores,
+// NaN matrices). Also checks that a fused window with a selection is
+// INVALID_ARGUMENT.
+//
+//   ExpectSelectedBatchMatchesHostSelection(*backend, bound);
+#ifndef GMMSCORE_KERNELS_SCORE_SELECTED_BATCH_CHECK_H_
+#define GMMSCORE_KERNELS_SCORE_SELECTED_BATCH_CHECK_H_
+
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore {
+
+// Records gtest failures; `bound` applies to MaxNormalizedError.
+void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bound);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_SCORE_SELECTED_BATCH_CHECK_H_
