@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/row_segments.cuh"
 #include "kernels/cuda/gemm_loglik_kernels.cuh"  // WarpSum
 
 namespace gmmscore {
@@ -35,18 +36,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float row_best;
   const int64_t row = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (threadIdx.x == 0) {
-    int lo = 0, hi = num_segments - 1;  // the last segment starting at or before `row`
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (segments[mid].first_row <= row) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    segment = segments[lo];
-  }
+  if (threadIdx.x == 0) segment = segments[SegmentOfRow(segments, num_segments, row)];
   __syncthreads();
   const int64_t t = row - segment.first_row;
   const int num_models = segment.num_models;

@@ -7,6 +7,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/row_segments.cuh"
 
 namespace gmmscore {
 namespace {
@@ -108,18 +109,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float shared_best;
   __shared__ uint32_t shared_count;
   const int64_t row_index = blockIdx.x;
-  if (threadIdx.x == 0) {
-    int lo = 0, hi = num_segments - 1;  // the last segment starting at or before this row
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (segments[mid].first_row <= row_index) {
-        lo = mid;
-      } else {
-        hi = mid - 1;
-      }
-    }
-    segment = segments[lo];
-  }
+  if (threadIdx.x == 0) segment = segments[SegmentOfRow(segments, num_segments, row_index)];
   __syncthreads();
   const int64_t t = row_index - segment.first_row;
   const int states = segment.states;
