@@ -383,7 +383,9 @@ TEST(CudaStateSelectTest, KernelKeepsWhatSelectStatesKeeps) {
   const std::vector<Case> cases = {{3, 1, {.top_k = 1}},        {4, 300, {.top_k = 17}},
                                    {5, 5003, {.top_k = 100}},   {2, 5003, {.beam = 1.5f, .top_k = 900}},
                                    {3, 700, {.beam = 0.25f, .top_k = 3}}, {2, 257, {.top_k = 257}},
-                                   {4, 4100, {.top_k = 4099}}};
+                                   {4, 4100, {.top_k = 4099}},
+                                   // Fewer within the beam than k: all of them, ties at the floor included.
+                                   {3, 300, {.beam = 1.0f, .top_k = 299}}};
   std::vector<FloatMatrix> scores;
   std::vector<SelectSegment> segments;
   int64_t rows = 0, slots = 0, values = 0;

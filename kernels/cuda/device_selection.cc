@@ -23,8 +23,7 @@ absl::Status DeviceSelection::Queue(absl::Span<const ScoreWindow> jobs, const st
     segment.slots_offset = slots_;
     segment.rows = static_cast<int32_t>(job.features.rows);
     segment.states = job.model->num_states();
-    // k >= S keeps what the beam keeps, as StateSelection does.
-    segment.top_k = std::min(job.select.top_k, segment.states);
+    segment.top_k = std::min(job.select.top_k, segment.states);  // Selects: < states
     segment.beam = job.select.beam;
     windows_.push_back(static_cast<int>(j));
     segments_.push_back(segment);

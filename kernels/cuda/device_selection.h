@@ -27,9 +27,13 @@ namespace gmmscore {
 
 class DeviceSelection {
  public:
-  // Whether the device selects for `window`: a top_k bound (a beam alone
-  // can keep every state, so it is applied on the host).
-  static bool Selects(const ScoreWindow& window) { return window.select.top_k > 0; }
+  // Whether the device selects for `window`: a top_k below its state
+  // count. A beam alone, or a k that keeps every state the beam does, can
+  // send back every state (k slots a frame, ids and values): those are
+  // copied dense and cut on the host.
+  static bool Selects(const ScoreWindow& window) {
+    return window.select.top_k > 0 && window.select.top_k < window.model->num_states();
+  }
 
   // Queues on `stream` the selection of every window j with selected[j]
   // and frames, whose rows x num_states scores lie at scores +

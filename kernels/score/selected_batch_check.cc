@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -147,6 +148,50 @@ void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bou
     for (int s = 0; s < 61; ++s) ties += tied.at(t, s) == tied.at(t, s + 61);
   }
   EXPECT_GT(ties, 0);
+
+  // Selected windows and a fusion in one ScoreFusedBatch call (on CUDA the
+  // selection is queued before the copies back and finished before the
+  // fusion runs), against the same call with nothing selected: the same
+  // kept states as SelectStates of the twin, the same fused scores.
+  {
+    SCOPED_TRACE("selections beside a posterior fusion");
+    const PreparedModel* states131 = models[1].get();
+    const FloatMatrix& chunk = features[6];
+    struct Call {
+      std::vector<ScoreResult> results = std::vector<ScoreResult>(4, Poisoned());
+      FusedScores fused;
+      std::optional<ModelFusion> state;
+    };
+    Call with, without;
+    for (Call* call : {&with, &without}) {
+      auto state = ModelFusion::Create(2, {.method = FusionMethod::kPosterior});
+      ASSERT_TRUE(state.ok()) << state.status();
+      call->state.emplace(*std::move(state));
+      std::vector<ScoreWindow> windows;
+      for (int w = 0; w < 4; ++w) windows.push_back({states131, chunk.view(), &call->results[w]});
+      if (call == &with) {
+        windows[0].select = {.top_k = 9};
+        windows[3].select = {.beam = 1.5f, .top_k = 20};
+      }
+      const std::vector<FusionJob> fusions = {{.windows = {1, 2}, .fusion = &*call->state, .out = &call->fused}};
+      ASSERT_TRUE(backend.ScoreFusedBatch(windows, fusions, {}).ok());
+    }
+    for (int w : {0, 3}) {
+      ASSERT_TRUE(with.results[w].sparse.has_value()) << "window " << w;
+      const SparseScores want =
+          SelectStates(without.results[w].loglikes.view(), w == 0 ? StateSelection{.top_k = 9}
+                                                                  : StateSelection{.beam = 1.5f, .top_k = 20});
+      EXPECT_EQ(with.results[w].sparse->frame_offsets, want.frame_offsets) << "window " << w;
+      EXPECT_EQ(with.results[w].sparse->state_ids, want.state_ids) << "window " << w;
+      EXPECT_EQ(with.results[w].sparse->values, want.values) << "window " << w;
+    }
+    ASSERT_EQ(with.fused.loglikes.rows(), chunk.rows());
+    ASSERT_EQ(without.fused.loglikes.rows(), chunk.rows());
+    for (int64_t i = 0; i < chunk.rows() * states131->num_states(); ++i) {
+      ASSERT_EQ(with.fused.loglikes.data()[i], without.fused.loglikes.data()[i]) << "fused score " << i;
+    }
+    EXPECT_EQ(with.fused.model_weights, without.fused.model_weights);
+  }
 
   // Fusion needs every state of its windows.
   auto fusion = ModelFusion::Create(2, {});

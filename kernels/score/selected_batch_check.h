@@ -8,8 +8,9 @@
 // selection must be exactly SelectStates of its twin's scores (same states,
 // same values) with the twin's frame totals; every twin within `bound` of
 // the float64 reference. Results are poisoned first (stale sparse scores,
-// NaN matrices). Also checks that a fused window with a selection is
-// INVALID_ARGUMENT.
+// NaN matrices). The same for selected windows beside a fusion in one
+// ScoreFusedBatch call (whose fused scores must not change). Also checks
+// that a fused window with a selection is INVALID_ARGUMENT.
 //
 //   ExpectSelectedBatchMatchesHostSelection(*backend, bound);
 #ifndef GMMSCORE_KERNELS_SCORE_SELECTED_BATCH_CHECK_H_

@@ -19,7 +19,9 @@ namespace gmmscore {
 
 // Per frame: the states scoring at least (best - beam) when beam > 0, of
 // those at most the top_k best when top_k > 0 (ties at the cut-off: the
-// lower state first). Neither set: every state (dense).
+// lower state first). Neither set: every state (dense). Scores must not be
+// NaN (no backend makes one from finite features): with NaN the host and
+// the device may keep different states.
 struct StateSelection {
   float beam = 0;
   int top_k = 0;
