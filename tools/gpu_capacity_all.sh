@@ -52,7 +52,9 @@ if [ -x "$bin/gmmscored" ]; then
   export LD_LIBRARY_PATH="$work/bundle/lib:${LD_LIBRARY_PATH:-}"
   cublas=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.so.13 2>/dev/null | head -1)
   [ -n "$cublas" ] && export LD_LIBRARY_PATH="$(dirname "$cublas"):$LD_LIBRARY_PATH"
-  "$bin/gmmscored" --model_repository "$work/repo-a" --listen 127.0.0.1:50161 --backend cuda \
+  # any case's model repository will do (repo-a only exists when case a ran)
+  repo=$(ls -d "$work"/repo-* 2>/dev/null | head -1)
+  "$bin/gmmscored" --model_repository "${repo:-$work/repo-a}" --listen 127.0.0.1:50161 --backend cuda \
     --metrics_listen 127.0.0.1:50162 > "$results/metrics-daemon.log" 2>&1 &
   daemon=$!
   for _ in $(seq 120); do grep -q 'listening on' "$results/metrics-daemon.log" && break; sleep 0.5; done
