@@ -116,9 +116,10 @@ struct ScoreJob {
   int64_t max_batch_frames = 0;
   // The model's precision (ScoreWindow::precision).
   Precision precision = Precision::kExact;
-  // The states the answer keeps (ScoreWindow::select): not dense, `done`
-  // receives ScoreResult::sparse instead of the loglikes. Not for a fused
-  // chunk (its models' scores are fused whole).
+  // The states the answer keeps (ScoreWindow::select): `done` may receive
+  // them as ScoreResult::sparse (selected by the backend) instead of the
+  // loglikes; otherwise the answer selects. Not for a fused chunk (its
+  // models' scores are fused whole).
   StateSelection select;
   // Called exactly once, on a scheduler or answer thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame

@@ -202,9 +202,9 @@ TEST_F(CpuBackendTest, FusedBatchMatchesFloat64Reference) {
   ExpectFusedBatchMatchesReference(*backend_, 2e-4);
 }
 
-// The base ScoreBatch selects on the host after scoring.
-TEST_F(CpuBackendTest, SelectedWindowsKeepTheHostSelection) {
-  ExpectSelectedBatchMatchesHostSelection(*backend_, 2e-4);
+// The base ScoreBatch leaves the selection to its caller: dense results.
+TEST_F(CpuBackendTest, SelectedWindowsComeBackDense) {
+  ExpectSelectedBatchMatchesHostSelection(*backend_, 2e-4, /*selects_top_k=*/false);
 }
 
 TEST_F(CpuBackendTest, NameAndDeviceBytes) {

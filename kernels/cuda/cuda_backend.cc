@@ -217,17 +217,13 @@ class CudaBackend : public ScoringBackend {
       // Only empty windows can be fused here (fusions are of untied ones).
       for (const FusionJob& fusion : fusions) GMM_RETURN_IF_ERROR(FuseEmpty(jobs, fusion));
     }
-    if (untied_frames + tied_frames == 0) {
-      SelectStatesOnHost(jobs);
-      return absl::OkStatus();
-    }
+    if (untied_frames + tied_frames == 0) return absl::OkStatus();
 
     Lane* lane = AcquireLane();
     absl::Status status = absl::OkStatus();
     if (untied_frames > 0) status = ScoreOnLane(*lane, untied_jobs, resident, options, untied_fusions);
     if (status.ok() && tied_frames > 0) status = ScoreTiedOnLane(*lane, tied_jobs, options);
     ReleaseLane(lane);
-    if (status.ok()) SelectStatesOnHost(jobs);  // beams alone, tied models
     return status;
   }
 

@@ -361,10 +361,10 @@ TEST_F(CudaBackendTest, FusedBatchMatchesFloat64Reference) {
   ExpectFusedBatchMatchesReference(*backend_, ErrorBound(Algorithm::kAuto));
 }
 
-// top_k selected on the device (DeviceSelection, LaunchStateSelect), beams
-// alone on the host: either way exactly what SelectStates keeps.
+// top_k below the state count selected on the device (DeviceSelection,
+// LaunchStateSelect): exactly what SelectStates keeps; beams alone dense.
 TEST_F(CudaBackendTest, SelectedWindowsMatchTheHostSelection) {
-  ExpectSelectedBatchMatchesHostSelection(*backend_, ErrorBound(Algorithm::kAuto));
+  ExpectSelectedBatchMatchesHostSelection(*backend_, ErrorBound(Algorithm::kAuto), /*selects_top_k=*/true);
 }
 
 // The selection kernel alone on scores no model gives: coarse values with

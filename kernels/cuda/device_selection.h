@@ -30,7 +30,7 @@ class DeviceSelection {
   // Whether the device selects for `window`: a top_k below its state
   // count. A beam alone, or a k that keeps every state the beam does, can
   // send back every state (k slots a frame, ids and values): those are
-  // copied dense and cut on the host.
+  // copied dense and cut by the caller.
   static bool Selects(const ScoreWindow& window) {
     return window.select.top_k > 0 && window.select.top_k < window.model->num_states();
   }

@@ -227,16 +227,7 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     }
     first = end;
   }
-  SelectStatesOnHost(jobs);
   return absl::OkStatus();
-}
-
-void SelectStatesOnHost(absl::Span<const ScoreWindow> jobs) {
-  for (const ScoreWindow& job : jobs) {
-    if (job.select.dense() || job.result->sparse.has_value()) continue;
-    job.result->sparse = SelectStates(job.result->loglikes.view(), job.select);
-    job.result->loglikes = FloatMatrix();
-  }
 }
 
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features) {

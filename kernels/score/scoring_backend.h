@@ -80,8 +80,8 @@ struct ScoreOptions {
 struct ScoreResult {
   FloatMatrix loglikes;             // T x S, natural log
   std::vector<float> frame_totals;  // T (empty unless requested)
-  // Set instead of loglikes (left 0 x 0) when the window asked for a
-  // selection (ScoreWindow::select): the kept states of each frame.
+  // Set instead of loglikes (left 0 x 0) where the backend made the
+  // window's selection (ScoreWindow::select): the kept states of each frame.
   std::optional<SparseScores> sparse;
 };
 
@@ -137,10 +137,13 @@ struct ScoreWindow {
   const FeatureTransform* transform = nullptr;
   // The model's precision; an explicit ScoreOptions::algorithm overrides it.
   Precision precision = Precision::kExact;
-  // Not dense: only the kept states come back, in result->sparse (the CUDA
-  // backend selects top_k on the device, so a 5000-state frame sends 100
-  // values through the copy and the host, not 5000). Frame totals stay
-  // over all states. A window in a FusionJob must be dense.
+  // The states the caller will keep (SelectStates). A backend that can
+  // select where the scores lie returns only those, in result->sparse: the
+  // CUDA backend does for a top_k below the state count, so a 5000-state
+  // frame sends 100 values through the copy and the host, not 5000. Other
+  // windows come back dense and the caller selects (the daemon on its
+  // answer threads, in parallel). Frame totals stay over all states. A
+  // window in a FusionJob must be dense.
   StateSelection select;
 };
 
@@ -205,7 +208,7 @@ class ScoringBackend {
   // for all models (split8, the kAuto choice), one copy out. Every job is
   // validated before any work starts; on error no result is meaningful.
   // The base implementation calls Score for each job (transforming its
-  // frames on the host first) and selects states on the host.
+  // frames on the host first); its results are dense.
   virtual absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options);
 
   // ScoreBatch, then each fusion of `fusions` (FusionJob) over its windows'
@@ -223,11 +226,6 @@ class ScoringBackend {
 absl::Status ValidateFeatures(const DiagGmmModel& model, ConstMatrixView features);
 absl::Status ValidateFeatures(const TiedMixtureModel& model, ConstMatrixView features);
 absl::Status ValidateFeatures(const PreparedModel& model, ConstMatrixView features);
-
-// For every window that asks for a selection and whose result has no
-// sparse scores yet: selects from its loglikes on the host (SelectStates)
-// and frees them. For backends, after scoring.
-void SelectStatesOnHost(absl::Span<const ScoreWindow> jobs);
 
 // frame_totals[t] = log sum_s exp(loglikes[t][s]), in float64 internally.
 std::vector<float> ComputeFrameTotals(const FloatMatrix& loglikes);

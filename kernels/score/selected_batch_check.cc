@@ -56,9 +56,34 @@ std::string Describe(const StateSelection& keep) {
   return "beam " + std::to_string(keep.beam) + ", top_k " + std::to_string(keep.top_k);
 }
 
+// A result for a window that asked for `keep`: dense and bitwise `twin`
+// (left to the caller to select), or exactly SelectStates of `twin`; the
+// latter required when `must_select`.
+void ExpectSelectionOf(const ScoreResult& got, const ScoreResult& twin, const StateSelection& keep,
+                       bool must_select) {
+  if (!got.sparse.has_value()) {
+    EXPECT_FALSE(must_select) << "came back dense";
+    ASSERT_EQ(got.loglikes.rows(), twin.loglikes.rows());
+    ASSERT_EQ(got.loglikes.cols(), twin.loglikes.cols());
+    for (int64_t i = 0; i < twin.loglikes.rows() * twin.loglikes.cols(); ++i) {
+      ASSERT_EQ(got.loglikes.data()[i], twin.loglikes.data()[i]) << "score " << i;
+    }
+    return;
+  }
+  EXPECT_EQ(got.loglikes.rows() * got.loglikes.cols(), 0) << "a selected window's matrix is freed";
+  const SparseScores want = SelectStates(twin.loglikes.view(), keep);
+  EXPECT_EQ(got.sparse->num_states, twin.loglikes.cols());
+  EXPECT_EQ(got.sparse->frame_offsets, want.frame_offsets);
+  EXPECT_EQ(got.sparse->state_ids, want.state_ids);
+  ASSERT_EQ(got.sparse->values.size(), want.values.size());
+  for (size_t i = 0; i < want.values.size(); ++i) {
+    ASSERT_EQ(got.sparse->values[i], want.values[i]) << "kept value " << i;
+  }
+}
+
 }  // namespace
 
-void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bound) {
+void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bound, bool selects_top_k) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   const std::vector<std::shared_ptr<const PreparedModel>> models = {
@@ -120,25 +145,9 @@ void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bou
               bound);
     ASSERT_EQ(got.frame_totals.size(), twin.frame_totals.size());
     for (size_t t = 0; t < twin.frame_totals.size(); ++t) EXPECT_EQ(got.frame_totals[t], twin.frame_totals[t]);
-    if (asked[w].keep.dense()) {
-      EXPECT_FALSE(got.sparse.has_value());
-      ASSERT_EQ(got.loglikes.rows(), twin.loglikes.rows());
-      ASSERT_EQ(got.loglikes.cols(), twin.loglikes.cols());
-      for (int64_t i = 0; i < twin.loglikes.rows() * twin.loglikes.cols(); ++i) {
-        ASSERT_EQ(got.loglikes.data()[i], twin.loglikes.data()[i]) << "score " << i;
-      }
-      continue;
-    }
-    ASSERT_TRUE(got.sparse.has_value());
-    EXPECT_EQ(got.loglikes.rows() * got.loglikes.cols(), 0) << "a selected window's matrix is freed";
-    const SparseScores want = SelectStates(twin.loglikes.view(), asked[w].keep);
-    EXPECT_EQ(got.sparse->num_states, states);
-    EXPECT_EQ(got.sparse->frame_offsets, want.frame_offsets);
-    EXPECT_EQ(got.sparse->state_ids, want.state_ids);
-    ASSERT_EQ(got.sparse->values.size(), want.values.size());
-    for (size_t i = 0; i < want.values.size(); ++i) {
-      ASSERT_EQ(got.sparse->values[i], want.values[i]) << "kept value " << i;
-    }
+    if (asked[w].keep.dense()) EXPECT_FALSE(got.sparse.has_value());
+    const bool must_select = selects_top_k && asked[w].keep.top_k > 0 && asked[w].keep.top_k < states;
+    ExpectSelectionOf(got, twin, asked[w].keep, must_select);
   }
   // The twin-state model really gives ties: some state s and s + 61 score
   // the same bits.
@@ -177,13 +186,10 @@ void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bou
       ASSERT_TRUE(backend.ScoreFusedBatch(windows, fusions, {}).ok());
     }
     for (int w : {0, 3}) {
-      ASSERT_TRUE(with.results[w].sparse.has_value()) << "window " << w;
-      const SparseScores want =
-          SelectStates(without.results[w].loglikes.view(), w == 0 ? StateSelection{.top_k = 9}
-                                                                  : StateSelection{.beam = 1.5f, .top_k = 20});
-      EXPECT_EQ(with.results[w].sparse->frame_offsets, want.frame_offsets) << "window " << w;
-      EXPECT_EQ(with.results[w].sparse->state_ids, want.state_ids) << "window " << w;
-      EXPECT_EQ(with.results[w].sparse->values, want.values) << "window " << w;
+      SCOPED_TRACE(testing::Message() << "window " << w);
+      ExpectSelectionOf(with.results[w], without.results[w],
+                        w == 0 ? StateSelection{.top_k = 9} : StateSelection{.beam = 1.5f, .top_k = 20},
+                        selects_top_k);
     }
     ASSERT_EQ(with.fused.loglikes.rows(), chunk.rows());
     ASSERT_EQ(without.fused.loglikes.rows(), chunk.rows());
