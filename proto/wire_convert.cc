@@ -1,6 +1,5 @@
 #include "proto/wire_convert.h"
 
-#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>

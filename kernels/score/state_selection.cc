@@ -4,8 +4,10 @@
 #include <limits>
 
 namespace gmmscore {
+namespace {
 
-// One pass for the beam; top_k keeps a bounded min-heap of the best so far,
+// The states of one frame's `row` (S scores) that `keep` keeps, ascending,
+// into *kept (overwritten). One pass for the beam; top_k keeps a bounded min-heap of the best so far,
 // which most states leave after one comparison with its root (an
 // nth_element over 5000 states per frame made sparse answers slower to
 // build than dense ones).
@@ -41,6 +43,8 @@ void KeptStates(const float* row, int64_t states, const StateSelection& keep,
   }
   std::sort(kept->begin(), kept->end());
 }
+
+}  // namespace
 
 SparseScores SelectStates(ConstMatrixView scores, const StateSelection& keep) {
   SparseScores out;

@@ -39,12 +39,7 @@ struct SparseScores {
   int64_t num_frames() const { return static_cast<int64_t>(frame_offsets.size()) - 1; }
 };
 
-// The states of one frame's `row` (S scores) that `keep` keeps, ascending,
-// into *kept (overwritten).
-void KeptStates(const float* row, int64_t states, const StateSelection& keep,
-                std::vector<uint32_t>* kept);
-
-// KeptStates of every row of `scores`.
+// Every row's kept states, ascending, with their scores.
 SparseScores SelectStates(ConstMatrixView scores, const StateSelection& keep);
 
 }  // namespace gmmscore
