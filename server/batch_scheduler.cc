@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/core/thread_name.h"
 
 namespace gmmscore {
 
@@ -14,10 +15,15 @@ BatchScheduler::BatchScheduler(ScoringBackend* backend, BatchSchedulerOptions op
     answer_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
   }
   // The pool's workers plus the scheduler worker that calls ParallelFor.
-  answer_pool_ = std::make_unique<ThreadPool>(answer_threads - 1);
+  answer_pool_ = std::make_unique<ThreadPool>(answer_threads - 1, "gs-answer");
   const int workers = std::max(1, options_.num_workers);
   workers_.reserve(workers);
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < workers; ++i) {
+    workers_.emplace_back([this] {
+      NameCurrentThread("gs-scheduler");
+      WorkerLoop();
+    });
+  }
 }
 
 BatchScheduler::~BatchScheduler() { Stop(); }

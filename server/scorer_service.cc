@@ -256,7 +256,8 @@ ScorerService::StreamScore(grpc::CallbackServerContext* context) {
                         .max_chunk_frames = limits_.max_chunk_frames,
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
                         .idle_timeout = limits_.stream_idle_timeout,
-                        .reactors_alive = &reactors_alive_};
+                        .reactors_alive = &reactors_alive_,
+                        .send_stats = &answer_send_stats_};
   return new StreamScoreReactor(env, context->peer(), DeadlineOf(context));
 }
 
@@ -265,6 +266,7 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
                                                         v1::GetServerStatsResponse* response) {
   if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
   FillServerStats({.scheduler = scheduler_->stats(),
+                   .answers = answer_send_stats_.totals(),
                    .live_streams = registry_.live_streams(),
                    .streams_started = streams_started_.load(std::memory_order_relaxed),
                    .uptime = absl::Now() - start_time_,

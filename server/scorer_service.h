@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 
 #include "gmmscore/v1/scorer.grpc.pb.h"
+#include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/idle_watchdog.h"
 #include "server/model_repository.h"
@@ -81,6 +82,7 @@ class ScorerService final : public v1::AcousticScorer::CallbackService {
   StreamRegistry registry_;
   StreamIdleWatchdog idle_watchdog_;  // after registry_: stops before it goes
   std::atomic<int64_t> reactors_alive_{0};
+  AnswerSendStats answer_send_stats_;
   std::atomic<int64_t> streams_started_{0};
   const absl::Time start_time_ = absl::Now();
 };

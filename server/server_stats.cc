@@ -39,6 +39,9 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
   out->set_score_us(Micros(s.score_time));
   out->set_split_us(Micros(s.split_time));
   out->set_answer_us(Micros(s.done_time));
+  out->set_answers_sent(counters.answers.answers);
+  out->set_send_wait_us(Micros(counters.answers.wait));
+  out->set_send_us(Micros(counters.answers.send));
 }
 
 }  // namespace gmmscore

@@ -13,12 +13,14 @@
 
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.pb.h"
+#include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 
 namespace gmmscore {
 
 struct ServerCounters {
   BatchSchedulerStats scheduler;
+  AnswerSendTotals answers;
   int64_t live_streams = 0;
   int64_t streams_started = 0;
   absl::Duration uptime;

@@ -1,6 +1,8 @@
 #include "server/server_stats.h"
 
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
@@ -55,6 +57,9 @@ TEST(ServerStatsTest, SchedulerTimesAndWireForm) {
   stats.done_time = absl::Microseconds(16);
   v1::GetServerStatsResponse wire;
   FillServerStats({.scheduler = stats,
+                   .answers = {.answers = 7,
+                               .wait = absl::Microseconds(17),
+                               .send = absl::Nanoseconds(18'900)},
                    .live_streams = 4,
                    .streams_started = 9,
                    .uptime = absl::Seconds(2),
@@ -75,6 +80,24 @@ TEST(ServerStatsTest, SchedulerTimesAndWireForm) {
   EXPECT_EQ(wire.score_us(), 14u);
   EXPECT_EQ(wire.split_us(), 15u);
   EXPECT_EQ(wire.answer_us(), 16u);
+  EXPECT_EQ(wire.answers_sent(), 7u);
+  EXPECT_EQ(wire.send_wait_us(), 17u);
+  EXPECT_EQ(wire.send_us(), 18u);  // whole microseconds
+}
+
+TEST(AnswerSendStatsTest, SumsFromManyThreads) {
+  AnswerSendStats stats;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&stats] {
+      for (int i = 0; i < 1000; ++i) stats.Add(absl::Microseconds(1), absl::Microseconds(3));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const AnswerSendTotals totals = stats.totals();
+  EXPECT_EQ(totals.answers, 4000);
+  EXPECT_EQ(totals.wait, absl::Milliseconds(4));
+  EXPECT_EQ(totals.send, absl::Milliseconds(12));
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ void StreamScoreReactor::OnFused(const std::shared_ptr<Chunk>& chunk,
     } else {
       chunk->status = result.status();
     }
-    --chunk->remaining;
+    if (--chunk->remaining == 0) chunk->scored = absl::Now();
     if (fusion_in_flight_) {
       fusion_in_flight_ = false;
       // After a failure or a cancellation the held chunks are never
@@ -191,7 +191,7 @@ void StreamScoreReactor::OnScored(const std::shared_ptr<Chunk>& chunk, int model
     } else if (chunk->status.ok()) {
       chunk->status = result.status();
     }
-    --chunk->remaining;
+    if (--chunk->remaining == 0) chunk->scored = absl::Now();
     actions.delete_self = UnrefLocked();
     if (!actions.delete_self) AdvanceLocked(&actions);
   }
@@ -204,6 +204,9 @@ void StreamScoreReactor::OnWriteDone(bool ok) {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
     last_activity_ = absl::Now();
+    if (ok && env_.send_stats != nullptr) {
+      env_.send_stats->Add(send_wait_, last_activity_ - send_started_);
+    }
     if (!ok) {
       pending_.clear();
       EndLocked(absl::CancelledError("the client went away while an answer was being sent"));
@@ -304,6 +307,7 @@ void StreamScoreReactor::AdvanceLocked(Actions* actions) {
     pending_.pop_front();
     if (head->status.ok()) {
       write_in_flight_ = true;
+      send_wait_ = absl::Now() - head->scored;
       answered_frames_ = head->first_frame + head->frames;
       actions->answer = std::move(head);
     } else {
@@ -356,6 +360,7 @@ void StreamScoreReactor::Perform(Actions actions) {
     // to the holder of the write token: no lock needed here.
     const absl::Status built = BuildAnswer(*actions.answer);
     if (built.ok()) {
+      send_started_ = absl::Now();
       StartWrite(&response_);
     } else {
       Actions more;

@@ -46,6 +46,7 @@
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/support/server_callback.h"
 #include "kernels/score/fusion.h"
+#include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/model_repository.h"
 #include "server/scoring_plan.h"
@@ -67,6 +68,8 @@ struct StreamEnvironment {
   absl::Duration idle_timeout = absl::ZeroDuration();
   // Counts reactor objects alive (constructed, not yet deleted); for tests.
   std::atomic<int64_t>* reactors_alive = nullptr;
+  // Where each answer's waiting and sending time is added; may be null.
+  AnswerSendStats* send_stats = nullptr;
 };
 
 class StreamScoreReactor final
@@ -99,6 +102,7 @@ class StreamScoreReactor final
     std::vector<ScoreResult> results;  // one per plan model (empty matrices if fused_only)
     std::optional<FusedScores> fused;  // a fused plan's fused scores
     absl::Status status;               // the first failure of its jobs
+    absl::Time scored;                 // when remaining reached 0
   };
 
   // What to do once mu_ is released.
@@ -163,6 +167,11 @@ class StreamScoreReactor final
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
+  // Of the answer being written, for env_.send_stats: how long it waited
+  // for the token after its chunk was scored, and when it was handed to gRPC
+  // (set by the token's holder outside mu_, read in OnWriteDone).
+  absl::Duration send_wait_ ABSL_GUARDED_BY(mu_);
+  absl::Time send_started_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool registered_ ABSL_GUARDED_BY(mu_) = false;

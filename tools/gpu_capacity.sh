@@ -17,7 +17,10 @@
 # default /tmp/gmmscore-capacity), BACKEND (cuda), SLO_MS (50), START and MAX
 # (search range), DURATION_S (10 per point), DAEMON_FLAGS (extra gmmscored
 # flags, e.g. "--max_batch_frames 8192"), BIN (use these binaries instead of
-# the bundle's).
+# the bundle's), POINT (measure this many streams once instead of searching,
+# split over LOADS load-generator processes, default 1; the threads of the
+# daemon and of each load generator are profiled in the middle of the
+# measurement with tools/thread_cpu.py: CASE-threads.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
@@ -37,10 +40,10 @@ fi
 # cuBLAS comes from the machine's CUDA (or its PyTorch wheel), as in gpu_check.sh.
 cublas=$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.so.13 2>/dev/null | head -1)
 if [ -n "$cublas" ]; then
-  export LD_LIBRARY_PATH="$(dirname "$cublas"):$LD_LIBRARY_PATH"
+  export LD_LIBRARY_PATH="$(dirname "$cublas"):${LD_LIBRARY_PATH:-}"
 else
   wheel=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null)
-  [ -n "$wheel" ] && export LD_LIBRARY_PATH="$wheel:$LD_LIBRARY_PATH"
+  [ -n "$wheel" ] && export LD_LIBRARY_PATH="$wheel:${LD_LIBRARY_PATH:-}"
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$OUT/gpu.txt"
 
@@ -91,11 +94,33 @@ for _ in $(seq 600); do
 done
 grep -E 'backend|model|listening' "$log"
 
-"$BIN/gmmscore-load" --server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" \
-  --search --search_max "$max" --slo_ms "${SLO_MS:-50}" --duration_s "${DURATION_S:-10}" \
-  --pacer_threads 2 --json "$OUT/$case_name.json" --csv "$OUT/$case_name.csv" \
-  --plot "$OUT/$case_name.svg" "$@" 2>&1 | tee "$OUT/$case_name.txt"
-status=${PIPESTATUS[0]}
+duration=${DURATION_S:-10}
+common=(--server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" --slo_ms "${SLO_MS:-50}"
+        --duration_s "$duration" --pacer_threads 2)
+if [ -z "${POINT:-}" ]; then
+  "$BIN/gmmscore-load" "${common[@]}" --search --search_max "$max" \
+    --json "$OUT/$case_name.json" --csv "$OUT/$case_name.csv" \
+    --plot "$OUT/$case_name.svg" "$@" 2>&1 | tee "$OUT/$case_name.txt"
+  status=${PIPESTATUS[0]}
+else
+  # One point, its streams split over LOADS load generators (processes) so
+  # that the client side can be told apart from the server as a limit.
+  loads=${LOADS:-1}
+  pids=()
+  for i in $(seq "$loads"); do
+    "$BIN/gmmscore-load" "${common[@]}" --streams $((POINT / loads)) --seed "$i" \
+      --json "$OUT/$case_name-load$i.json" "$@" > "$OUT/$case_name-load$i.txt" 2>&1 &
+    pids+=($!)
+  done
+  # Threads sampled over the middle of the measured time (after connecting,
+  # the 1 s ramp and the 1 s warm-up).
+  sleep 3
+  python3 tools/thread_cpu.py --seconds "$(python3 -c "print(max(1, $duration / 2))")" \
+    "$daemon" "${pids[@]}" > "$OUT/$case_name-threads.txt" 2>&1
+  status=0
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  cat "$OUT/$case_name"-load*.txt "$OUT/$case_name-threads.txt"
+fi
 kill -TERM "$daemon"
 wait "$daemon"
 tail -1 "$log"

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/core/thread_name.h"
 #include "kernels/cpu/cpu_backend.h"
 
 namespace gmmscore::load {
@@ -86,7 +87,10 @@ AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOption
       features_(features),
       // One thread: verification must not take cores from the load it checks.
       backend_(CreateCpuBackend({.num_threads = 1})),
-      worker_([this] { WorkerLoop(); }) {}
+      worker_([this] {
+        NameCurrentThread("load-verify");
+        WorkerLoop();
+      }) {}
 
 AnswerVerifier::~AnswerVerifier() {
   {

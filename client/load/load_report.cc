@@ -134,6 +134,9 @@ void WriteServer(JsonWriter& j, const ServerBreakdown& b) {
   j.Field("split_ms_per_batch", b.split_ms);
   j.Field("backend_busy", b.backend_busy);
   j.Field("in_scheduler_ms_per_job", b.in_scheduler_ms);
+  j.Field("answers", b.answers);
+  j.Field("send_wait_ms_per_answer", b.send_wait_ms);
+  j.Field("send_ms_per_answer", b.send_ms);
   j.EndObject();
 }
 
@@ -235,11 +238,21 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
                                                            : "; first: " + p.verify->first_mismatch);
   }
   if (p.server.has_value()) {
-    absl::StrAppendFormat(&out, "  %s\n", FormatBreakdown(*p.server));
-    absl::StrAppendFormat(&out,
-                          "  time per chunk: %.2f ms in the server's scheduler of %.2f ms mean "
-                          "latency -> %.2f ms gRPC, network, reactor and client\n",
-                          p.server->in_scheduler_ms, l.mean, l.mean - p.server->in_scheduler_ms);
+    const ServerBreakdown& b = *p.server;
+    absl::StrAppendFormat(&out, "  %s\n", FormatBreakdown(b));
+    if (b.answers > 0) {
+      absl::StrAppendFormat(&out,
+                            "  time per chunk: %.2f ms in the server's scheduler + %.2f waiting to "
+                            "be sent + %.2f sending, of %.2f ms mean latency -> %.2f ms reading, "
+                            "network and client\n",
+                            b.in_scheduler_ms, b.send_wait_ms, b.send_ms, l.mean,
+                            l.mean - b.in_scheduler_ms - b.send_wait_ms - b.send_ms);
+    } else {
+      absl::StrAppendFormat(&out,
+                            "  time per chunk: %.2f ms in the server's scheduler of %.2f ms mean "
+                            "latency -> %.2f ms gRPC, network, reactor and client\n",
+                            b.in_scheduler_ms, l.mean, l.mean - b.in_scheduler_ms);
+    }
   }
   if (slo_ms > 0) {
     absl::StrAppendFormat(&out, "  SLO p99 <= %.1f ms, no failures: %s\n", slo_ms,

@@ -77,6 +77,11 @@ TEST_F(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
   EXPECT_EQ(point->server->frames, 48 * 5);
   EXPECT_EQ(point->server->streams_started, 4);
   EXPECT_GT(point->server->score_ms, 0);
+  // The server counts an answer once gRPC reports its write done, which may
+  // come after the client has read it and the last snapshot was taken.
+  EXPECT_GT(point->server->answers, 0);
+  EXPECT_LE(point->server->answers, 48);
+  EXPECT_GT(point->server->send_ms, 0);
 }
 
 // Real-time pacing seen on real streams: chunk k is due exactly k periods

@@ -2,6 +2,7 @@
 
 #include "client/load/load_runner.h"
 #include "client/load/server_breakdown.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace gmmscore::load {
@@ -148,6 +149,11 @@ TEST(ServerBreakdownTest, Differences) {
   b.set_queue_wait_us(400'000);  // 2 ms per job
   b.set_score_us(200'000);       // 5 ms per batch, 10% busy
   b.set_answer_us(20'000);       // 0.1 ms per job
+  a.set_answers_sent(1000);
+  b.set_answers_sent(1100);
+  a.set_send_wait_us(5'000);
+  b.set_send_wait_us(15'000);  // 0.1 ms per answer
+  b.set_send_us(250'000);      // 2.5 ms per answer
   const ServerBreakdown d = DiffServerStats(a, b);
   EXPECT_DOUBLE_EQ(d.seconds, 2.0);
   EXPECT_DOUBLE_EQ(d.cpu_cores, 1.0);
@@ -160,8 +166,14 @@ TEST(ServerBreakdownTest, Differences) {
   EXPECT_DOUBLE_EQ(d.answer_ms, 0.1);
   EXPECT_DOUBLE_EQ(d.backend_busy, 0.1);
   EXPECT_DOUBLE_EQ(d.in_scheduler_ms, 7.1);
-  // No batches: ratios are 0, not NaN.
+  EXPECT_EQ(d.answers, 100);
+  EXPECT_DOUBLE_EQ(d.send_wait_ms, 0.1);
+  EXPECT_DOUBLE_EQ(d.send_ms, 2.5);
+  EXPECT_THAT(FormatBreakdown(d), testing::HasSubstr("per answer send wait 0.10 + send 2.50 ms"));
+  // No batches: ratios are 0, not NaN; no answers: no send part.
   EXPECT_EQ(DiffServerStats(a, a).score_ms, 0);
+  EXPECT_EQ(DiffServerStats(a, a).send_ms, 0);
+  EXPECT_THAT(FormatBreakdown(DiffServerStats(a, a)), testing::Not(testing::HasSubstr("send")));
 }
 
 TEST(ParseStreamCountsTest, Forms) {

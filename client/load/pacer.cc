@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include "kernels/core/thread_name.h"
+
 namespace gmmscore::load {
 namespace {
 
@@ -53,6 +55,7 @@ void Pacer::Schedule(int64_t due_ns, absl::AnyInvocable<void()> task) {
 }
 
 void Pacer::LaneLoop(Lane* lane) {
+  NameCurrentThread("load-pacer");
   std::unique_lock<std::mutex> lock(lane->mu);
   while (true) {
     if (lane->heap.empty()) {

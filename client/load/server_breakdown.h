@@ -36,6 +36,11 @@ struct ServerBreakdown {
   // worker_wait + pack + score + split + answer. The client's mean latency
   // minus this is gRPC, the network, the reactor and the client.
   double in_scheduler_ms = 0;
+  // StreamScore answers sent, and per answer (mean): the wait for the
+  // stream's earlier answers to be sent, then gRPC's sending (through the
+  // client's HTTP/2 receive window). 0 from servers without these counters.
+  int64_t answers = 0;
+  double send_wait_ms = 0, send_ms = 0;
 };
 
 ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
@@ -43,7 +48,8 @@ ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
 
 // One line: "server [cpu]: 1.31 cores busy; 412 batches of 48.2 frames (4.8 jobs);
 // per job queue 0.41 + worker 0.02 + answer 0.03 ms; per batch pack 0.01 +
-// score 1.20 + split 0.01 ms; backend busy 49%".
+// score 1.20 + split 0.01 ms; backend busy 49%; per answer send wait 0.01 + send 0.20 ms"
+// (the last part only when answers were sent).
 std::string FormatBreakdown(const ServerBreakdown& b);
 
 }  // namespace gmmscore::load

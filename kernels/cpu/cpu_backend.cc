@@ -151,7 +151,7 @@ void ScoreChunkBlock(cpu_internal::SimdLevel simd, const DiagGmmModel& model, co
 class CpuBackend final : public ScoringBackend {
  public:
   explicit CpuBackend(int num_threads)
-      : num_threads_(num_threads), simd_(cpu_internal::DetectSimdLevel()), pool_(num_threads - 1) {}
+      : num_threads_(num_threads), simd_(cpu_internal::DetectSimdLevel()), pool_(num_threads - 1, "gs-cpu") {}
 
   std::string name() const override { return "cpu"; }
 

@@ -2,11 +2,18 @@
 
 #include <algorithm>
 
+#include "kernels/core/thread_name.h"
+
 namespace gmmscore {
 
-ThreadPool::ThreadPool(int num_workers) {
+ThreadPool::ThreadPool(int num_workers, std::string_view name) {
   workers_.reserve(std::max(num_workers, 0));
-  for (int i = 0; i < num_workers; ++i) workers_.emplace_back([this] { WorkerMain(); });
+  for (int i = 0; i < num_workers; ++i) {
+    workers_.emplace_back([this, thread_name = std::string(name)] {
+      NameCurrentThread(thread_name);
+      WorkerMain();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

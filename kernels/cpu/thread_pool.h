@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -30,9 +32,10 @@ namespace gmmscore {
 
 class ThreadPool {
  public:
-  // Starts `num_workers` threads (0 is allowed: every loop then runs on its
-  // caller). Negative counts are treated as 0.
-  explicit ThreadPool(int num_workers);
+  // Starts `num_workers` threads named `name` (see NameCurrentThread; 0 is
+  // allowed: every loop then runs on its caller). Negative counts are
+  // treated as 0.
+  explicit ThreadPool(int num_workers, std::string_view name = "gs-pool");
   // Joins the workers. No ParallelFor may be running.
   ~ThreadPool();
 

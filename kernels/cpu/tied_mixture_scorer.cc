@@ -78,7 +78,7 @@ TiedMixtureCpuScorer::TiedMixtureCpuScorer(std::shared_ptr<const TiedMixtureMode
   }
   int threads = options_.num_threads;
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
-  pool_ = std::make_unique<ThreadPool>(std::max(threads, 1) - 1);
+  pool_ = std::make_unique<ThreadPool>(std::max(threads, 1) - 1, "gs-tied");
 }
 
 TiedMixtureCpuScorer::~TiedMixtureCpuScorer() = default;
