@@ -23,21 +23,30 @@ absl::StatusOr<FloatMatrix> FeaturesFromProto(const v1::FeatureMatrix& features)
 // Overwrites *out with `frames`.
 void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out);
 
+// How an answer's values travel (OutputOptions.float16).
+enum class ValueEncoding {
+  kFloat32,       // StateScores.loglikes
+  kHalfFromBest,  // StateScores.loglikes_f16 and frame_best (proto/half_float.h)
+};
+
 // Overwrites *out with `loglikes` (T x S) under `model`; `frame_totals`
 // (T values, or empty for none) goes to out->frame_totals. A sparse `keep`
 // sends only the states it keeps (StateScores.frame_offsets, state_ids).
 void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
                    absl::Span<const float> frame_totals, v1::StateScores* out,
-                   const StateSelection& keep = {});
+                   const StateSelection& keep = {},
+                   ValueEncoding encoding = ValueEncoding::kFloat32);
 
 // Overwrites *out with states selected already (on the GPU, by
 // ScoreWindow::select): a sparse answer.
 void SparseScoresToProto(absl::string_view model, const SparseScores& kept,
-                         absl::Span<const float> frame_totals, v1::StateScores* out);
+                         absl::Span<const float> frame_totals, v1::StateScores* out,
+                         ValueEncoding encoding = ValueEncoding::kFloat32);
 
 // The loglikes of `scores` as a num_frames x num_states matrix, states a
-// sparse answer left out set to -infinity; INVALID_ARGUMENT if the counts,
-// offsets or state ids do not fit together.
+// sparse answer left out set to -infinity, half-precision values decoded;
+// INVALID_ARGUMENT if the counts, offsets, state ids or half-precision
+// fields do not fit together.
 absl::StatusOr<FloatMatrix> ScoresFromProto(const v1::StateScores& scores);
 
 }  // namespace gmmscore

@@ -1,10 +1,13 @@
 #include "proto/wire_convert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "proto/half_float.h"
 
 namespace gmmscore {
 namespace {
@@ -123,6 +126,76 @@ TEST(WireConvertTest, MalformedSparseScoresAreRejected) {
   bad = good;
   bad.set_frame_offsets(1, 5);
   expect_rejected(bad, "an offset past the ids (and going backwards)");
+}
+
+// Half-precision answers: half the value bytes, every value within 2^-11 of
+// its distance from the frame's best (the best itself exact), dense and
+// sparse, with -inf states, an all -inf frame and a frame far below zero.
+TEST(WireConvertTest, HalfPrecisionScoresRoundTripWithinTheirBound) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> value(-90.0f, 30.0f);
+  FloatMatrix scores(4, 37);
+  for (int64_t i = 0; i < scores.rows() * scores.cols(); ++i) scores.data()[i] = value(rng);
+  scores.at(0, 5) = -kInf;
+  for (int64_t s = 0; s < scores.cols(); ++s) scores.at(1, s) = -kInf;
+  scores.at(2, 0) = -2e6f;  // 2e6 below the best: saturates
+  for (int64_t s = 0; s < scores.cols(); ++s) scores.at(3, s) -= 1e5f;
+  const std::vector<float> totals = {1, 2, 3, 4};
+  for (const StateSelection& keep : {StateSelection{}, StateSelection{.top_k = 9}}) {
+    v1::StateScores full, half;
+    ScoresToProto("m", scores, totals, &full, keep);
+    ScoresToProto("m", scores, totals, &half, keep, ValueEncoding::kHalfFromBest);
+    EXPECT_EQ(half.loglikes_size(), 0);
+    EXPECT_EQ(half.loglikes_f16().size(), 2u * full.loglikes_size());
+    ASSERT_EQ(half.frame_best_size(), 4);
+    EXPECT_EQ(half.frame_best(1), 0.0f) << "an all -inf frame is sent as it is";
+    EXPECT_EQ(std::vector<float>(half.frame_totals().begin(), half.frame_totals().end()), totals);
+    EXPECT_EQ(Ids(half), Ids(full));
+    absl::StatusOr<FloatMatrix> want = ScoresFromProto(full);
+    absl::StatusOr<FloatMatrix> got = ScoresFromProto(half);
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+    for (int64_t t = 0; t < scores.rows(); ++t) {
+      float best = -kInf;
+      for (int64_t s = 0; s < scores.cols(); ++s) best = std::max(best, want->at(t, s));
+      if (std::isfinite(best)) EXPECT_EQ(half.frame_best(static_cast<int>(t)), best);
+      for (int64_t s = 0; s < scores.cols(); ++s) {
+        const float w = want->at(t, s), g = got->at(t, s);
+        if (!std::isfinite(w)) {
+          EXPECT_EQ(g, w) << t << "," << s;
+        } else if (best - w > kLargestHalf) {
+          EXPECT_EQ(g, best - kLargestHalf) << "saturated at " << t << "," << s;
+        } else {
+          // 2^-11 of the distance, plus float32 rounding of the sum.
+          EXPECT_LE(std::fabs(g - w), std::ldexp(best - w, -11) + 1e-7f * std::fabs(w) + 1e-30f)
+              << t << "," << s;
+          if (w == best) EXPECT_EQ(g, w);
+        }
+      }
+    }
+  }
+}
+
+TEST(WireConvertTest, MalformedHalfPrecisionScoresAreRejected) {
+  v1::StateScores good;
+  ScoresToProto("m", SparseExample(), {}, &good, {}, ValueEncoding::kHalfFromBest);
+  ASSERT_TRUE(ScoresFromProto(good).ok());
+  v1::StateScores bad = good;
+  bad.mutable_loglikes_f16()->pop_back();
+  EXPECT_FALSE(ScoresFromProto(bad).ok()) << "an odd byte count";
+  bad = good;
+  bad.mutable_loglikes_f16()->resize(good.loglikes_f16().size() - 2);
+  EXPECT_FALSE(ScoresFromProto(bad).ok()) << "a value missing";
+  bad = good;
+  bad.mutable_frame_best()->RemoveLast();
+  EXPECT_FALSE(ScoresFromProto(bad).ok()) << "a best missing";
+  bad = good;
+  bad.add_loglikes(1.0f);
+  EXPECT_FALSE(ScoresFromProto(bad).ok()) << "float values beside halves";
+  ScoresToProto("m", SparseExample(), {}, &bad, {.top_k = 2}, ValueEncoding::kHalfFromBest);
+  ASSERT_TRUE(ScoresFromProto(bad).ok());
+  bad.mutable_loglikes_f16()->append("xy");
+  EXPECT_FALSE(ScoresFromProto(bad).ok()) << "a sparse value too many";
 }
 
 }  // namespace

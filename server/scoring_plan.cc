@@ -107,6 +107,7 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
   }
   plan.sparse.beam = output.beam();
   plan.sparse.top_k = static_cast<int>(std::min<uint32_t>(output.top_k(), plan.num_states));
+  plan.encoding = output.float16() ? ValueEncoding::kHalfFromBest : ValueEncoding::kFloat32;
   return plan;
 }
 
@@ -195,9 +196,11 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       const absl::Span<const float> totals =
           plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals) : absl::Span<const float>();
       if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
-        SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add());
+        SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
+                            plan.encoding);
       } else {
-        ScoresToProto(plan.models[m]->name, results[m].loglikes, totals, scores->Add(), plan.sparse);
+        ScoresToProto(plan.models[m]->name, results[m].loglikes, totals, scores->Add(), plan.sparse,
+                      plan.encoding);
       }
     }
   }
@@ -213,7 +216,7 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       totals = computed_totals;
     }
   }
-  ScoresToProto("fused", fused->loglikes, totals, fused_scores, plan.sparse);
+  ScoresToProto("fused", fused->loglikes, totals, fused_scores, plan.sparse, plan.encoding);
   report->set_dominant_model_index(fused->dominant_model);
   report->set_dominant_model(plan.models[fused->dominant_model]->name);
   report->mutable_model_share()->Add(fused->model_share.begin(), fused->model_share.end());

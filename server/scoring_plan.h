@@ -40,6 +40,7 @@ struct ScoringPlan {
   bool fused_only = false;
   bool frame_totals = false;
   StateSelection sparse;  // OutputOptions.beam / top_k; dense by default
+  ValueEncoding encoding = ValueEncoding::kFloat32;  // OutputOptions.float16
 };
 
 // INVALID_ARGUMENT: no models, a repeated name, models of different

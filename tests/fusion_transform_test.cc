@@ -343,6 +343,79 @@ TEST_F(FusionTransformTest, SingleModelSparseAnswersKeepTheBeamAndTopK) {
   }
 }
 
+// OutputOptions.float16: streams and Score requests, dense and top_k, come
+// back as halves on the wire and decode to within 2^-11 of each value's
+// distance below its frame's best (plus the float32 tolerance).
+TEST_F(FusionTransformTest, HalfPrecisionAnswersStayWithinTheirBound) {
+  ASSERT_NE(daemon_, nullptr);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  const FloatMatrix features = TestFeatures(daemon_->model("spk1"), kFrames, 77);
+  const std::vector<double> reference = ReferenceLogLikelihoods(daemon_->model("spk1"), features.view());
+  const auto expect_frame = [&](const FloatMatrix& matrix, int64_t row, int64_t frame, int top_k,
+                                const std::string& where) {
+    double best = -INFINITY;
+    for (int s = 0; s < 32; ++s) best = std::max(best, reference[frame * 32 + s]);
+    int kept = 0;
+    double lowest_kept = INFINITY, highest_dropped = -INFINITY;
+    for (int s = 0; s < 32; ++s) {
+      const double want = reference[frame * 32 + s];
+      const float got = matrix.at(row, s);
+      if (got == -INFINITY) {
+        highest_dropped = std::max(highest_dropped, want);
+        continue;
+      }
+      ++kept;
+      lowest_kept = std::min(lowest_kept, want);
+      ASSERT_LE(std::abs(got - want), 1e-3 + std::ldexp(best - want, -11))
+          << where << " frame " << frame << " state " << s;
+    }
+    ASSERT_EQ(kept, top_k > 0 ? top_k : 32) << where << " frame " << frame;
+    ASSERT_LE(highest_dropped, lowest_kept + 2e-3) << where << " frame " << frame;
+  };
+  for (int top_k : {0, 5}) {
+    const std::string where = absl::StrCat("float16 top_k ", top_k);
+    v1::StreamConfig config;
+    config.add_models("spk1");
+    config.mutable_output()->set_top_k(top_k);
+    config.mutable_output()->set_float16(true);
+    auto session = client->StartStream(config);
+    ASSERT_TRUE(session.ok()) << session.status();
+    const std::vector<int64_t> sizes = {10, 1, 29, 10, 70};
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      ASSERT_TRUE((*session)->Push(features.view().Rows(first, sizes[i])).ok());
+    }
+    ASSERT_TRUE((*session)->CloseSend().ok());
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
+      ASSERT_EQ(answer->scores.rows(), sizes[i]) << where;
+      for (int64_t t = 0; t < sizes[i]; ++t) {
+        expect_frame(answer->scores, t, first + t, top_k, where + " stream");
+        if (HasFatalFailure()) return;
+      }
+    }
+    EXPECT_TRUE((*session)->Finish().ok());
+
+    v1::ScoreRequest request;
+    request.add_models("spk1");
+    FeaturesToProto(features.view(), request.mutable_features());
+    *request.mutable_output() = config.output();
+    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
+    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
+    ASSERT_EQ(response->scores_size(), 1);
+    const v1::StateScores& wire = response->scores(0);
+    EXPECT_EQ(wire.loglikes_size(), 0) << where << ": halves only";
+    EXPECT_EQ(wire.loglikes_f16().size(), 2u * (top_k > 0 ? top_k : 32) * kFrames) << where;
+    EXPECT_EQ(wire.frame_best_size(), kFrames) << where;
+    absl::StatusOr<FloatMatrix> scores = ScoresFromProto(wire);
+    ASSERT_TRUE(scores.ok()) << scores.status();
+    for (int64_t t = 0; t < kFrames; ++t) {
+      expect_frame(*scores, t, t, top_k, where + " Score");
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_F(FusionTransformTest, ScoreRequestsMatchTheFloat64Reference) {
   ASSERT_NE(daemon_, nullptr);
   std::unique_ptr<Client> client = daemon_->NewClient();

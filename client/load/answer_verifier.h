@@ -38,6 +38,9 @@ struct VerifyOptions {
   // chunk) and `seed`, so a run checks the same chunks every time.
   double fraction = 0.0;
   double tolerance = 1e-3;
+  // The answers are half precision (OutputOptions.float16): MatricesAgree
+  // allows the encoding's rounding on top of `tolerance`.
+  bool half_precision = false;
   // Checks waiting at most; more are skipped (counted), so that a slow
   // verifier never slows the load down.
   int max_queue = 256;
@@ -57,8 +60,12 @@ struct VerifyCounts {
 // names the frame and state (or the shapes). A -infinity in `got` is a state
 // a sparse answer (beam, top_k) dropped: it agrees when offline it scores no
 // higher than every state kept in its frame (within `tolerance`).
+// With `half_precision` (answers sent as OutputOptions.float16) each value
+// may also be off by the encoding's bound, 2^-11 of its distance below its
+// frame's best offline value; *max_error then counts only the error beyond
+// that bound.
 bool MatricesAgree(const FloatMatrix& got, const FloatMatrix& want, double tolerance,
-                   double* max_error, std::string* where);
+                   double* max_error, std::string* where, bool half_precision = false);
 
 class AnswerVerifier {
  public:

@@ -57,6 +57,29 @@ TEST(MatricesAgreeTest, DroppedStatesOfASparseAnswerMustNotBeatKeptOnes) {
   EXPECT_NE(where.find("state 2: dropped"), std::string::npos) << where;
 }
 
+// Half-precision answers may be off by 2^-11 of the distance below the
+// frame's best, and no more than that plus the tolerance.
+TEST(MatricesAgreeTest, HalfPrecisionAllowsItsRoundingAndNoMore) {
+  FloatMatrix want(1, 3);
+  const float row[] = {10.0f, -5000.0f, 9.5f};  // best 10; -5000 is 5010 below it
+  std::copy(row, row + 3, want.data());
+  FloatMatrix got = want;
+  got.at(0, 1) = -5000.0f + 2.0f;  // 2.0 of the allowed 2.446 (+ 5 of tolerance)
+  double max_error = 0;
+  std::string where;
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-4, &max_error, &where)) << "float32: too far";
+  max_error = 0;
+  EXPECT_TRUE(MatricesAgree(got, want, 1e-4, &max_error, &where, /*half_precision=*/true))
+      << where;
+  EXPECT_EQ(max_error, 0);
+  got.at(0, 1) = -5000.0f + 3.5f;  // 2.446 + 0.5 allowed at 1e-4 relative: too far
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-4, &max_error, &where, true));
+  EXPECT_NE(where.find("frame 0 state 1"), std::string::npos) << where;
+  got = want;
+  got.at(0, 0) = 10.01f;  // the best itself is sent exactly: only the tolerance
+  EXPECT_FALSE(MatricesAgree(got, want, 1e-4, &max_error, &where, true));
+}
+
 class AnswerVerifierTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -87,6 +87,9 @@ ABSL_FLAG(float, beam, 0,
           "Sparse answers: per frame only the states within this many nats of the frame's "
           "best (0: every state). Cuts the answer volume, as a pruning decoder would ask.");
 ABSL_FLAG(int, top_k, 0, "Sparse answers: per frame at most this many best states (0: no limit).");
+ABSL_FLAG(bool, float16, false,
+          "Answers in half precision (OutputOptions.float16): half the bytes; values within "
+          "2^-11 of their distance from the frame's best state (verification allows that).");
 ABSL_FLAG(double, drain_s, 10, "After the stop: seconds the last answers may take.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of synthetic frames and of the verification sample.");
 ABSL_FLAG(std::string, json, "", "Write the report as JSON here.");
@@ -132,6 +135,7 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>&
   config.mutable_output()->set_frame_totals(absl::GetFlag(FLAGS_frame_totals));
   config.mutable_output()->set_beam(absl::GetFlag(FLAGS_beam));
   config.mutable_output()->set_top_k(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_top_k))));
+  config.mutable_output()->set_float16(absl::GetFlag(FLAGS_float16));
   config.set_stream_id("gmmscore-load");
   return config;
 }
@@ -260,7 +264,7 @@ int Main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<AnswerVerifier>> created = AnswerVerifier::Create(
         files, features.get(),
         {.fraction = verify_fraction, .tolerance = absl::GetFlag(FLAGS_verify_tolerance),
-         .seed = absl::GetFlag(FLAGS_seed)});
+         .half_precision = absl::GetFlag(FLAGS_float16), .seed = absl::GetFlag(FLAGS_seed)});
     if (!created.ok()) return Fail(created.status());
     verifier = *std::move(created);
   }
