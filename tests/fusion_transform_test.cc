@@ -114,6 +114,52 @@ class FusionTransformTest : public ::testing::Test {
     return proto;
   }
 
+  using FrameCheck = std::function<void(const FloatMatrix& matrix, int64_t row, int64_t frame,
+                                         const std::string& where)>;
+
+  // Sends `features` for model "spk*" of `config` on a stream (chunks of
+  // 10, 1, 29, 10 and 70 frames) and as one Score request with the same
+  // output options; calls check_frame for every frame of every answer and
+  // check_wire on the Score answer's one StateScores. Stops at the first
+  // fatal failure.
+  void ForEachAnsweredFrame(const v1::StreamConfig& config, const FloatMatrix& features,
+                            const std::string& where, const FrameCheck& check_frame,
+                            const std::function<void(const v1::StateScores&)>& check_wire) {
+    std::unique_ptr<Client> client = daemon_->NewClient();
+    auto session = client->StartStream(config);
+    ASSERT_TRUE(session.ok()) << session.status();
+    const std::vector<int64_t> sizes = {10, 1, 29, 10, 70};
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      ASSERT_TRUE((*session)->Push(features.view().Rows(first, sizes[i])).ok());
+    }
+    ASSERT_TRUE((*session)->CloseSend().ok());
+    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
+      ASSERT_EQ(answer->scores.rows(), sizes[i]) << where;
+      for (int64_t t = 0; t < sizes[i]; ++t) {
+        check_frame(answer->scores, t, first + t, absl::StrCat(where, " stream"));
+        if (HasFatalFailure()) return;
+      }
+    }
+    EXPECT_TRUE((*session)->Finish().ok());
+
+    v1::ScoreRequest request;
+    request.add_models(config.models(0));
+    FeaturesToProto(features.view(), request.mutable_features());
+    *request.mutable_output() = config.output();
+    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
+    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
+    ASSERT_EQ(response->scores_size(), 1);
+    check_wire(response->scores(0));
+    absl::StatusOr<FloatMatrix> scores = ScoresFromProto(response->scores(0));
+    ASSERT_TRUE(scores.ok()) << scores.status();
+    for (int64_t t = 0; t < kFrames; ++t) {
+      check_frame(*scores, t, t, absl::StrCat(where, " Score"));
+      if (HasFatalFailure()) return;
+    }
+  }
+
   // Checks row t of a sparse answer (dropped states -inf) against the
   // reference's scores of its frame: kept values near theirs, within `beam`
   // of the best, none dropped beating one kept, and as many as the
@@ -289,57 +335,28 @@ TEST_F(FusionTransformTest, SparseAnswersKeepTheBeamAndTopKOfEveryMatrix) {
 // chunks of uneven size, one of a single frame.
 TEST_F(FusionTransformTest, SingleModelSparseAnswersKeepTheBeamAndTopK) {
   ASSERT_NE(daemon_, nullptr);
-  std::unique_ptr<Client> client = daemon_->NewClient();
   const FloatMatrix features = TestFeatures(daemon_->model("spk2"), kFrames, 93);
-  const std::vector<std::vector<double>> loglikes = {
-      ReferenceLogLikelihoods(daemon_->model("spk2"), features.view())};
-  const auto reference_of = [&](int64_t frame) {
-    return [&loglikes, frame](int s) { return loglikes[0][frame * 32 + s]; };
-  };
+  const std::vector<double> loglikes = ReferenceLogLikelihoods(daemon_->model("spk2"), features.view());
   for (const auto& [beam, top_k] : std::vector<std::pair<float, int>>{{0.0f, 3}, {4.0f, 6}, {0.0f, 1}}) {
-    const std::string where = absl::StrCat("beam ", beam, " top_k ", top_k);
     v1::StreamConfig config;
     config.add_models("spk2");
     config.mutable_output()->set_beam(beam);
     config.mutable_output()->set_top_k(top_k);
     config.mutable_output()->set_frame_totals(true);
-    auto session = client->StartStream(config);
-    ASSERT_TRUE(session.ok()) << session.status();
-    const std::vector<int64_t> sizes = {10, 1, 29, 10, 70};
-    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
-      ASSERT_TRUE((*session)->Push(features.view().Rows(first, sizes[i])).ok());
-    }
-    ASSERT_TRUE((*session)->CloseSend().ok());
-    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
-      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
-      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
-      ASSERT_EQ(answer->scores.rows(), sizes[i]) << where;
-      for (int64_t t = 0; t < sizes[i]; ++t) {
-        int kept = 0;
-        ExpectSparseFrame(answer->scores, t, reference_of(first + t), 1e-3, beam, top_k,
-                          absl::StrCat(where, " stream frame ", first + t), &kept);
-        if (HasFatalFailure()) return;
-      }
-    }
-    EXPECT_TRUE((*session)->Finish().ok());
-
-    v1::ScoreRequest request;
-    request.add_models("spk2");
-    FeaturesToProto(features.view(), request.mutable_features());
-    *request.mutable_output() = config.output();
-    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
-    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
-    ASSERT_EQ(response->scores_size(), 1);
-    EXPECT_EQ(response->scores(0).frame_totals_size(), kFrames) << "totals over all states, also sparse";
-    EXPECT_GT(response->scores(0).frame_offsets_size(), 0) << "a sparse answer";
-    absl::StatusOr<FloatMatrix> scores = ScoresFromProto(response->scores(0));
-    ASSERT_TRUE(scores.ok()) << scores.status();
-    for (int64_t t = 0; t < kFrames; ++t) {
-      int kept = 0;
-      ExpectSparseFrame(*scores, t, reference_of(t), 1e-3, beam, top_k, absl::StrCat(where, " Score frame ", t),
-                        &kept);
-      if (HasFatalFailure()) return;
-    }
+    ForEachAnsweredFrame(
+        config, features, absl::StrCat("beam ", beam, " top_k ", top_k),
+        [&, beam = beam, top_k = top_k](const FloatMatrix& matrix, int64_t row, int64_t frame,
+                                        const std::string& where) {
+          int kept = 0;
+          ExpectSparseFrame(
+              matrix, row, [&loglikes, frame](int s) { return loglikes[frame * 32 + s]; }, 1e-3,
+              beam, top_k, absl::StrCat(where, " frame ", frame), &kept);
+        },
+        [](const v1::StateScores& wire) {
+          EXPECT_EQ(wire.frame_totals_size(), kFrames) << "totals over all states, also sparse";
+          EXPECT_GT(wire.frame_offsets_size(), 0) << "a sparse answer";
+        });
+    if (HasFatalFailure()) return;
   }
 }
 
@@ -348,71 +365,42 @@ TEST_F(FusionTransformTest, SingleModelSparseAnswersKeepTheBeamAndTopK) {
 // distance below its frame's best (plus the float32 tolerance).
 TEST_F(FusionTransformTest, HalfPrecisionAnswersStayWithinTheirBound) {
   ASSERT_NE(daemon_, nullptr);
-  std::unique_ptr<Client> client = daemon_->NewClient();
   const FloatMatrix features = TestFeatures(daemon_->model("spk1"), kFrames, 77);
   const std::vector<double> reference = ReferenceLogLikelihoods(daemon_->model("spk1"), features.view());
-  const auto expect_frame = [&](const FloatMatrix& matrix, int64_t row, int64_t frame, int top_k,
-                                const std::string& where) {
-    double best = -INFINITY;
-    for (int s = 0; s < 32; ++s) best = std::max(best, reference[frame * 32 + s]);
-    int kept = 0;
-    double lowest_kept = INFINITY, highest_dropped = -INFINITY;
-    for (int s = 0; s < 32; ++s) {
-      const double want = reference[frame * 32 + s];
-      const float got = matrix.at(row, s);
-      if (got == -INFINITY) {
-        highest_dropped = std::max(highest_dropped, want);
-        continue;
-      }
-      ++kept;
-      lowest_kept = std::min(lowest_kept, want);
-      ASSERT_LE(std::abs(got - want), 1e-3 + std::ldexp(best - want, -11))
-          << where << " frame " << frame << " state " << s;
-    }
-    ASSERT_EQ(kept, top_k > 0 ? top_k : 32) << where << " frame " << frame;
-    ASSERT_LE(highest_dropped, lowest_kept + 2e-3) << where << " frame " << frame;
-  };
   for (int top_k : {0, 5}) {
-    const std::string where = absl::StrCat("float16 top_k ", top_k);
     v1::StreamConfig config;
     config.add_models("spk1");
     config.mutable_output()->set_top_k(top_k);
     config.mutable_output()->set_float16(true);
-    auto session = client->StartStream(config);
-    ASSERT_TRUE(session.ok()) << session.status();
-    const std::vector<int64_t> sizes = {10, 1, 29, 10, 70};
-    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
-      ASSERT_TRUE((*session)->Push(features.view().Rows(first, sizes[i])).ok());
-    }
-    ASSERT_TRUE((*session)->CloseSend().ok());
-    for (int64_t first = 0, i = 0; first < kFrames; first += sizes[i++]) {
-      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
-      ASSERT_TRUE(answer.ok()) << where << ": " << answer.status();
-      ASSERT_EQ(answer->scores.rows(), sizes[i]) << where;
-      for (int64_t t = 0; t < sizes[i]; ++t) {
-        expect_frame(answer->scores, t, first + t, top_k, where + " stream");
-        if (HasFatalFailure()) return;
+    const auto check_frame = [&](const FloatMatrix& matrix, int64_t row, int64_t frame,
+                                 const std::string& where) {
+      double best = -INFINITY;
+      for (int s = 0; s < 32; ++s) best = std::max(best, reference[frame * 32 + s]);
+      int kept = 0;
+      double lowest_kept = INFINITY, highest_dropped = -INFINITY;
+      for (int s = 0; s < 32; ++s) {
+        const double want = reference[frame * 32 + s];
+        const float got = matrix.at(row, s);
+        if (got == -INFINITY) {
+          highest_dropped = std::max(highest_dropped, want);
+          continue;
+        }
+        ++kept;
+        lowest_kept = std::min(lowest_kept, want);
+        ASSERT_LE(std::abs(got - want), 1e-3 + std::ldexp(best - want, -11))
+            << where << " frame " << frame << " state " << s;
       }
-    }
-    EXPECT_TRUE((*session)->Finish().ok());
-
-    v1::ScoreRequest request;
-    request.add_models("spk1");
-    FeaturesToProto(features.view(), request.mutable_features());
-    *request.mutable_output() = config.output();
-    absl::StatusOr<v1::ScoreResponse> response = client->Score(request);
-    ASSERT_TRUE(response.ok()) << where << ": " << response.status();
-    ASSERT_EQ(response->scores_size(), 1);
-    const v1::StateScores& wire = response->scores(0);
-    EXPECT_EQ(wire.loglikes_size(), 0) << where << ": halves only";
-    EXPECT_EQ(wire.loglikes_f16().size(), 2u * (top_k > 0 ? top_k : 32) * kFrames) << where;
-    EXPECT_EQ(wire.frame_best_size(), kFrames) << where;
-    absl::StatusOr<FloatMatrix> scores = ScoresFromProto(wire);
-    ASSERT_TRUE(scores.ok()) << scores.status();
-    for (int64_t t = 0; t < kFrames; ++t) {
-      expect_frame(*scores, t, t, top_k, where + " Score");
-      if (HasFatalFailure()) return;
-    }
+      ASSERT_EQ(kept, top_k > 0 ? top_k : 32) << where << " frame " << frame;
+      ASSERT_LE(highest_dropped, lowest_kept + 2e-3) << where << " frame " << frame;
+    };
+    ForEachAnsweredFrame(config, features, absl::StrCat("float16 top_k ", top_k), check_frame,
+                         [top_k](const v1::StateScores& wire) {
+                           EXPECT_EQ(wire.loglikes_size(), 0) << "halves only";
+                           EXPECT_EQ(wire.loglikes_f16().size(),
+                                     2u * (top_k > 0 ? top_k : 32) * kFrames);
+                           EXPECT_EQ(wire.frame_best_size(), kFrames);
+                         });
+    if (HasFatalFailure()) return;
   }
 }
 
