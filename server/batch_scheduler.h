@@ -36,7 +36,7 @@
 // Ordering: jobs of one model submitted by one thread are scored in order
 // within a group, but completions arrive in any order (a group's callbacks
 // run in parallel on the answer threads); streams that need order restore
-// it themselves (StreamScoreReactor does).
+// it themselves (StreamScoreSession does).
 //
 // Thread safety: all methods are thread-safe.
 #ifndef GMMSCORE_SERVER_BATCH_SCHEDULER_H_

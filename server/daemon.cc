@@ -1,6 +1,8 @@
 #include "server/daemon.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,13 @@ namespace {
 std::string WithPort(const std::string& address, int port) {
   const size_t colon = address.rfind(':');
   return absl::StrCat(colon == std::string::npos ? address : address.substr(0, colon), ":", port);
+}
+
+// --stream_threads: 0 means half the cores, at least 2 (as many queue
+// threads as gRPC's callback API has nexting threads).
+int StreamThreads(int requested) {
+  if (requested > 0) return requested;
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
 }
 
 }  // namespace
@@ -44,8 +53,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   };
   daemon->scheduler_ =
       std::make_unique<BatchScheduler>(daemon->backend_.get(), std::move(scheduler_options));
-  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(),
-                                                     daemon->scheduler_.get(), options.limits);
+  daemon->service_ = std::make_unique<ScorerService>(
+      daemon->repository_.get(), daemon->scheduler_.get(), options.limits, options.stream_api);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);
@@ -53,6 +62,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   daemon->ops_->ConfigureBuilder(&builder);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  if (options.stream_api == StreamApi::kCompletionQueue) {
+    daemon->cq_streams_ = std::make_unique<CqStreamServer>(
+        &builder, daemon->service_.get(), StreamThreads(options.stream_threads));
+  }
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr || daemon->port_ == 0) {
     daemon->StopUnstarted();
@@ -60,6 +73,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
         absl::StrFormat("cannot listen on %s (address in use, or not HOST:PORT?)",
                         options.listen_address));
   }
+  if (daemon->cq_streams_ != nullptr) daemon->cq_streams_->Start();
   daemon->address_ = WithPort(options.listen_address, daemon->port_);
   absl::Status ops_started = daemon->ops_->Started(
       daemon->server_.get(), {.repository = daemon->repository_.get(),
@@ -78,6 +92,7 @@ void Daemon::StopUnstarted() {
     absl::MutexLock lock(&drain_mu_);
     drained_ = true;
   }
+  if (cq_streams_ != nullptr) cq_streams_->Stop();
   if (scheduler_ != nullptr) scheduler_->Stop();
 }
 
@@ -92,6 +107,7 @@ void Daemon::Drain(absl::Duration timeout) {
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
   scheduler_->Stop();
   server_->Wait();
+  if (cq_streams_ != nullptr) cq_streams_->Stop();  // every call has ended
   ops_->Stop();
 }
 

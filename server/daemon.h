@@ -20,6 +20,7 @@
 #include "grpcpp/server.h"
 #include "kernels/score/scoring_backend.h"
 #include "server/batch_scheduler.h"
+#include "server/cq_stream_server.h"
 #include "server/daemon_ops.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
@@ -35,6 +36,11 @@ struct DaemonOptions {
   int max_message_bytes = 256 << 20;
   // TLS, admin token, metrics endpoint, drain grace (server/daemon_ops.h).
   OpsOptions ops;
+  // The gRPC API that carries StreamScore (server/scorer_service.h) and,
+  // for the completion-queue API, how many queues serve it, one thread each
+  // (0: half the cores, at least 2).
+  StreamApi stream_api = StreamApi::kCompletionQueue;
+  int stream_threads = 0;
 };
 
 class Daemon {
@@ -65,6 +71,8 @@ class Daemon {
   DaemonOps& ops() { return *ops_; }
   const ScorerService& service() const { return *service_; }
   BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
+  // Completion-queue threads serving StreamScore; 0 on the callback API.
+  int stream_threads() const { return cq_streams_ == nullptr ? 0 : cq_streams_->threads(); }
 
  private:
   Daemon() = default;
@@ -77,6 +85,9 @@ class Daemon {
   std::unique_ptr<DaemonOps> ops_;  // its admin service outlives server_
   std::unique_ptr<BatchScheduler> scheduler_;
   std::unique_ptr<ScorerService> service_;
+  // StreamScore's queues (completion-queue API only); the server, declared
+  // after them, goes first.
+  std::unique_ptr<CqStreamServer> cq_streams_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;

@@ -73,6 +73,14 @@ ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
           "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "
           "it was idle. 0: never.");
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
+ABSL_FLAG(std::string, stream_api, "cq",
+          "The gRPC API that carries StreamScore: 'cq' (completion queues, each drained by a "
+          "thread of gmmscored's: --stream_threads) or 'callback' (gRPC's callback reactors on "
+          "the library's shared threads). cq sends more answers a second "
+          "(docs/PERFORMANCE.md).");
+ABSL_FLAG(int32_t, stream_threads, 0,
+          "With --stream_api cq: completion queues serving StreamScore, one thread each; 0: "
+          "half the cores, at least 2.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
 // Operations (docs/OPERATIONS.md).
@@ -152,6 +160,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.limits.stream_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout_s));
   options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  absl::StatusOr<StreamApi> stream_api = ParseStreamApi(absl::GetFlag(FLAGS_stream_api));
+  if (!stream_api.ok()) return stream_api.status();
+  options.stream_api = *stream_api;
+  options.stream_threads = absl::GetFlag(FLAGS_stream_threads);
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
   options.ops.tls = {.cert_file = absl::GetFlag(FLAGS_tls_cert),
@@ -171,8 +183,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   if (options.scheduler.max_batch_frames < 1 || options.scheduler.num_workers < 1 ||
       options.limits.max_chunk_frames < 1 || options.limits.max_chunks_in_flight < 1 ||
       options.limits.max_streams < 1 || options.max_message_bytes < 1 ||
-      options.scheduler.max_queued_frames < 1) {
-    return absl::InvalidArgumentError("batching and limit flags must be >= 1 (see --help)");
+      options.scheduler.max_queued_frames < 1 || options.stream_threads < 0) {
+    return absl::InvalidArgumentError(
+        "batching and limit flags must be >= 1, --stream_threads >= 0 (see --help)");
   }
   if (options.limits.stream_idle_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--stream_idle_timeout_s must be >= 0 (0: no timeout)");
@@ -233,6 +246,11 @@ int Main(int argc, char** argv) {
           absl::GetFlag(FLAGS_stream_idle_timeout_s),
           absl::GetFlag(FLAGS_scoring_token_file).empty() ? "off" : "required",
           absl::GetFlag(FLAGS_admin_token_file).empty() ? "off" : "required");
+  if (const int threads = (*daemon)->stream_threads(); threads > 0) {
+    LogInfo("StreamScore: completion-queue API, %d queue threads", threads);
+  } else {
+    LogInfo("StreamScore: callback API");
+  }
   if (const int port = (*daemon)->ops().metrics_port(); port > 0) {
     LogInfo("metrics: GET /metrics on port %d", port);
   }

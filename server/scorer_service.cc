@@ -8,7 +8,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
+#include "absl/strings/str_cat.h"
 #include "server/auth_token.h"
+#include "server/callback_stream_call.h"
 #include "server/scoring_plan.h"
 #include "server/server_stats.h"
 
@@ -16,8 +18,8 @@ namespace gmmscore {
 namespace {
 
 // An RPC's deadline as an absl::Time (gRPC's "none" is the far future).
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  const auto deadline = context->deadline();
+absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
+  const auto deadline = context.deadline();
   if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(deadline);
 }
@@ -179,13 +181,16 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   std::optional<FusedScores> results_fused_;
 };
 
-// A StreamScore refused before it started (no token): finishes at once.
-class RefusedStream final
-    : public grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse> {
- public:
-  explicit RefusedStream(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
-};
+// StreamScore's index among AcousticScorer's methods, as gRPC's generated
+// code numbers them (the order of the proto).
+int StreamScoreMethodIndex() {
+  static const int index = v1::StreamScoreRequest::descriptor()
+                               ->file()
+                               ->FindServiceByName("AcousticScorer")
+                               ->FindMethodByName("StreamScore")
+                               ->index();
+  return index;
+}
 
 // A unary reactor already finished with `status`.
 grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const absl::Status& status) {
@@ -196,22 +201,45 @@ grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context, const abs
 
 }  // namespace
 
+absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name) {
+  if (name == "cq") return StreamApi::kCompletionQueue;
+  if (name == "callback") return StreamApi::kCallback;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown stream API '", name, "'; use cq or callback"));
+}
+
 ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
-                             const ServiceLimits& limits)
+                             const ServiceLimits& limits, StreamApi stream_api)
     : repository_(repository),
       scheduler_(scheduler),
       limits_(limits),
+      stream_api_(stream_api),
       registry_(limits.max_streams),
-      idle_watchdog_(&registry_, limits.stream_idle_timeout) {}
+      idle_watchdog_(&registry_, limits.stream_idle_timeout) {
+  // The base left StreamScore a synchronous method: mark it for the API
+  // chosen (as the generated WithAsyncMethod_/WithCallbackMethod_ would).
+  if (stream_api_ == StreamApi::kCompletionQueue) {
+    MarkMethodAsync(StreamScoreMethodIndex());
+  } else {
+    MarkMethodCallback(
+        StreamScoreMethodIndex(),
+        new grpc::internal::CallbackBidiHandler<v1::StreamScoreRequest, v1::StreamScoreResponse>(
+            [this](grpc::CallbackServerContext* context) {
+              auto* call = new CallbackStreamCall();
+              StartStream(*context, call);
+              return call;
+            }));
+  }
+}
 
-absl::Status ScorerService::CheckToken(const grpc::CallbackServerContext* context) const {
-  return CheckBearerToken(context->client_metadata(), limits_.required_token);
+absl::Status ScorerService::CheckToken(const grpc::ServerContextBase& context) const {
+  return CheckBearerToken(context.client_metadata(), limits_.required_token);
 }
 
 grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext* context,
                                                     const v1::ListModelsRequest*,
                                                     v1::ListModelsResponse* response) {
-  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
+  if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
   for (const ServedModel& served : repository_->models()) {
     // Tied models: num_gaussians counts the codebook Gaussians evaluated per
     // frame (all streams), max_gaussians_per_state those one state mixes.
@@ -234,7 +262,7 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* context,
                                                const v1::ScoreRequest* request,
                                                v1::ScoreResponse* response) {
-  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
+  if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
   absl::StatusOr<ScoringPlan> plan = PlanForRequest(*request, *repository_);
   if (!plan.ok()) return Refuse(context, plan.status());
   absl::StatusOr<std::shared_ptr<const FloatMatrix>> frames = CheckFrames(
@@ -242,29 +270,34 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
       {.first_frame = 0, .max_frames = limits_.max_request_frames, .allow_empty = true});
   if (!frames.ok()) return Refuse(context, frames.status());
   auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
-  call->Submit(*std::move(frames), DeadlineOf(context));
+  call->Submit(*std::move(frames), DeadlineOf(*context));
   return call;
 }
 
-grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>*
-ScorerService::StreamScore(grpc::CallbackServerContext* context) {
-  if (absl::Status token = CheckToken(context); !token.ok()) return new RefusedStream(token);
-  streams_started_.fetch_add(1, std::memory_order_relaxed);
+void ScorerService::RequestStream(grpc::ServerContext* context, StreamScoreReaderWriter* stream,
+                                  grpc::ServerCompletionQueue* cq, void* tag) {
+  RequestAsyncBidiStreaming(StreamScoreMethodIndex(), context, stream, cq, cq, tag);
+}
+
+void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCall* call) {
+  const absl::Status token = CheckToken(context);
+  if (token.ok()) streams_started_.fetch_add(1, std::memory_order_relaxed);
   StreamEnvironment env{.repository = repository_,
                         .scheduler = scheduler_,
                         .registry = &registry_,
                         .max_chunk_frames = limits_.max_chunk_frames,
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
                         .idle_timeout = limits_.stream_idle_timeout,
-                        .reactors_alive = &reactors_alive_,
+                        .sessions_alive = &sessions_alive_,
                         .send_stats = &answer_send_stats_};
-  return new StreamScoreReactor(env, context->peer(), DeadlineOf(context));
+  // Deletes itself once its RPC is done and no job refers to it.
+  new StreamScoreSession(env, call, context.peer(), DeadlineOf(context), token);
 }
 
 grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerContext* context,
                                                         const v1::GetServerStatsRequest*,
                                                         v1::GetServerStatsResponse* response) {
-  if (absl::Status token = CheckToken(context); !token.ok()) return Refuse(context, token);
+  if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
   FillServerStats({.scheduler = scheduler_->stats(),
                    .answers = answer_send_stats_.totals(),
                    .live_streams = registry_.live_streams(),

@@ -1,9 +1,11 @@
-// ScorerService: the gmmscore.v1.AcousticScorer service on the gRPC callback
-// API. ListModels answers from the repository; Score and StreamScore send
-// their frames through the shared BatchScheduler, so unary requests and live
-// streams are batched together.
+// ScorerService: the gmmscore.v1.AcousticScorer service. ListModels answers
+// from the repository; Score and StreamScore send their frames through the
+// shared BatchScheduler, so unary requests and live streams are batched
+// together. The unary methods run on gRPC's callback API; StreamScore, which
+// carries nearly every message, on the completion-queue API by default
+// (served by a CqStreamServer, cq_stream_server.h) or on the callback API.
 //
-//   ScorerService service(repository.get(), scheduler.get(), {});
+//   ScorerService service(repository.get(), scheduler.get(), {}, StreamApi::kCallback);
 //   builder.RegisterService(&service);
 //   ...
 //   service.Drain();  // live streams answer what they accepted, then UNAVAILABLE
@@ -20,15 +22,20 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 #include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_stream.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/idle_watchdog.h"
 #include "server/model_repository.h"
-#include "server/stream_reactor.h"
+#include "server/stream_call.h"
 #include "server/stream_registry.h"
+#include "server/stream_score_session.h"
 
 namespace gmmscore {
 
@@ -45,11 +52,35 @@ struct ServiceLimits {
   std::string required_token;
 };
 
-class ScorerService final : public v1::AcousticScorer::CallbackService {
+// Which gRPC API carries StreamScore.
+enum class StreamApi {
+  // Completion queues drained by threads of gmmscored's own (CqStreamServer):
+  // the faster at many thousand messages a second (docs/PERFORMANCE.md).
+  kCompletionQueue,
+  // gRPC's callback reactors, on the library's shared threads.
+  kCallback,
+};
+
+// "cq" or "callback"; INVALID_ARGUMENT otherwise.
+absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name);
+
+// The unary methods on the callback API; StreamScore is marked callback or
+// async by the constructor.
+using ScorerServiceBase = v1::AcousticScorer::WithCallbackMethod_ListModels<
+    v1::AcousticScorer::WithCallbackMethod_Score<
+        v1::AcousticScorer::WithCallbackMethod_GetServerStats<v1::AcousticScorer::Service>>>;
+
+class ScorerService final : public ScorerServiceBase {
  public:
+  using StreamScoreReaderWriter =
+      grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, v1::StreamScoreRequest>;
+
   // `repository` and `scheduler` must outlive the service and every RPC.
+  // With StreamApi::kCompletionQueue the server needs a CqStreamServer.
   ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
-                const ServiceLimits& limits);
+                const ServiceLimits& limits, StreamApi stream_api);
+
+  StreamApi stream_api() const { return stream_api_; }
 
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
@@ -57,8 +88,6 @@ class ScorerService final : public v1::AcousticScorer::CallbackService {
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
                                   const v1::ScoreRequest* request,
                                   v1::ScoreResponse* response) override;
-  grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>* StreamScore(
-      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* context,
                                            const v1::GetServerStatsRequest* request,
                                            v1::GetServerStatsResponse* response) override;
@@ -68,20 +97,29 @@ class ScorerService final : public v1::AcousticScorer::CallbackService {
   void Drain();
 
   int64_t live_streams() const { return registry_.live_streams(); }
-  // Stream reactors not yet deleted (a stream's reactor outlives its RPC
+  // Stream sessions not yet deleted (a stream's session outlives its RPC
   // until its last scheduler job returns).
-  int64_t reactors_alive() const { return reactors_alive_.load(); }
+  int64_t sessions_alive() const { return sessions_alive_.load(); }
+
+  // StreamScore on the completion-queue API (for CqStreamServer): asks gRPC
+  // for the next call on `cq` (`tag` comes back when it arrives) ...
+  void RequestStream(grpc::ServerContext* context, StreamScoreReaderWriter* stream,
+                     grpc::ServerCompletionQueue* cq, void* tag);
+  // ... and starts its session on `call` once it has (either API): checks
+  // the token, registers the stream and starts reading, or refuses it.
+  void StartStream(const grpc::ServerContextBase& context, StreamCall* call);
 
  private:
   // OK, or UNAUTHENTICATED when a required token is missing or wrong.
-  absl::Status CheckToken(const grpc::CallbackServerContext* context) const;
+  absl::Status CheckToken(const grpc::ServerContextBase& context) const;
 
   const ModelRepository* const repository_;
   BatchScheduler* const scheduler_;
   const ServiceLimits limits_;
+  const StreamApi stream_api_;
   StreamRegistry registry_;
   StreamIdleWatchdog idle_watchdog_;  // after registry_: stops before it goes
-  std::atomic<int64_t> reactors_alive_{0};
+  std::atomic<int64_t> sessions_alive_{0};
   AnswerSendStats answer_send_stats_;
   std::atomic<int64_t> streams_started_{0};
   const absl::Time start_time_ = absl::Now();

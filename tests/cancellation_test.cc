@@ -1,6 +1,6 @@
 // Hundreds of clients that cancel or vanish mid-stream, in every way a
 // client can, with one model or two fused by posterior: the daemon frees everything they held (no live stream, no
-// stream reactor, no queued job afterwards; LeakSanitizer checks the memory
+// stream session, no queued job afterwards; LeakSanitizer checks the memory
 // in the GMMSCORE_SANITIZE=ON build) and keeps serving.
 #include <signal.h>
 #include <spawn.h>
@@ -56,7 +56,7 @@ class CancellationTest : public ::testing::Test {
 
   // Client i's stream: every other group of six (one of each way of
   // leaving) fuses two models by posterior, whose chunks wait their turn in
-  // the reactor (held) while an earlier one is scored.
+  // the session (held) while an earlier one is scored.
   v1::StreamConfig Config(int i) const {
     v1::StreamConfig config = Config();
     if ((i / 6) % 2 == 1) {
@@ -145,7 +145,7 @@ TEST_F(CancellationTest, HundredsOfLeavingClientsFreeEverythingTheyHeld) {
 
   EXPECT_TRUE(daemon_->WaitUntilIdle(absl::Seconds(30)))
       << daemon_->daemon().service().live_streams() << " streams and "
-      << daemon_->daemon().service().reactors_alive() << " reactors left";
+      << daemon_->daemon().service().sessions_alive() << " sessions left";
 
   // Still serving.
   std::unique_ptr<Client> client = daemon_->NewClient();
@@ -191,7 +191,7 @@ TEST_F(CancellationTest, KilledClientProcessesFreeEverythingTheyHeld) {
 
   EXPECT_TRUE(daemon_->WaitUntilIdle(absl::Seconds(30)))
       << daemon_->daemon().service().live_streams() << " streams and "
-      << daemon_->daemon().service().reactors_alive() << " reactors left";
+      << daemon_->daemon().service().sessions_alive() << " sessions left";
 }
 
 }  // namespace

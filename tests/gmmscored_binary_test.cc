@@ -173,6 +173,7 @@ TEST_F(GmmscoredBinaryTest, ServesLogsAndDrainsOnSigterm) {
   client->reset();
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
   EXPECT_THAT(daemon.Log(), HasSubstr("SIGTERM: draining"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("StreamScore: completion-queue API"));
   // Four chunks, each one fused job over both models (80 model-frames).
   EXPECT_THAT(daemon.Log(), HasSubstr("stopped: 4 chunks scored"));
 }
@@ -210,6 +211,7 @@ TEST_F(GmmscoredBinaryTest, ConfigFileSetsValuesAndFlagsOverrideThem) {
       "listen: \"127.0.0.1:0\"\n"
       "backend: \"cpu\"\n"
       "limits { max_chunk_frames: 77 max_streams: 3 }\n"
+      "grpc { stream_api: \"callback\" }\n"
       "auth { scoring_token_file: \"" + token_file + "\" }\n"
       "models { name: \"beta\" load_on_demand: true }\n"
       "models { name: \"alpha\" precision: \"fp32\" max_batch_frames: 64 }\n");
@@ -245,6 +247,7 @@ TEST_F(GmmscoredBinaryTest, ConfigFileSetsValuesAndFlagsOverrideThem) {
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
   EXPECT_THAT(daemon.Log(), Not(HasSubstr(token)));  // never logged
+  EXPECT_THAT(daemon.Log(), HasSubstr("StreamScore: callback API"));
   fs::remove_all(etc);
 }
 
@@ -265,6 +268,8 @@ TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
        "one daemon drives one backend"},
       {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" precision: \"fp16\" }\n", 1,
        "precision 'fp16'"},
+      {repository + "backend: \"cpu\"\ngrpc { stream_api: \"epoll\" }\n", 1,
+       "unknown stream API 'epoll'; use cq or callback"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].text);

@@ -181,7 +181,10 @@ std::string RunStream(int i, Client& client, TestDaemon& daemon) {
   return end.ok() ? "" : absl::StrCat("finish: ", end.ToString());
 }
 
-TEST(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkInOrder) {
+// Both gRPC APIs that can carry StreamScore (server/scorer_service.h).
+class StreamEquivalenceTest : public testing::TestWithParam<StreamApi> {};
+
+TEST_P(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkInOrder) {
   std::vector<std::pair<std::string, SyntheticModelSpec>> models;
   for (int m = 0; m < 4; ++m) {
     models.push_back({absl::StrCat("spk", m),
@@ -194,6 +197,8 @@ TEST(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkInOr
   // chunks arrive while the backend is busy.
   DaemonOptions options;
   options.scheduler.max_queue_delay = absl::Microseconds(500);
+  options.stream_api = GetParam();
+  options.stream_threads = 3;  // streams share queues (kStreams of them)
   std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(models, options);
   ASSERT_NE(daemon, nullptr);
 
@@ -212,6 +217,13 @@ TEST(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkInOr
   EXPECT_LT(stats.group_calls, stats.jobs) << "every chunk was scored alone";
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
+
+INSTANTIATE_TEST_SUITE_P(Apis, StreamEquivalenceTest,
+                         testing::Values(StreamApi::kCompletionQueue, StreamApi::kCallback),
+                         [](const testing::TestParamInfo<StreamApi>& info) {
+                           return info.param == StreamApi::kCallback ? "Callback"
+                                                                     : "CompletionQueue";
+                         });
 
 }  // namespace
 }  // namespace gmmscore

@@ -91,7 +91,7 @@ bool TestDaemon::WaitUntilIdle(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     const BatchSchedulerStats stats = daemon_->scheduler_stats();
-    if (daemon_->service().live_streams() == 0 && daemon_->service().reactors_alive() == 0 &&
+    if (daemon_->service().live_streams() == 0 && daemon_->service().sessions_alive() == 0 &&
         stats.queued_jobs == 0 && stats.running_groups == 0) {
       return true;
     }

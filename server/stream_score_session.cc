@@ -1,4 +1,4 @@
-#include "server/stream_reactor.h"
+#include "server/stream_score_session.h"
 
 #include <utility>
 
@@ -8,16 +8,20 @@
 
 namespace gmmscore {
 
-StreamScoreReactor::StreamScoreReactor(const StreamEnvironment& env, std::string peer,
-                                       absl::Time deadline)
-    : env_(env), peer_(std::move(peer)), deadline_(deadline) {
-  if (env_.reactors_alive != nullptr) env_.reactors_alive->fetch_add(1);
+StreamScoreSession::StreamScoreSession(const StreamEnvironment& env, StreamCall* call,
+                                       std::string peer, absl::Time deadline,
+                                       const absl::Status& refused)
+    : env_(env), call_(call), peer_(std::move(peer)), deadline_(deadline) {
+  if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_add(1);
+  call_->Bind(this);
   Actions actions;
-  const bool registered = env_.registry->Add(this);
+  const bool registered = refused.ok() && env_.registry->Add(this);
   {
     absl::MutexLock lock(&mu_);
     registered_ = registered;
-    if (!registered) {
+    if (!refused.ok()) {
+      EndLocked(refused);
+    } else if (!registered) {
       EndLocked(env_.registry->draining()
                     ? absl::UnavailableError("the server is shutting down")
                     : absl::ResourceExhaustedError(
@@ -28,11 +32,11 @@ StreamScoreReactor::StreamScoreReactor(const StreamEnvironment& env, std::string
   Perform(std::move(actions));
 }
 
-StreamScoreReactor::~StreamScoreReactor() {
-  if (env_.reactors_alive != nullptr) env_.reactors_alive->fetch_sub(1);
+StreamScoreSession::~StreamScoreSession() {
+  if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_sub(1);
 }
 
-void StreamScoreReactor::OnReadDone(bool ok) {
+void StreamScoreSession::OnReadDone(bool ok) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
@@ -48,7 +52,7 @@ void StreamScoreReactor::OnReadDone(bool ok) {
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::HandleRequestLocked(Actions* actions) {
+void StreamScoreSession::HandleRequestLocked(Actions* actions) {
   absl::Status status;
   switch (request_.request_case()) {
     case v1::StreamScoreRequest::kConfig:
@@ -67,7 +71,7 @@ void StreamScoreReactor::HandleRequestLocked(Actions* actions) {
   }
 }
 
-absl::Status StreamScoreReactor::HandleConfigLocked(const v1::StreamConfig& config) {
+absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& config) {
   if (plan_.has_value()) {
     return absl::FailedPreconditionError(
         "a second config; a stream carries exactly one config, in its first message");
@@ -85,7 +89,7 @@ absl::Status StreamScoreReactor::HandleConfigLocked(const v1::StreamConfig& conf
   return absl::OkStatus();
 }
 
-absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chunk,
+absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chunk,
                                                    Actions* actions) {
   if (!plan_.has_value()) {
     return absl::FailedPreconditionError(
@@ -134,7 +138,7 @@ absl::Status StreamScoreReactor::HandleChunkLocked(const v1::FeatureMatrix& chun
   return absl::OkStatus();
 }
 
-ScoreJob StreamScoreReactor::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
+ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
   ++refs_;
   return {.model = plan_->models.front()->prepared,
@@ -150,7 +154,7 @@ ScoreJob StreamScoreReactor::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
           }};
 }
 
-void StreamScoreReactor::OnFused(const std::shared_ptr<Chunk>& chunk,
+void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk,
                                  absl::StatusOr<FusedChunkResult> result) {
   Actions actions;
   {
@@ -181,7 +185,7 @@ void StreamScoreReactor::OnFused(const std::shared_ptr<Chunk>& chunk,
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::OnScored(const std::shared_ptr<Chunk>& chunk, int model,
+void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model,
                                   absl::StatusOr<ScoreResult> result) {
   Actions actions;
   {
@@ -198,7 +202,7 @@ void StreamScoreReactor::OnScored(const std::shared_ptr<Chunk>& chunk, int model
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::OnWriteDone(bool ok) {
+void StreamScoreSession::OnWriteDone(bool ok) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
@@ -216,7 +220,7 @@ void StreamScoreReactor::OnWriteDone(bool ok) {
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::OnCancel() {
+void StreamScoreSession::OnCancel() {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
@@ -229,7 +233,7 @@ void StreamScoreReactor::OnCancel() {
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::OnDone() {
+void StreamScoreSession::OnDone() {
   bool registered;
   {
     absl::MutexLock lock(&mu_);
@@ -246,12 +250,12 @@ void StreamScoreReactor::OnDone() {
   if (delete_self) delete this;
 }
 
-void StreamScoreReactor::AddHold() {
+void StreamScoreSession::AddHold() {
   absl::MutexLock lock(&mu_);
   ++refs_;
 }
 
-void StreamScoreReactor::ReleaseHold() {
+void StreamScoreSession::ReleaseHold() {
   bool delete_self;
   {
     absl::MutexLock lock(&mu_);
@@ -260,7 +264,7 @@ void StreamScoreReactor::ReleaseHold() {
   if (delete_self) delete this;
 }
 
-void StreamScoreReactor::Drain() {
+void StreamScoreSession::Drain() {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
@@ -271,7 +275,7 @@ void StreamScoreReactor::Drain() {
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::EndIfIdle(absl::Time now) {
+void StreamScoreSession::EndIfIdle(absl::Time now) {
   if (env_.idle_timeout <= absl::ZeroDuration()) return;
   Actions actions;
   {
@@ -293,13 +297,13 @@ void StreamScoreReactor::EndIfIdle(absl::Time now) {
   Perform(std::move(actions));
 }
 
-void StreamScoreReactor::EndLocked(absl::Status status) {
+void StreamScoreSession::EndLocked(absl::Status status) {
   if (!end_status_.has_value()) end_status_ = std::move(status);
 }
 
-bool StreamScoreReactor::UnrefLocked() { return --refs_ == 0; }
+bool StreamScoreSession::UnrefLocked() { return --refs_ == 0; }
 
-void StreamScoreReactor::AdvanceLocked(Actions* actions) {
+void StreamScoreSession::AdvanceLocked(Actions* actions) {
   if (finished_) return;
   // The next answer, if its chunk is complete and the write token is free.
   if (!write_in_flight_ && !pending_.empty() && pending_.front()->remaining == 0) {
@@ -338,30 +342,30 @@ void StreamScoreReactor::AdvanceLocked(Actions* actions) {
   }
 }
 
-absl::Status StreamScoreReactor::BuildAnswer(const Chunk& chunk) {
+absl::Status StreamScoreSession::BuildAnswer(const Chunk& chunk) {
   response_.Clear();
   response_.set_first_frame(chunk.first_frame);
   if (chunk.fused.has_value()) return FillFusedAnswer(*plan_, chunk.results, *chunk.fused, &response_);
   return FillAnswer(*plan_, chunk.results, nullptr, &response_);
 }
 
-void StreamScoreReactor::Perform(Actions actions) {
-  // Read before anything below: once Finish() is called (here or in the
-  // nested Perform of a failed answer) gRPC may run OnDone on another thread
-  // and delete `this`, so no member may be read after it.
+void StreamScoreSession::Perform(Actions actions) {
+  // Read before anything below: once SendStatus() is called (here or in the
+  // nested Perform of a failed answer) OnDone may run on another thread and
+  // delete `this`, so no member may be read after it.
   BatchScheduler* const scheduler = env_.scheduler;
   if (actions.delete_self) {
     delete this;
     return;
   }
-  if (actions.start_read) StartRead(&request_);
+  if (actions.start_read) call_->Read(&request_);
   if (actions.answer != nullptr) {
     // plan_ is fixed before any chunk is accepted, and response_ belongs
     // to the holder of the write token: no lock needed here.
     const absl::Status built = BuildAnswer(*actions.answer);
     if (built.ok()) {
       send_started_ = absl::Now();
-      StartWrite(&response_);
+      call_->Write(&response_);
     } else {
       Actions more;
       {
@@ -374,7 +378,7 @@ void StreamScoreReactor::Perform(Actions actions) {
       Perform(std::move(more));
     }
   }
-  if (actions.finish.has_value()) Finish(*std::move(actions.finish));
+  if (actions.finish.has_value()) call_->SendStatus(*std::move(actions.finish));
   // Last: the scheduler may complete jobs inside these calls (a full queue
   // refuses at once, a purge drops them), and a completion may finish the
   // stream and let it be deleted, so nothing may touch `this` after them.

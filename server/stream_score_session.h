@@ -1,18 +1,17 @@
-// StreamScoreReactor: one live StreamScore RPC (gRPC callback API). It owns
+// StreamScoreSession: one live StreamScore RPC, over a StreamCall (the
+// callback API's reactor or a completion-queue call: stream_call.h). It owns
 // the stream's plan, fusion state and buffers; reads the config and then the
 // chunks, checks each, hands its frames to the BatchScheduler (one job per
 // model) and writes the answers in chunk order as results come back.
 //
-//   grpc::ServerBidiReactor<Req, Resp>* StreamScore(grpc::CallbackServerContext* c) {
-//     return new StreamScoreReactor(env, c->peer(), absl::FromChrono(c->deadline()));
-//   }
+//   new StreamScoreSession(env, call, context.peer(), deadline, absl::OkStatus());
 //
 // Rules it keeps: no reaction blocks, and no gRPC call is made while its own
 // mutex is held (decisions are taken under the mutex, then carried out);
 // one write in flight at a time, its message alive until OnWriteDone; up to
 // max_chunks_in_flight chunks accepted but not yet answered (then reading
 // pauses, which pushes back on the client through HTTP/2 flow control);
-// Finish exactly once. It deletes itself once OnDone has run and no
+// SendStatus exactly once. It deletes itself once OnDone has run and no
 // scheduler job or drain still refers to it.
 //
 // How a stream ends:
@@ -27,8 +26,8 @@
 //                        chunk pending: DEADLINE_EXCEEDED saying it was idle
 //   scheduler queue full the chunk is refused: answers before it, then
 //                        RESOURCE_EXHAUSTED
-#ifndef GMMSCORE_SERVER_STREAM_REACTOR_H_
-#define GMMSCORE_SERVER_STREAM_REACTOR_H_
+#ifndef GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
+#define GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
 
 #include <atomic>
 #include <cstdint>
@@ -44,12 +43,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
-#include "grpcpp/support/server_callback.h"
 #include "kernels/score/fusion.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/model_repository.h"
 #include "server/scoring_plan.h"
+#include "server/stream_call.h"
 #include "server/stream_registry.h"
 
 namespace gmmscore {
@@ -66,21 +65,23 @@ struct StreamEnvironment {
   // DEADLINE_EXCEEDED (checked by the service's StreamIdleWatchdog); zero or
   // less: never.
   absl::Duration idle_timeout = absl::ZeroDuration();
-  // Counts reactor objects alive (constructed, not yet deleted); for tests.
-  std::atomic<int64_t>* reactors_alive = nullptr;
+  // Counts session objects alive (constructed, not yet deleted); for tests.
+  std::atomic<int64_t>* sessions_alive = nullptr;
   // Where each answer's waiting and sending time is added; may be null.
   AnswerSendStats* send_stats = nullptr;
 };
 
-class StreamScoreReactor final
-    : public grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>,
-      public DrainableStream {
+class StreamScoreSession final : public StreamCallEvents, public DrainableStream {
  public:
-  // Registers with env.registry and starts reading (or finishes at once with
-  // RESOURCE_EXHAUSTED / UNAVAILABLE when the registry refuses it).
-  // `deadline` is the RPC's (absl::InfiniteFuture() for none).
-  StreamScoreReactor(const StreamEnvironment& env, std::string peer, absl::Time deadline);
+  // Binds to `call` (which must not have started), registers with
+  // env.registry and starts reading, or finishes at once: with `refused`
+  // when it is not OK (e.g. UNAUTHENTICATED), with RESOURCE_EXHAUSTED /
+  // UNAVAILABLE when the registry refuses the stream. `deadline` is the
+  // RPC's (absl::InfiniteFuture() for none).
+  StreamScoreSession(const StreamEnvironment& env, StreamCall* call, std::string peer,
+                     absl::Time deadline, const absl::Status& refused);
 
+  // StreamCallEvents.
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -115,7 +116,7 @@ class StreamScoreReactor final
     bool delete_self = false;
   };
 
-  ~StreamScoreReactor() override;
+  ~StreamScoreSession() override;
 
   // The request just read; may set end_status_.
   void HandleRequestLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -134,7 +135,7 @@ class StreamScoreReactor final
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
   void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Releases one reference; true when the reactor must delete itself.
+  // Releases one reference; true when the session must delete itself.
   bool UnrefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out `actions`; call without mu_.
   void Perform(Actions actions);
@@ -143,6 +144,7 @@ class StreamScoreReactor final
   absl::Status BuildAnswer(const Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   const StreamEnvironment env_;
+  StreamCall* const call_;  // valid until OnDone
   const std::string peer_;
   const absl::Time deadline_;
 
@@ -185,4 +187,4 @@ class StreamScoreReactor final
 
 }  // namespace gmmscore
 
-#endif  // GMMSCORE_SERVER_STREAM_REACTOR_H_
+#endif  // GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
