@@ -15,6 +15,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "kernels/core/mutex_mode.h"
 #include "kernels/score/backend_factory.h"
 #include "server/auth_token.h"
 #include "server/daemon.h"
@@ -194,6 +195,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
 }
 
 int Main(int argc, char** argv) {
+  DisableMutexDeadlockDetection();
   absl::SetProgramUsageMessage(
       "the GMM acoustic-likelihood scoring daemon (gRPC gmmscore.v1.AcousticScorer).\n\n"
       "  gmmscored --model_repository DIR --listen HOST:PORT [--backend auto|cpu|cuda]\n"

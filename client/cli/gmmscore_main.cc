@@ -21,6 +21,7 @@
 #include "client/cli/offline_commands.h"
 #include "client/cli/remote_commands.h"
 #include "client/cli/admin_commands.h"
+#include "kernels/core/mutex_mode.h"
 
 namespace gmmscore::cli {
 namespace {
@@ -90,6 +91,7 @@ void PrintCommandHelp(const Command& command) {
 }
 
 int Main(int argc, char** argv) {
+  DisableMutexDeadlockDetection();
   const std::vector<Command> commands = AllCommands();
   if (argc < 2) return Fail(UsageError("no command given (see: gmmscore --help)"));
   const std::string first = argv[1];

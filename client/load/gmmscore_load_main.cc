@@ -6,6 +6,8 @@
 //
 // Flags around LoadRunner (load_runner.h); the README's "Capacity testing"
 // section explains the output.
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -28,6 +30,7 @@
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "kernels/core/mutex_mode.h"
 #include "kernels/io/model_loader.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "gmmscored address, HOST:PORT.");
@@ -186,7 +189,20 @@ int Replot(const std::vector<std::string>& models, const std::string& command_li
   return 0;
 }
 
+// Keeps glibc from giving freed memory back to the kernel between answers.
+// gRPC's read buffers for every 200 KB answer are allocated and freed on its
+// threads; by default glibc trims each thread arena's top (madvise) and maps
+// large blocks afresh, so the next answer faults the same pages back in:
+// half of this process's CPU at 1000 answers a second on the project's VM
+// (0.35 cores against 0.19 with these two settings, same load).
+void KeepFreedMemory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
+
 int Main(int argc, char** argv) {
+  DisableMutexDeadlockDetection();
+  KeepFreedMemory();
   absl::SetProgramUsageMessage(
       "load generator and capacity finder for gmmscored.\n\n"
       "  gmmscore-load --server HOST:PORT --model NAME --streams 8:64:8 [--slo_ms 50 --search]\n"
