@@ -94,6 +94,12 @@ class CudaBackend : public ScoringBackend {
 
   absl::Status Init() {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), absl::StrCat("select CUDA device ", device_));
+    // Waits for a lane's copies and kernels sleep instead of spinning: in
+    // the daemon the scheduler workers share the host's cores with gRPC, and
+    // a spinning wait burns a core for as long as the GPU is busy (the
+    // default heuristic spins whenever there are fewer contexts than cores).
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync),
+                             "make CUDA waits block");
     int major = 0, minor = 0;
     GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_),
                              "compute capability");
