@@ -3,8 +3,9 @@
 # bundle tools/build_load_bundle.sh packs (build-loadpack/): the capacity
 # cases a, b, c (and ptm, given PTM_DIR and PTM_FEATS) of
 # tools/gpu_capacity.sh, case a again with sparse answers (--top_k), with
-# smaller batches and (by name only: a_callback, a_float16) with StreamScore
-# on gRPC's callback API and with half-precision answers, and a check that
+# smaller batches and (by name only: a_callback, a_float16, a_pacer8) with
+# StreamScore on gRPC's callback API, with half-precision answers and with 8
+# load-generator pacer threads instead of 2, and a check that
 # /metrics exports the NVML GPU gauges. Every result goes to one archive, $OUT/capacity.tgz (the device tool brings back
 # few files), and a summary table is printed last.
 #
@@ -40,6 +41,7 @@ for name in ${CASES:-a a_top100 a_batch1024 b c ptm}; do
     a_top100) run_case a_top100 a "${START_A:-1000}" 8192 --top_k 100 ;;
     a_callback) DAEMON_FLAGS="--stream_api callback" run_case a_callback a "${START_A:-1000}" 4096 ;;
     a_float16) run_case a_float16 a "${START_A:-1000}" 4096 --float16 ;;
+    a_pacer8) run_case a_pacer8 a "${START_A:-1000}" 4096 --pacer_threads 8 ;;
     a_batch1024) DAEMON_FLAGS="--max_batch_frames 1024" run_case a_batch1024 a "${START_A:-1000}" 4096 ;;
     b) run_case b b "${START_B:-250}" 2048 ;;
     c) run_case c c "${START_C:-250}" 2048 ;;
