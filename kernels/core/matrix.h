@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -37,6 +40,30 @@ struct ConstMatrixView {
   }
 };
 
+// std::allocator, except that an element made without a value is left
+// uninitialised: FloatMatrix::Resize then does not zero a matrix whose every
+// element is about to be written (the daemon resizes a 200 KB result per
+// chunk of a 5000-state model, and the backends fill it by copy).
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 // Owning row-major matrix with contiguous rows (stride == cols).
 class FloatMatrix {
  public:
@@ -59,7 +86,9 @@ class FloatMatrix {
   absl::Span<const float> span() const { return absl::MakeConstSpan(data_); }
   ConstMatrixView view() const { return ConstMatrixView(data_.data(), rows_, cols_); }
 
-  // Reshapes without preserving contents; keeps the allocation when it fits.
+  // Reshapes without preserving contents, which are unspecified afterwards
+  // (not zeroed: write every element, or Fill); keeps the allocation when
+  // it fits.
   void Resize(int64_t rows, int64_t cols) {
     rows_ = rows;
     cols_ = cols;
@@ -74,7 +103,7 @@ class FloatMatrix {
  private:
   int64_t rows_ = 0;
   int64_t cols_ = 0;
-  std::vector<float> data_;
+  std::vector<float, DefaultInitAllocator<float>> data_;
 };
 
 }  // namespace gmmscore
