@@ -311,6 +311,7 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
     pending_.pop_front();
     if (head->status.ok()) {
       write_in_flight_ = true;
+      ++ops_starting_;
       send_wait_ = absl::Now() - head->scored;
       answered_frames_ = head->first_frame + head->frames;
       actions->answer = std::move(head);
@@ -326,10 +327,13 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
   if (!read_in_flight_ && !end_status_.has_value() &&
       static_cast<int>(pending_.size()) < env_.max_chunks_in_flight) {
     read_in_flight_ = true;
+    ++ops_starting_;
     actions->start_read = true;
   }
-  // The end, once every answer due was written.
-  if (end_status_.has_value() && pending_.empty() && !write_in_flight_) {
+  // The end, once every answer due was written and no read or write handed
+  // out is still on its way to the call (it would reach the call after the
+  // final status, perhaps after the call is gone).
+  if (end_status_.has_value() && pending_.empty() && !write_in_flight_ && ops_starting_ == 0) {
     finished_ = true;
     absl::Status status = *end_status_;
     if (draining_ && status.code() == absl::StatusCode::kUnavailable) {
@@ -351,32 +355,40 @@ absl::Status StreamScoreSession::BuildAnswer(const Chunk& chunk) {
 
 void StreamScoreSession::Perform(Actions actions) {
   // Read before anything below: once SendStatus() is called (here or in the
-  // nested Perform of a failed answer) OnDone may run on another thread and
-  // delete `this`, so no member may be read after it.
+  // nested Perform) OnDone may run on another thread and delete `this`, so
+  // no member may be read after it.
   BatchScheduler* const scheduler = env_.scheduler;
   if (actions.delete_self) {
     delete this;
     return;
   }
+  const int starting = (actions.start_read ? 1 : 0) + (actions.answer != nullptr ? 1 : 0);
   if (actions.start_read) call_->Read(&request_);
+  absl::Status built = absl::OkStatus();
   if (actions.answer != nullptr) {
     // plan_ is fixed before any chunk is accepted, and response_ belongs
     // to the holder of the write token: no lock needed here.
-    const absl::Status built = BuildAnswer(*actions.answer);
+    built = BuildAnswer(*actions.answer);
     if (built.ok()) {
       send_started_ = absl::Now();
       call_->Write(&response_);
-    } else {
-      Actions more;
-      {
-        absl::MutexLock lock(&mu_);
+    }
+  }
+  if (starting > 0) {
+    // The read and write are with the call now: a final status held back
+    // for them may go (it carries no jobs, so it may go before ours).
+    Actions more;
+    {
+      absl::MutexLock lock(&mu_);
+      ops_starting_ -= starting;
+      if (!built.ok()) {
         write_in_flight_ = false;
         pending_.clear();
         end_status_ = built;
-        AdvanceLocked(&more);
       }
-      Perform(std::move(more));
+      AdvanceLocked(&more);
     }
+    Perform(std::move(more));
   }
   if (actions.finish.has_value()) call_->SendStatus(*std::move(actions.finish));
   // Last: the scheduler may complete jobs inside these calls (a full queue

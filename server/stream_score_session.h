@@ -137,7 +137,8 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases one reference; true when the session must delete itself.
   bool UnrefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Carries out `actions`; call without mu_.
+  // Carries out `actions` (then whatever the ops it started allow next);
+  // call without mu_.
   void Perform(Actions actions);
   // Builds response_ for `chunk` (the write token is held, so response_ is
   // this thread's, and plan_ no longer changes).
@@ -169,6 +170,9 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
+  // Reads and writes decided under mu_ but not yet handed to the call by
+  // the thread that decided them (Perform); the final status waits for them.
+  int ops_starting_ ABSL_GUARDED_BY(mu_) = 0;
   // Of the answer being written, for env_.send_stats: how long it waited
   // for the token after its chunk was scored, and when it was handed to gRPC
   // (set by the token's holder outside mu_, read in OnWriteDone).
