@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
-#include "absl/strings/str_cat.h"
 #include "server/auth_token.h"
 #include "server/callback_stream_call.h"
 #include "server/scoring_plan.h"
@@ -213,12 +213,11 @@ ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* 
     : repository_(repository),
       scheduler_(scheduler),
       limits_(limits),
-      stream_api_(stream_api),
       registry_(limits.max_streams),
       idle_watchdog_(&registry_, limits.stream_idle_timeout) {
   // The base left StreamScore a synchronous method: mark it for the API
   // chosen (as the generated WithAsyncMethod_/WithCallbackMethod_ would).
-  if (stream_api_ == StreamApi::kCompletionQueue) {
+  if (stream_api == StreamApi::kCompletionQueue) {
     MarkMethodAsync(StreamScoreMethodIndex());
   } else {
     MarkMethodCallback(

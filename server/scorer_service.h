@@ -80,8 +80,6 @@ class ScorerService final : public ScorerServiceBase {
   ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
                 const ServiceLimits& limits, StreamApi stream_api);
 
-  StreamApi stream_api() const { return stream_api_; }
-
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
@@ -116,7 +114,6 @@ class ScorerService final : public ScorerServiceBase {
   const ModelRepository* const repository_;
   BatchScheduler* const scheduler_;
   const ServiceLimits limits_;
-  const StreamApi stream_api_;
   StreamRegistry registry_;
   StreamIdleWatchdog idle_watchdog_;  // after registry_: stops before it goes
   std::atomic<int64_t> sessions_alive_{0};
