@@ -178,11 +178,6 @@ void CqStreamServer::Stop() {
   threads_.clear();
 }
 
-int64_t CqStreamServer::calls_alive() const {
-  absl::MutexLock lock(&mu_);
-  return calls_alive_;
-}
-
 void CqStreamServer::RequestCall(grpc::ServerCompletionQueue* cq) {
   {
     absl::MutexLock lock(&mu_);

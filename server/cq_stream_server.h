@@ -59,8 +59,6 @@ class CqStreamServer {
   void Stop();
 
   int threads() const { return static_cast<int>(queues_.size()); }
-  // Calls accepted or waiting to be, not yet deleted.
-  int64_t calls_alive() const;
 
  private:
   class Call;
@@ -76,7 +74,8 @@ class CqStreamServer {
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
+  // Calls accepted or waiting to be, not yet deleted.
   int64_t calls_alive_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
