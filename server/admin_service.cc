@@ -2,8 +2,11 @@
 
 #include <utility>
 
+#include "absl/strings/str_format.h"
+
 #include "proto/rpc_status.h"
 #include "server/auth_token.h"
+#include "server/client_text.h"
 #include "server/log.h"
 
 namespace gmmscore {
@@ -26,6 +29,18 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, const abs
 
 }  // namespace
 
+AdminAccess DecideAdminAccess(std::string admin_token, bool scoring_token_set, bool admin_open) {
+  using Mode = AdminAccess::Mode;
+  if (!admin_token.empty()) return {.mode = Mode::kToken, .token = std::move(admin_token)};
+  if (scoring_token_set && !admin_open) return {.mode = Mode::kClosed};
+  return {.mode = Mode::kOpen,
+          .warning = scoring_token_set
+                         ? "ModelAdmin is open to anyone who reaches the port (--admin_open) while "
+                           "scoring needs a token; give it --admin_token_file instead"
+                         : "ModelAdmin is open to anyone who reaches the port (no "
+                           "--admin_token_file): bind it to a trusted network only"};
+}
+
 HealthReporter* ModelAdminService::Health() {
   static HealthReporter nowhere(nullptr);
   HealthReporter* health = health_.load();
@@ -33,26 +48,51 @@ HealthReporter* ModelAdminService::Health() {
 }
 
 ModelAdminService::ModelAdminService(ModelRepository* repository, HealthReporter* health,
-                                     std::string token)
-    : repository_(repository), health_(health), token_(std::move(token)) {}
+                                     AdminAccess access)
+    : repository_(repository), health_(health), access_(std::move(access)) {}
+
+absl::Status ModelAdminService::CheckAccess(const grpc::CallbackServerContext& context,
+                                            absl::string_view method) const {
+  absl::Status status;
+  switch (access_.mode) {
+    case AdminAccess::Mode::kOpen:
+      return absl::OkStatus();
+    case AdminAccess::Mode::kToken:
+      status = CheckBearerToken(context.client_metadata(), access_.token);
+      break;
+    case AdminAccess::Mode::kClosed:
+      status = absl::PermissionDeniedError(
+          "ModelAdmin is closed: this server requires a scoring token but was given no "
+          "--admin_token_file; restart it with one (or with --admin_open to leave ModelAdmin "
+          "open)");
+      break;
+  }
+  if (!status.ok() && method != "GetModelStatus") {
+    LogInfo("admin: %s from %s refused: %s", method, context.peer(), status.message());
+  }
+  return status;
+}
 
 grpc::ServerUnaryReactor* ModelAdminService::LoadModel(grpc::CallbackServerContext* context,
                                                        const v1::LoadModelRequest* request,
                                                        v1::LoadModelResponse* response) {
-  if (absl::Status auth = CheckBearerToken(context->client_metadata(), token_); !auth.ok()) {
-    LogInfo("admin: LoadModel from %s refused: %s", context->peer(), auth.message());
+  if (absl::Status auth = CheckAccess(*context, "LoadModel"); !auth.ok()) {
     return Answer(context, auth);
   }
   const std::string& name = request->name();
-  // A new name is NOT_SERVING while it loads; a served one keeps serving its
-  // old version until the new one replaces it.
-  const bool served_before = repository_->Find(name).ok();
-  if (!served_before) Health()->SetModel(name, false);
+  if (HealthReporter::IsReservedName(name)) {
+    return Answer(context, absl::InvalidArgumentError(absl::StrFormat(
+                               "'%s' names a service on grpc.health.v1, not a model",
+                               ClientText(name))));
+  }
+  // Health changes only once the load succeeded: a new name has no entry
+  // while it loads (NOT_FOUND), a served one keeps serving its old version
+  // until the new one replaces it, and a failed load leaves nothing behind.
   // Reading and preparing a model takes a while; it runs on this gRPC
   // thread, which is acceptable for a rare admin call.
   absl::StatusOr<ModelRepository::LoadResult> loaded = repository_->Load(name);
   if (!loaded.ok()) {
-    LogError("admin: loading '%s' failed: %s", name, loaded.status().ToString());
+    LogError("admin: loading '%s' failed: %s", ClientText(name), loaded.status().ToString());
     return Answer(context, loaded.status());
   }
   Health()->SetModel(name, true);
@@ -68,14 +108,13 @@ grpc::ServerUnaryReactor* ModelAdminService::LoadModel(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ModelAdminService::UnloadModel(grpc::CallbackServerContext* context,
                                                          const v1::UnloadModelRequest* request,
                                                          v1::UnloadModelResponse*) {
-  if (absl::Status auth = CheckBearerToken(context->client_metadata(), token_); !auth.ok()) {
-    LogInfo("admin: UnloadModel from %s refused: %s", context->peer(), auth.message());
+  if (absl::Status auth = CheckAccess(*context, "UnloadModel"); !auth.ok()) {
     return Answer(context, auth);
   }
   absl::Status status = repository_->Unload(request->name());
   if (status.ok()) {
     Health()->SetModel(request->name(), false);
-    LogInfo("admin: model '%s' unloaded (live streams finish on it)", request->name());
+    LogInfo("admin: model '%s' unloaded (live streams finish on it)", ClientText(request->name()));
   }
   return Answer(context, status);
 }
@@ -83,7 +122,7 @@ grpc::ServerUnaryReactor* ModelAdminService::UnloadModel(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* ModelAdminService::GetModelStatus(grpc::CallbackServerContext* context,
                                                             const v1::GetModelStatusRequest*,
                                                             v1::GetModelStatusResponse* response) {
-  if (absl::Status auth = CheckBearerToken(context->client_metadata(), token_); !auth.ok()) {
+  if (absl::Status auth = CheckAccess(*context, "GetModelStatus"); !auth.ok()) {
     return Answer(context, auth);
   }
   for (const ServedModel& model : repository_->models()) ToProto(model, response->add_models());

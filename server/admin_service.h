@@ -1,9 +1,11 @@
 // ModelAdminService: gmmscore.v1.ModelAdmin (proto/gmmscore/v1/admin.proto)
 // over the ModelRepository: load, replace and unload models while streams
-// run, guarded by a bearer token when one is configured. Keeps the health
-// service's per-model entries in step.
+// run, guarded by a bearer token when one is configured (AdminAccess). Keeps
+// the health service's per-model entries in step: an entry is made or
+// changed only by a load or unload that succeeded.
 //
-//   ModelAdminService admin(repository.get(), &health, token);
+//   ModelAdminService admin(repository.get(), &health,
+//                           DecideAdminAccess(admin_token, scoring_token_set, admin_open));
 //   builder.RegisterService(&admin);
 //
 // Thread safety: all methods are thread-safe.
@@ -19,11 +21,30 @@
 
 namespace gmmscore {
 
+// Who may call ModelAdmin.
+struct AdminAccess {
+  enum class Mode {
+    kOpen,    // anyone who reaches the port
+    kToken,   // "authorization: Bearer <token>"
+    kClosed,  // nobody: PERMISSION_DENIED
+  };
+  Mode mode = Mode::kOpen;
+  std::string token;  // kToken's; never logged
+  // For the start-up log: a warning when the service is open, else empty.
+  std::string warning;
+};
+
+// The admin token if there is one. Without one, ModelAdmin is closed as soon
+// as the scoring service wants a token (an operator who protects scoring
+// would not expect loading and unloading models to stay open: issue 16),
+// unless `admin_open` says so explicitly; with neither token it is open, with
+// a warning.
+AdminAccess DecideAdminAccess(std::string admin_token, bool scoring_token_set, bool admin_open);
+
 class ModelAdminService final : public v1::ModelAdmin::CallbackService {
  public:
-  // `repository` and `health` must outlive the service; `token` empty: no
-  // token needed (then bind the server to a trusted network only).
-  ModelAdminService(ModelRepository* repository, HealthReporter* health, std::string token);
+  // `repository` and `health` must outlive the service.
+  ModelAdminService(ModelRepository* repository, HealthReporter* health, AdminAccess access);
 
   // The reporter, once the server exists (null: report nothing).
   void set_health(HealthReporter* health) { health_.store(health); }
@@ -41,10 +62,13 @@ class ModelAdminService final : public v1::ModelAdmin::CallbackService {
  private:
   // health_, or a reporter that reports nowhere.
   HealthReporter* Health();
+  // OK if `context` may call ModelAdmin; logs refusals of changes.
+  absl::Status CheckAccess(const grpc::CallbackServerContext& context,
+                           absl::string_view method) const;
 
   ModelRepository* const repository_;
   std::atomic<HealthReporter*> health_;
-  const std::string token_;
+  const AdminAccess access_;
 };
 
 }  // namespace gmmscore

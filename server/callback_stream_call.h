@@ -3,7 +3,7 @@
 // one completion queue that cores/2 "nexting" threads take turns on); the
 // reactor forwards them to the session and deletes itself after OnDone.
 //
-//   auto* call = new CallbackStreamCall();
+//   auto* call = new CallbackStreamCall(context);
 //   new StreamScoreSession(env, call, ...);  // binds to the call
 //   return call;                             // to gRPC, from the service method
 #ifndef GMMSCORE_SERVER_CALLBACK_STREAM_CALL_H_
@@ -15,13 +15,17 @@
 namespace gmmscore {
 
 class CallbackStreamCall final
-    : public grpc::ServerBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse>,
+    : public grpc::ServerBidiReactor<StreamRequestIn, v1::StreamScoreResponse>,
       public StreamCall {
  public:
+  // `context` is the call's; gRPC keeps it alive until OnDone.
+  explicit CallbackStreamCall(grpc::CallbackServerContext* context) : context_(context) {}
+
   void Bind(StreamCallEvents* events) override { events_ = events; }
-  void Read(v1::StreamScoreRequest* request) override { StartRead(request); }
+  void Read(StreamRequestIn* request) override { StartRead(request); }
   void Write(const v1::StreamScoreResponse* response) override { StartWrite(response); }
   void SendStatus(const grpc::Status& status) override { Finish(status); }
+  void Cancel() override { context_->TryCancel(); }
 
   void OnReadDone(bool ok) override { events_->OnReadDone(ok); }
   void OnWriteDone(bool ok) override { events_->OnWriteDone(ok); }
@@ -32,6 +36,7 @@ class CallbackStreamCall final
   }
 
  private:
+  grpc::CallbackServerContext* const context_;
   StreamCallEvents* events_ = nullptr;
 };
 

@@ -34,7 +34,7 @@ class CqStreamServer::Call final : public StreamCall {
 
   void Bind(StreamCallEvents* events) override { events_ = events; }
 
-  void Read(v1::StreamScoreRequest* request) override {
+  void Read(StreamRequestIn* request) override {
     StartOp();
     stream_.Read(request, &read_tag_);
   }
@@ -46,6 +46,8 @@ class CqStreamServer::Call final : public StreamCall {
     StartOp();
     stream_.Finish(status, &finish_tag_);
   }
+  // The done tag then reports the cancellation (OnCancel).
+  void Cancel() override { context_.TryCancel(); }
 
   // A completion of this call, on its queue's thread.
   void Proceed(Event event, bool ok) {
@@ -115,7 +117,7 @@ class CqStreamServer::Call final : public StreamCall {
   CqStreamServer* const server_;
   grpc::ServerCompletionQueue* const cq_;
   grpc::ServerContext context_;
-  grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, v1::StreamScoreRequest> stream_{
+  ScorerService::StreamScoreReaderWriter stream_{
       &context_};
   Tag accepted_tag_{this, Event::kAccepted};
   Tag read_tag_{this, Event::kRead};

@@ -26,6 +26,13 @@ int StreamThreads(int requested) {
   return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
 }
 
+// The service's limits: the options', with the message limit gRPC enforces.
+ServiceLimits LimitsOf(const DaemonOptions& options) {
+  ServiceLimits limits = options.limits;
+  limits.max_answer_bytes = options.max_message_bytes;
+  return limits;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBackend> backend,
@@ -34,8 +41,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->backend_ = std::move(backend);
   daemon->repository_ = std::move(repository);
+  OpsOptions ops_options = options.ops;
+  ops_options.scoring_token_set = !options.limits.required_token.empty();
   absl::StatusOr<std::unique_ptr<DaemonOps>> ops =
-      DaemonOps::Create(options.ops, daemon->repository_.get());
+      DaemonOps::Create(ops_options, daemon->repository_.get());
   if (!ops.ok()) {
     daemon->StopUnstarted();
     return ops.status();
@@ -54,7 +63,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   daemon->scheduler_ =
       std::make_unique<BatchScheduler>(daemon->backend_.get(), std::move(scheduler_options));
   daemon->service_ = std::make_unique<ScorerService>(
-      daemon->repository_.get(), daemon->scheduler_.get(), options.limits, options.stream_api);
+      daemon->repository_.get(), daemon->scheduler_.get(), LimitsOf(options), options.stream_api);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);

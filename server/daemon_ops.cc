@@ -25,7 +25,10 @@ absl::StatusOr<std::unique_ptr<DaemonOps>> DaemonOps::Create(const OpsOptions& o
 
 void DaemonOps::ConfigureBuilder(grpc::ServerBuilder* builder) {
   // The admin service reports health once the server exists (Started).
-  admin_ = std::make_unique<ModelAdminService>(repository_, nullptr, options_.admin_token);
+  AdminAccess access =
+      DecideAdminAccess(options_.admin_token, options_.scoring_token_set, options_.admin_open);
+  if (!access.warning.empty()) LogWarning("%s", access.warning);
+  admin_ = std::make_unique<ModelAdminService>(repository_, nullptr, std::move(access));
   builder->RegisterService(admin_.get());
   builder->experimental().SetInterceptorCreators(metrics_.InterceptorFactories());
 }
@@ -61,8 +64,7 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
 
 void DaemonOps::BeginDrain() {
   if (health_ == nullptr) return;
-  health_->SetServing(false);
-  for (const ServedModel& model : repository_->models()) health_->SetModel(model.name, false);
+  health_->BeginDrain();
   if (options_.drain_grace > absl::ZeroDuration()) {
     LogInfo("health NOT_SERVING; still accepting RPCs for %s (drain grace)",
             absl::FormatDuration(options_.drain_grace));

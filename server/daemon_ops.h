@@ -36,9 +36,12 @@ namespace gmmscore {
 struct OpsOptions {
   // Transport: plaintext unless a certificate and key are given.
   TlsOptions tls;
-  // Bearer token the ModelAdmin service requires (empty: none; then keep the
-  // port on a trusted network). Never logged.
+  // Bearer token the ModelAdmin service requires. Never logged. Without
+  // one, ModelAdmin is closed when the scoring service requires a token
+  // (scoring_token_set) unless admin_open, else open (DecideAdminAccess).
   std::string admin_token;
+  bool scoring_token_set = false;  // set by Daemon::Start from its limits
+  bool admin_open = false;
   // HOST:PORT serving GET /metrics; empty: no metrics endpoint. Port 0
   // picks a free one (metrics_port()).
   std::string metrics_listen;
@@ -60,13 +63,15 @@ class DaemonOps {
                                                            ModelRepository* repository);
 
   std::shared_ptr<grpc::ServerCredentials> credentials() const { return credentials_; }
-  // Registers ModelAdmin and the metrics interceptor.
+  // Registers ModelAdmin (logging a warning when it is open) and the
+  // metrics interceptor.
   void ConfigureBuilder(grpc::ServerBuilder* builder);
   // Health SERVING (overall, scorer, every model); starts the metrics
   // endpoint. UNAVAILABLE if its address cannot be bound.
   absl::Status Started(grpc::Server* server, MetricsSources sources);
 
-  // Health NOT_SERVING everywhere (for good), then waits drain_grace.
+  // Health NOT_SERVING everywhere (models before the overall status, for
+  // good), then waits drain_grace.
   void BeginDrain();
   // Stops the metrics endpoint (the sources it reads are about to go).
   void Stop();

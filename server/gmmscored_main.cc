@@ -73,6 +73,17 @@ ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
           "A StreamScore stream on which nothing was received or sent for this many seconds "
           "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "
           "it was idle. 0: never.");
+ABSL_FLAG(int32_t, stream_write_timeout_s, 60,
+          "A stream whose client has not taken an answer for this many seconds (it stopped "
+          "reading) is cancelled and its memory freed. 0: never.");
+ABSL_FLAG(int64_t, stream_answer_memory_mb, 256,
+          "MiB of computed, not yet sent answers one stream may hold: at this much it stops "
+          "reading chunks until the client takes answers; a chunk whose results alone are "
+          "larger is refused with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int64_t, answer_memory_mb, 4096,
+          "MiB of computed, not yet sent answers all streams together may hold; a chunk beyond "
+          "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
+          "memory limit. 0: no limit.");
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
 ABSL_FLAG(std::string, stream_api, "cq",
           "The gRPC API that carries StreamScore: 'cq' (completion queues, each drained by a "
@@ -99,6 +110,10 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "File holding the bearer token the gmmscore.v1.ModelAdmin service requires "
           "('authorization: Bearer <token>'); empty: no token (keep the port private). The "
           "token is never logged.");
+ABSL_FLAG(bool, admin_open, false,
+          "With --scoring_token_file but no --admin_token_file, leave gmmscore.v1.ModelAdmin "
+          "open to anyone who reaches the port (by default it is then closed: "
+          "PERMISSION_DENIED). Logged as a warning at start-up.");
 ABSL_FLAG(std::string, scoring_token_file, "",
           "File holding a bearer token every gmmscore.v1.AcousticScorer RPC (streams, Score, "
           "ListModels, GetServerStats) must carry ('authorization: Bearer <token>'); missing "
@@ -159,6 +174,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
   options.limits.max_request_frames = absl::GetFlag(FLAGS_max_request_frames);
   options.limits.stream_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout_s));
+  options.limits.stream_write_timeout =
+      absl::Seconds(absl::GetFlag(FLAGS_stream_write_timeout_s));
+  options.limits.max_stream_answer_bytes = absl::GetFlag(FLAGS_stream_answer_memory_mb) << 20;
+  options.limits.max_answer_memory_bytes = absl::GetFlag(FLAGS_answer_memory_mb) << 20;
   options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   absl::StatusOr<StreamApi> stream_api = ParseStreamApi(absl::GetFlag(FLAGS_stream_api));
@@ -167,6 +186,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.stream_threads = absl::GetFlag(FLAGS_stream_threads);
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
+  options.ops.admin_open = absl::GetFlag(FLAGS_admin_open);
   options.ops.tls = {.cert_file = absl::GetFlag(FLAGS_tls_cert),
                      .key_file = absl::GetFlag(FLAGS_tls_key),
                      .client_ca_file = absl::GetFlag(FLAGS_tls_client_ca)};
@@ -188,8 +208,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
     return absl::InvalidArgumentError(
         "batching and limit flags must be >= 1, --stream_threads >= 0 (see --help)");
   }
-  if (options.limits.stream_idle_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--stream_idle_timeout_s must be >= 0 (0: no timeout)");
+  if (options.limits.stream_idle_timeout < absl::ZeroDuration() ||
+      options.limits.stream_write_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--stream_idle_timeout_s and --stream_write_timeout_s must be >= 0 (0: no timeout)");
+  }
+  if (absl::GetFlag(FLAGS_stream_answer_memory_mb) < 1 ||
+      absl::GetFlag(FLAGS_answer_memory_mb) < 0 ||
+      absl::GetFlag(FLAGS_stream_answer_memory_mb) > (int64_t{1} << 30) ||
+      absl::GetFlag(FLAGS_answer_memory_mb) > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(
+        "--stream_answer_memory_mb must be in [1, 2^30], --answer_memory_mb in [0, 2^30]");
   }
   return Daemon::Start(*std::move(backend), *std::move(repository), options);
 }
@@ -241,13 +270,18 @@ int Main(int argc, char** argv) {
 
   LogInfo("limits: max_streams %d, max_chunk_frames %d, max_chunks_in_flight %d, "
           "max_request_frames %d, max_queued_frames %d, max_message_mb %d, "
-          "stream_idle_timeout_s %d; scoring token %s, admin token %s",
+          "stream_idle_timeout_s %d, stream_write_timeout_s %d, stream_answer_memory_mb %d, "
+          "answer_memory_mb %d; scoring token %s, admin token %s",
           absl::GetFlag(FLAGS_max_streams), absl::GetFlag(FLAGS_max_chunk_frames),
           absl::GetFlag(FLAGS_max_chunks_in_flight), absl::GetFlag(FLAGS_max_request_frames),
           absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_max_message_mb),
-          absl::GetFlag(FLAGS_stream_idle_timeout_s),
+          absl::GetFlag(FLAGS_stream_idle_timeout_s), absl::GetFlag(FLAGS_stream_write_timeout_s),
+          absl::GetFlag(FLAGS_stream_answer_memory_mb), absl::GetFlag(FLAGS_answer_memory_mb),
           absl::GetFlag(FLAGS_scoring_token_file).empty() ? "off" : "required",
-          absl::GetFlag(FLAGS_admin_token_file).empty() ? "off" : "required");
+          !absl::GetFlag(FLAGS_admin_token_file).empty() ? "required"
+          : absl::GetFlag(FLAGS_scoring_token_file).empty() || absl::GetFlag(FLAGS_admin_open)
+              ? "off (ModelAdmin open)"
+              : "none (ModelAdmin closed)");
   if (const int threads = (*daemon)->stream_threads(); threads > 0) {
     LogInfo("StreamScore: completion-queue API, %d queue threads", threads);
   } else {

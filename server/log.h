@@ -21,6 +21,12 @@ void LogLine(LogLevel level, absl::string_view message);
 // When false, kInfo lines are dropped (tests keep their output short).
 void SetInfoLogging(bool enabled);
 
+// Also hands every line logged (without its prefix and newline; info lines
+// too when SetInfoLogging keeps them off stderr) to `observer`; null: none.
+// For tests of what reaches the log.
+using LogObserver = void (*)(LogLevel level, absl::string_view message);
+void SetLogObserver(LogObserver observer);
+
 template <typename... Args>
 void LogInfo(const absl::FormatSpec<Args...>& format, const Args&... args) {
   LogLine(LogLevel::kInfo, absl::StrFormat(format, args...));

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "kernels/io/model_loader.h"
+#include "server/client_text.h"
 
 namespace gmmscore {
 namespace {
@@ -193,7 +194,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::Find(
   const bool more = names.size() > kMaxListed;
   if (more) names.resize(kMaxListed);
   return absl::NotFoundError(absl::StrFormat("no model named '%s' (this server serves: %s%s)",
-                                             name, absl::StrJoin(names, ", "),
+                                             ClientText(name), absl::StrJoin(names, ", "),
                                              more ? ", ..." : ""));
 }
 
@@ -235,7 +236,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
     return absl::InvalidArgumentError(absl::StrFormat(
         "'%s' is not a model name (a file name without extension, no '/', not starting "
         "with '.')",
-        name));
+        ClientText(name)));
   }
   if (directory_.empty()) {
     return absl::FailedPreconditionError(
@@ -252,7 +253,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
     }
   }
   if (path.empty()) {
-    return absl::NotFoundError(absl::StrFormat("no model '%s' in the repository %s%s", name,
+    return absl::NotFoundError(absl::StrFormat("no model '%s' in the repository %s%s", ClientText(name),
                                                directory_,
                                                error ? ": " + error.message() : std::string()));
   }
@@ -302,7 +303,7 @@ absl::Status ModelRepository::Unload(const std::string& name) {
   auto it = std::find_if(models_.begin(), models_.end(),
                          [&](const auto& m) { return m->name == name; });
   if (it == models_.end()) {
-    return absl::NotFoundError(absl::StrFormat("no model named '%s' is served", name));
+    return absl::NotFoundError(absl::StrFormat("no model named '%s' is served", ClientText(name)));
   }
   if (models_.size() == 1) {
     return absl::FailedPreconditionError(absl::StrFormat(

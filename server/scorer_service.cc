@@ -1,5 +1,6 @@
 #include "server/scorer_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
 #include "server/auth_token.h"
@@ -16,6 +18,15 @@
 
 namespace gmmscore {
 namespace {
+
+// The idle watchdog wakes for the shorter of the two stream timeouts.
+absl::Duration WatchdogTimeout(const ServiceLimits& limits) {
+  const absl::Duration idle = limits.stream_idle_timeout;
+  const absl::Duration write = limits.stream_write_timeout;
+  if (idle <= absl::ZeroDuration()) return write;
+  if (write <= absl::ZeroDuration()) return idle;
+  return std::min(idle, write);
+}
 
 // An RPC's deadline as an absl::Time (gRPC's "none" is the far future).
 absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
@@ -181,14 +192,18 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   std::optional<FusedScores> results_fused_;
 };
 
-// StreamScore's index among AcousticScorer's methods, as gRPC's generated
-// code numbers them (the order of the proto).
+// A method's index among AcousticScorer's methods, as gRPC's generated code
+// numbers them (the order of the proto).
+int MethodIndex(const char* method) {
+  return v1::StreamScoreRequest::descriptor()
+      ->file()
+      ->FindServiceByName("AcousticScorer")
+      ->FindMethodByName(method)
+      ->index();
+}
+
 int StreamScoreMethodIndex() {
-  static const int index = v1::StreamScoreRequest::descriptor()
-                               ->file()
-                               ->FindServiceByName("AcousticScorer")
-                               ->FindMethodByName("StreamScore")
-                               ->index();
+  static const int index = MethodIndex("StreamScore");
   return index;
 }
 
@@ -214,7 +229,17 @@ ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* 
       scheduler_(scheduler),
       limits_(limits),
       registry_(limits.max_streams),
-      idle_watchdog_(&registry_, limits.stream_idle_timeout) {
+      answer_budget_(limits.max_answer_memory_bytes),
+      idle_watchdog_(&registry_, WatchdogTimeout(limits)) {
+  // Score decodes its own request (as the generated WithCallbackMethod_
+  // would mark it, with the decoding verdict kept for the method).
+  MarkMethodCallback(
+      MethodIndex("Score"),
+      new grpc::internal::CallbackUnaryHandler<DecodedMessage<v1::ScoreRequest>, v1::ScoreResponse>(
+          [this](grpc::CallbackServerContext* context,
+                 const DecodedMessage<v1::ScoreRequest>* request, v1::ScoreResponse* response) {
+            return Score(context, request, response);
+          }));
   // The base left StreamScore a synchronous method: mark it for the API
   // chosen (as the generated WithAsyncMethod_/WithCallbackMethod_ would).
   if (stream_api == StreamApi::kCompletionQueue) {
@@ -222,9 +247,9 @@ ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* 
   } else {
     MarkMethodCallback(
         StreamScoreMethodIndex(),
-        new grpc::internal::CallbackBidiHandler<v1::StreamScoreRequest, v1::StreamScoreResponse>(
+        new grpc::internal::CallbackBidiHandler<StreamRequestIn, v1::StreamScoreResponse>(
             [this](grpc::CallbackServerContext* context) {
-              auto* call = new CallbackStreamCall();
+              auto* call = new CallbackStreamCall(context);
               StartStream(*context, call);
               return call;
             }));
@@ -259,15 +284,28 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* context,
-                                               const v1::ScoreRequest* request,
+                                               const DecodedMessage<v1::ScoreRequest>* decoded,
                                                v1::ScoreResponse* response) {
   if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
+  if (!decoded->status.ok()) return Refuse(context, decoded->status);
+  const v1::ScoreRequest* request = &decoded->message;
   absl::StatusOr<ScoringPlan> plan = PlanForRequest(*request, *repository_);
   if (!plan.ok()) return Refuse(context, plan.status());
   absl::StatusOr<std::shared_ptr<const FloatMatrix>> frames = CheckFrames(
       request->features(), *plan,
       {.first_frame = 0, .max_frames = limits_.max_request_frames, .allow_empty = true});
   if (!frames.ok()) return Refuse(context, frames.status());
+  // Before any scoring: an answer that could not be sent is never computed.
+  const int64_t answer_bytes = ResultBytes(*plan, (*frames)->rows());
+  if (answer_bytes > limits_.max_answer_bytes) {
+    return Refuse(context, absl::ResourceExhaustedError(absl::StrFormat(
+                               "the answer to %d frames x %d states x %d score sets would be "
+                               "%.1f MiB, above this server's message limit of %.1f MiB "
+                               "(--max_message_mb); send fewer frames per request, fewer models, "
+                               "or use StreamScore",
+                               (*frames)->rows(), plan->num_states, ResultSets(*plan),
+                               answer_bytes / 1048576.0, limits_.max_answer_bytes / 1048576.0)));
+  }
   auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
   call->Submit(*std::move(frames), DeadlineOf(*context));
   return call;
@@ -287,7 +325,11 @@ void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCa
                         .max_chunk_frames = limits_.max_chunk_frames,
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
                         .idle_timeout = limits_.stream_idle_timeout,
+                        .write_timeout = limits_.stream_write_timeout,
+                        .answer_budget = &answer_budget_,
+                        .max_stream_answer_bytes = limits_.max_stream_answer_bytes,
                         .sessions_alive = &sessions_alive_,
+                        .stalled_streams = &stalled_streams_,
                         .send_stats = &answer_send_stats_};
   // Deletes itself once its RPC is done and no job refers to it.
   new StreamScoreSession(env, call, context.peer(), DeadlineOf(context), token);

@@ -47,6 +47,19 @@ struct ServiceLimits {
   // A stream with nothing read or written for this long ends with
   // DEADLINE_EXCEEDED (it was idle); zero: never.
   absl::Duration stream_idle_timeout = absl::ZeroDuration();
+  // A stream whose client has not taken an answer for this long (the write
+  // is blocked: the client stopped reading) is cancelled; zero: never.
+  absl::Duration stream_write_timeout = absl::ZeroDuration();
+  // Unsent answers (accepted chunks' results until gRPC has taken them): a
+  // stream stops reading while it holds max_stream_answer_bytes, a chunk
+  // whose answer alone is larger is refused, and a chunk that would take
+  // the server past max_answer_memory_bytes ends its stream; both
+  // RESOURCE_EXHAUSTED.
+  int64_t max_stream_answer_bytes = int64_t{256} << 20;
+  int64_t max_answer_memory_bytes = int64_t{4096} << 20;
+  // Largest message the server sends: a Score answer beyond it is refused
+  // before any work (RESOURCE_EXHAUSTED). Set from the daemon's message limit.
+  int64_t max_answer_bytes = int64_t{256} << 20;
   // Bearer token every AcousticScorer RPC must carry ("authorization:
   // Bearer <token>"); empty: none. Never logged.
   std::string required_token;
@@ -64,16 +77,16 @@ enum class StreamApi {
 // "cq" or "callback"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name);
 
-// The unary methods on the callback API; StreamScore is marked callback or
-// async by the constructor.
+// The unary methods on the callback API. The constructor marks Score
+// (callback, decoding its request itself: decoded_message.h) and StreamScore
+// (callback or async).
 using ScorerServiceBase = v1::AcousticScorer::WithCallbackMethod_ListModels<
-    v1::AcousticScorer::WithCallbackMethod_Score<
-        v1::AcousticScorer::WithCallbackMethod_GetServerStats<v1::AcousticScorer::Service>>>;
+    v1::AcousticScorer::WithCallbackMethod_GetServerStats<v1::AcousticScorer::Service>>;
 
 class ScorerService final : public ScorerServiceBase {
  public:
   using StreamScoreReaderWriter =
-      grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, v1::StreamScoreRequest>;
+      grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, StreamRequestIn>;
 
   // `repository` and `scheduler` must outlive the service and every RPC.
   // With StreamApi::kCompletionQueue the server needs a CqStreamServer.
@@ -83,9 +96,10 @@ class ScorerService final : public ScorerServiceBase {
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
+  // INVALID_ARGUMENT when the request's bytes did not decode.
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
-                                  const v1::ScoreRequest* request,
-                                  v1::ScoreResponse* response) override;
+                                  const DecodedMessage<v1::ScoreRequest>* request,
+                                  v1::ScoreResponse* response);
   grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* context,
                                            const v1::GetServerStatsRequest* request,
                                            v1::GetServerStatsResponse* response) override;
@@ -95,6 +109,12 @@ class ScorerService final : public ScorerServiceBase {
   void Drain();
 
   int64_t live_streams() const { return registry_.live_streams(); }
+  // Bytes of stream answers computed and not yet taken by their clients;
+  // chunks refused because all of them together were at the limit; streams
+  // cancelled because their client stopped reading (stream_write_timeout).
+  int64_t unsent_answer_bytes() const { return answer_budget_.held(); }
+  int64_t answer_memory_refusals() const { return answer_budget_.refusals(); }
+  int64_t stalled_streams() const { return stalled_streams_.load(); }
   // Stream sessions not yet deleted (a stream's session outlives its RPC
   // until its last scheduler job returns).
   int64_t sessions_alive() const { return sessions_alive_.load(); }
@@ -115,8 +135,10 @@ class ScorerService final : public ScorerServiceBase {
   BatchScheduler* const scheduler_;
   const ServiceLimits limits_;
   StreamRegistry registry_;
+  AnswerBudget answer_budget_;  // before the watchdog and every stream
   StreamIdleWatchdog idle_watchdog_;  // after registry_: stops before it goes
   std::atomic<int64_t> sessions_alive_{0};
+  std::atomic<int64_t> stalled_streams_{0};
   AnswerSendStats answer_send_stats_;
   std::atomic<int64_t> streams_started_{0};
   const absl::Time start_time_ = absl::Now();

@@ -8,8 +8,10 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "kernels/core/feature_values.h"
 #include "kernels/core/status_macros.h"
 #include "proto/wire_convert.h"
+#include "server/client_text.h"
 
 namespace gmmscore {
 namespace {
@@ -70,7 +72,7 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
   absl::flat_hash_set<std::string> seen;
   for (const std::string& name : names) {
     if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrFormat("model '%s' is named twice", name));
+      return absl::InvalidArgumentError(absl::StrFormat("model '%s' is named twice", ClientText(name)));
     }
     GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repository.Find(name));
     plan.models.push_back(std::move(model));
@@ -153,15 +155,24 @@ absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::Feature
   for (int64_t t = 0; t < frames; ++t) {
     const float* row = matrix->row(t);
     for (int d = 0; d < plan.dim; ++d) {
-      if (!std::isfinite(row[d])) {
+      if (!IsUsableFeatureValue(row[d])) {
         return absl::InvalidArgumentError(absl::StrFormat(
-            "frame %d (row %d of the chunk at frame %d), dimension %d is %g; features must be "
-            "finite",
-            limits.first_frame + t, t, limits.first_frame, d, row[d]));
+            "frame %d (row %d of the chunk at frame %d), dimension %d is %g; %s",
+            limits.first_frame + t, t, limits.first_frame, d, row[d], kFeatureValueRule));
       }
     }
   }
   return std::make_shared<const FloatMatrix>(*std::move(matrix));
+}
+
+int ResultSets(const ScoringPlan& plan) {
+  return static_cast<int>(plan.models.size()) + (plan.fusion.has_value() ? 1 : 0);
+}
+
+int64_t ResultBytes(const ScoringPlan& plan, int64_t frames) {
+  // frames <= 2^31 and states x sets < 2^31 in any plan that passed its
+  // checks, so the product fits int64.
+  return frames * plan.num_states * ResultSets(plan) * static_cast<int64_t>(sizeof(float));
 }
 
 std::shared_ptr<const FusedChunk> FusedChunkFor(const ScoringPlan& plan, ModelFusion state) {

@@ -66,6 +66,17 @@ absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckFrames(const v1::Feature
                                                                const ScoringPlan& plan,
                                                                const FrameLimits& limits);
 
+// How many T x S score matrices scoring `plan` holds at once: one per model,
+// plus the fused scores when it fuses (whether or not all are answered).
+int ResultSets(const ScoringPlan& plan);
+
+// Bytes of the float32 results of `frames` frames under `plan`: frames x
+// states x ResultSets x 4. It bounds both the memory the results take while
+// an answer is built and the answer's size on the wire (float16 and sparse
+// answers are smaller), so Score checks it against the message limit before
+// any work, and a stream charges it to its unsent-answer budget.
+int64_t ResultBytes(const ScoringPlan& plan, int64_t frames);
+
 // The fused job spec for one chunk of `plan` (which has a fusion): every
 // model with its precision, `state` (the fusion state before the chunk),
 // and the plan's output options.

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "kernels/core/feature_values.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/model/synthetic_model.h"
 
@@ -142,6 +143,13 @@ TEST_F(ScoringPlanTest, ChecksFrames) {
   chunk.set_values(4, NAN);
   ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
               "frame 101 (row 1 of the chunk at frame 100), dimension 1 is nan");
+  // Finite but squaring past float32: the one definition of a usable value.
+  chunk.set_values(4, 3e38f);
+  ExpectError(CheckFrames(chunk, *plan, limits).status(), absl::StatusCode::kInvalidArgument,
+              "frame 101 (row 1 of the chunk at frame 100), dimension 1 is 3e+38; feature values "
+              "must be finite with magnitude at most 1.8e19");
+  chunk.set_values(4, kMaxFeatureMagnitude);
+  EXPECT_TRUE(CheckFrames(chunk, *plan, limits).ok());
   chunk.set_values(4, 0.5f);
   auto frames = CheckFrames(chunk, *plan, limits);
   ASSERT_TRUE(frames.ok());

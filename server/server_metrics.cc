@@ -212,6 +212,17 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
   if (sources.service != nullptr) {
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",
           static_cast<double>(sources.service->live_streams()));
+    Gauge(&out, "gmmscore_unsent_answer_bytes",
+          "Bytes of stream answers computed and not yet taken by their clients "
+          "(bounded by --answer_memory_mb).",
+          static_cast<double>(sources.service->unsent_answer_bytes()));
+    Counter(&out, "gmmscore_answer_memory_refused_total",
+            "Chunks refused with RESOURCE_EXHAUSTED because unsent answers were at "
+            "--answer_memory_mb.",
+            static_cast<double>(sources.service->answer_memory_refusals()));
+    Counter(&out, "gmmscore_streams_stalled_total",
+            "Streams cancelled because their client took no answer for --stream_write_timeout_s.",
+            static_cast<double>(sources.service->stalled_streams()));
   }
   if (sources.repository != nullptr) {
     const std::vector<ServedModel> models = sources.repository->models();

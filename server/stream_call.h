@@ -6,6 +6,10 @@
 // callback API's rules on both sides:
 //   - at most one Read and one Write in flight, each message alive until its
 //     completion; SendStatus once, with no Write in flight;
+//   - a read whose bytes do not decode completes with ok = true and the
+//     decoding error in the message's status (decoded_message.h);
+//   - Cancel may come at any time before SendStatus, from any thread: the
+//     RPC ends as if the client had cancelled (OnCancel, ops in flight fail);
 //   - OnReadDone/OnWriteDone(false) when the call is over for that direction;
 //     OnCancel at most once (client cancel, deadline, server shutdown);
 //     OnDone last, once SendStatus has completed and no op is in flight;
@@ -17,6 +21,7 @@
 
 #include "gmmscore/v1/scorer.pb.h"
 #include "grpcpp/support/status.h"
+#include "server/decoded_message.h"
 
 namespace gmmscore {
 
@@ -29,14 +34,19 @@ class StreamCallEvents {
   virtual void OnDone() = 0;
 };
 
+using StreamRequestIn = DecodedMessage<v1::StreamScoreRequest>;
+
 class StreamCall {
  public:
   virtual ~StreamCall() = default;
   // Where events go; called once, before the first Read, Write or SendStatus.
   virtual void Bind(StreamCallEvents* events) = 0;
-  virtual void Read(v1::StreamScoreRequest* request) = 0;
+  virtual void Read(StreamRequestIn* request) = 0;
   virtual void Write(const v1::StreamScoreResponse* response) = 0;
   virtual void SendStatus(const grpc::Status& status) = 0;
+  // Ends the RPC from the server's side (a client that stopped reading
+  // cannot be sent a status: its write never completes).
+  virtual void Cancel() = 0;
 };
 
 }  // namespace gmmscore

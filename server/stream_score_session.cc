@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "proto/rpc_status.h"
+#include "server/client_text.h"
 #include "server/log.h"
 
 namespace gmmscore {
@@ -53,13 +54,13 @@ void StreamScoreSession::OnReadDone(bool ok) {
 }
 
 void StreamScoreSession::HandleRequestLocked(Actions* actions) {
-  absl::Status status;
-  switch (request_.request_case()) {
+  absl::Status status = request_.status;
+  switch (status.ok() ? request_.message.request_case() : v1::StreamScoreRequest::kConfig) {
     case v1::StreamScoreRequest::kConfig:
-      status = HandleConfigLocked(request_.config());
+      if (status.ok()) status = HandleConfigLocked(request_.message.config());
       break;
     case v1::StreamScoreRequest::kChunk:
-      status = HandleChunkLocked(request_.chunk(), actions);
+      status = HandleChunkLocked(request_.message.chunk(), actions);
       break;
     default:
       status = absl::InvalidArgumentError(
@@ -85,7 +86,8 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     fusion_.emplace(*std::move(fusion));
   }
   plan_ = *std::move(plan);
-  stream_id_ = config.stream_id().empty() ? peer_ : config.stream_id();
+  // Only logged: escaped and cut once here (a client's id may hold anything).
+  stream_id_ = config.stream_id().empty() ? peer_ : ClientText(config.stream_id());
   return absl::OkStatus();
 }
 
@@ -99,8 +101,11 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
       CheckFrames(chunk, *plan_,
                   {.first_frame = next_frame_, .max_frames = env_.max_chunk_frames});
   if (!frames.ok()) return frames.status();
+  absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked((*frames)->rows());
+  if (!charge.ok()) return charge.status();
 
   auto pending = std::make_shared<Chunk>();
+  pending->charge = *std::move(charge);
   const int num_models = static_cast<int>(plan_->models.size());
   pending->first_frame = next_frame_;
   pending->frames = (*frames)->rows();
@@ -136,6 +141,30 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
          }});
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frames) {
+  AnswerCharge charge;
+  if (env_.answer_budget == nullptr) return charge;
+  const int64_t bytes = ResultBytes(*plan_, frames);
+  if (bytes > env_.max_stream_answer_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the chunk at frame %d (%d frames x %d states x %d score sets) makes %s of results, "
+        "above this server's %s per stream (--stream_answer_memory_mb); send fewer frames per "
+        "chunk",
+        next_frame_, frames, plan_->num_states, ResultSets(*plan_), FormatBytes(bytes),
+        FormatBytes(env_.max_stream_answer_bytes)));
+  }
+  if (!env_.answer_budget->TryCharge(bytes, unsent_bytes_, &charge)) {
+    const std::string held = FormatBytes(env_.answer_budget->held());
+    LogWarning("stream %s (%s): refused a chunk: the server holds %s of unsent answers",
+               stream_id_, peer_, held);
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the server holds %s of answers its clients have not yet taken, and the chunk at frame "
+        "%d would take it past its limit of %s (--answer_memory_mb); retry later",
+        held, next_frame_, FormatBytes(env_.answer_budget->limit())));
+  }
+  return charge;
 }
 
 ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
@@ -207,6 +236,7 @@ void StreamScoreSession::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
+    write_charge_.Release();  // gRPC has the answer now, or it is dropped
     last_activity_ = absl::Now();
     if (ok && env_.send_stats != nullptr) {
       env_.send_stats->Add(send_wait_, last_activity_ - send_started_);
@@ -276,25 +306,51 @@ void StreamScoreSession::Drain() {
 }
 
 void StreamScoreSession::EndIfIdle(absl::Time now) {
-  if (env_.idle_timeout <= absl::ZeroDuration()) return;
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
-    // A stream waiting for the server (chunks pending, an answer being
-    // written) is not idle, whatever the clock says.
-    if (finished_ || end_status_.has_value() || !pending_.empty() || write_in_flight_ ||
-        now - last_activity_ < env_.idle_timeout) {
+    if (finished_) return;
+    if (write_in_flight_ && env_.write_timeout > absl::ZeroDuration() &&
+        now - write_started_ >= env_.write_timeout) {
+      CancelStalledWriteLocked(now, &actions);
+    } else if (env_.idle_timeout > absl::ZeroDuration() && !end_status_.has_value() &&
+               pending_.empty() && !write_in_flight_ &&
+               now - last_activity_ >= env_.idle_timeout) {
+      // (A stream waiting for the server, with chunks pending or an answer
+      // being written, is not idle whatever the clock says.)
+      LogInfo("stream %s (%s): idle for %s, ending it", stream_id_, peer_,
+              absl::FormatDuration(now - last_activity_));
+      EndLocked(absl::DeadlineExceededError(absl::StrFormat(
+          "the stream was idle: no message for %s (the server's stream idle timeout, "
+          "--stream_idle_timeout_s); frames [0, %d) were answered",
+          absl::FormatDuration(env_.idle_timeout), answered_frames_)));
+    } else {
       return;
     }
-    LogInfo("stream %s (%s): idle for %s, ending it", stream_id_, peer_,
-            absl::FormatDuration(now - last_activity_));
-    EndLocked(absl::DeadlineExceededError(absl::StrFormat(
-        "the stream was idle: no message for %s (the server's stream idle timeout, "
-        "--stream_idle_timeout_s); frames [0, %d) were answered",
-        absl::FormatDuration(env_.idle_timeout), answered_frames_)));
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
+}
+
+void StreamScoreSession::CancelStalledWriteLocked(absl::Time now, Actions* actions) {
+  if (cancel_requested_) return;
+  cancel_requested_ = true;
+  if (env_.stalled_streams != nullptr) env_.stalled_streams->fetch_add(1);
+  LogWarning("stream %s (%s): the client has not taken an answer for %s (it stopped reading); "
+             "cancelling the stream and dropping %d unanswered chunks",
+             stream_id_, peer_, absl::FormatDuration(now - write_started_), pending_.size());
+  // Nothing can reach a client that does not read, so the status only
+  // matters to our own accounting: the call is cancelled, and its chunks'
+  // results are freed now rather than when gRPC gives up on the call.
+  EndLocked(absl::DeadlineExceededError(absl::StrFormat(
+      "the client did not read its answers for %s (--stream_write_timeout_s)",
+      absl::FormatDuration(env_.write_timeout))));
+  pending_.clear();
+  held_.clear();
+  cancelled_->store(true, std::memory_order_release);
+  actions->purge_scheduler = true;
+  actions->cancel_call = true;
+  ++ops_starting_;  // the final status waits until the cancel is with the call
 }
 
 void StreamScoreSession::EndLocked(absl::Status status) {
@@ -312,7 +368,9 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
     if (head->status.ok()) {
       write_in_flight_ = true;
       ++ops_starting_;
-      send_wait_ = absl::Now() - head->scored;
+      write_started_ = absl::Now();
+      write_charge_ = std::move(head->charge);
+      send_wait_ = write_started_ - head->scored;
       answered_frames_ = head->first_frame + head->frames;
       actions->answer = std::move(head);
     } else {
@@ -323,9 +381,12 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
                                                head->first_frame, head->status.message()));
     }
   }
-  // The next read, while there is room for another chunk.
+  // The next read, while there is room for another chunk and the stream's
+  // unsent answers are within its share of memory (both push back on the
+  // client through HTTP/2 flow control).
   if (!read_in_flight_ && !end_status_.has_value() &&
-      static_cast<int>(pending_.size()) < env_.max_chunks_in_flight) {
+      static_cast<int>(pending_.size()) < env_.max_chunks_in_flight &&
+      unsent_bytes_->load(std::memory_order_relaxed) < env_.max_stream_answer_bytes) {
     read_in_flight_ = true;
     ++ops_starting_;
     actions->start_read = true;
@@ -362,7 +423,9 @@ void StreamScoreSession::Perform(Actions actions) {
     delete this;
     return;
   }
-  const int starting = (actions.start_read ? 1 : 0) + (actions.answer != nullptr ? 1 : 0);
+  const int starting = (actions.start_read ? 1 : 0) + (actions.answer != nullptr ? 1 : 0) +
+                       (actions.cancel_call ? 1 : 0);
+  if (actions.cancel_call) call_->Cancel();
   if (actions.start_read) call_->Read(&request_);
   absl::Status built = absl::OkStatus();
   if (actions.answer != nullptr) {
@@ -383,6 +446,7 @@ void StreamScoreSession::Perform(Actions actions) {
       ops_starting_ -= starting;
       if (!built.ok()) {
         write_in_flight_ = false;
+        write_charge_.Release();
         pending_.clear();
         end_status_ = built;
       }

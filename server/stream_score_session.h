@@ -12,7 +12,10 @@
 // max_chunks_in_flight chunks accepted but not yet answered (then reading
 // pauses, which pushes back on the client through HTTP/2 flow control);
 // SendStatus exactly once. It deletes itself once OnDone has run and no
-// scheduler job or drain still refers to it.
+// scheduler job or drain still refers to it. Each accepted chunk charges
+// its results' bytes (ResultBytes) to env.answer_budget until gRPC has
+// taken its answer; reading also pauses while the stream holds
+// env.max_stream_answer_bytes of such answers.
 //
 // How a stream ends:
 //   client half-close    answer every accepted chunk, then OK
@@ -24,8 +27,16 @@
 //   RPC deadline         gRPC cancels the RPC (as above); jobs carry the deadline too
 //   idle timeout         nothing read or written for env.idle_timeout and no
 //                        chunk pending: DEADLINE_EXCEEDED saying it was idle
+//   client not reading   an answer not taken for env.write_timeout: the RPC
+//                        is cancelled (no status can reach such a client),
+//                        its chunks dropped and their memory freed
 //   scheduler queue full the chunk is refused: answers before it, then
 //                        RESOURCE_EXHAUSTED
+//   answer memory        a chunk whose answer alone exceeds
+//                        env.max_stream_answer_bytes, or that would take the
+//                        server past env.answer_budget: refused as above,
+//                        RESOURCE_EXHAUSTED saying which limit
+//   undecodable message  answers before it, then INVALID_ARGUMENT
 #ifndef GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
 #define GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
 
@@ -44,6 +55,7 @@
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "kernels/score/fusion.h"
+#include "server/answer_budget.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/model_repository.h"
@@ -65,8 +77,17 @@ struct StreamEnvironment {
   // DEADLINE_EXCEEDED (checked by the service's StreamIdleWatchdog); zero or
   // less: never.
   absl::Duration idle_timeout = absl::ZeroDuration();
+  // An answer the client has not taken for this long (checked by the same
+  // watchdog) cancels the stream; zero or less: never.
+  absl::Duration write_timeout = absl::ZeroDuration();
+  // The server's count of unsent answer bytes (never null in a service;
+  // null: no accounting, for tests of other things) and one stream's share.
+  AnswerBudget* answer_budget = nullptr;
+  int64_t max_stream_answer_bytes = int64_t{256} << 20;
   // Counts session objects alive (constructed, not yet deleted); for tests.
   std::atomic<int64_t>* sessions_alive = nullptr;
+  // Counts streams cancelled by write_timeout; may be null.
+  std::atomic<int64_t>* stalled_streams = nullptr;
   // Where each answer's waiting and sending time is added; may be null.
   AnswerSendStats* send_stats = nullptr;
 };
@@ -104,6 +125,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     std::optional<FusedScores> fused;  // a fused plan's fused scores
     absl::Status status;               // the first failure of its jobs
     absl::Time scored;                 // when remaining reached 0
+    AnswerCharge charge;               // its results' bytes, until its answer is taken
   };
 
   // What to do once mu_ is released.
@@ -113,6 +135,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     bool start_read = false;
     bool purge_scheduler = false;  // drop this stream's queued jobs now
     std::optional<grpc::Status> finish;
+    bool cancel_call = false;  // the client stopped reading: end the RPC
     bool delete_self = false;
   };
 
@@ -124,6 +147,12 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status HandleChunkLocked(const v1::FeatureMatrix& chunk, Actions* actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Charges `frames` frames' results to the stream and the server, or says
+  // which limit they would pass (RESOURCE_EXHAUSTED).
+  absl::StatusOr<AnswerCharge> ChargeChunkLocked(int64_t frames) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The write in flight has not completed for env_.write_timeout: ends the
+  // stream and asks for the call to be cancelled.
+  void CancelStalledWriteLocked(absl::Time now, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnScored(const std::shared_ptr<Chunk>& chunk, int model,
                 absl::StatusOr<ScoreResult> result);
   // A fused plan's chunk: one job over every model, fused by the backend
@@ -150,7 +179,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   const absl::Time deadline_;
 
   absl::Mutex mu_;
-  v1::StreamScoreRequest request_;    // target of the read in flight
+  StreamRequestIn request_;           // target of the read in flight
   v1::StreamScoreResponse response_;  // the write in flight; owned by the write token
   std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
   // Set with plan_ for a plan of several models: the fusion state after the
@@ -170,6 +199,15 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
+  // Of the write in flight: when it was handed out, and its chunk's charge
+  // (released once gRPC has taken the answer).
+  absl::Time write_started_ ABSL_GUARDED_BY(mu_);
+  AnswerCharge write_charge_ ABSL_GUARDED_BY(mu_);
+  bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // Bytes of this stream's unsent answers (its charges' share); shared with
+  // the charges, which may outlive the session in a finishing job.
+  const std::shared_ptr<std::atomic<int64_t>> unsent_bytes_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   // Reads and writes decided under mu_ but not yet handed to the call by
   // the thread that decided them (Perform); the final status waits for them.
   int ops_starting_ ABSL_GUARDED_BY(mu_) = 0;

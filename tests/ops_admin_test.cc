@@ -82,8 +82,10 @@ TEST(OpsAdminTest, LoadReplaceUnloadUnderFiftyLiveStreamsFailsNoChunk) {
       if (!(*session)->Finish().ok()) ++failed_chunks;
     });
   }
-  while (started.load() < kStreams) absl::SleepFor(absl::Milliseconds(5));
-  absl::SleepFor(absl::Milliseconds(100));
+  // Every stream started and answered at least once before the changes.
+  while (started.load() < kStreams || answered.load() < kStreams) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
 
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   v1::LoadModelResponse loaded;
@@ -94,7 +96,6 @@ TEST(OpsAdminTest, LoadReplaceUnloadUnderFiftyLiveStreamsFailsNoChunk) {
   EXPECT_TRUE(loaded.replaced());
   EXPECT_EQ(loaded.model().version(), 2u);
   ASSERT_TRUE(AdminUnload(channel, "b").ok());
-  absl::SleepFor(absl::Milliseconds(200));
   const int answered_mid = answered.load();
 
   // The old "a" is still held by its streams.
@@ -120,13 +121,23 @@ TEST(OpsAdminTest, LoadReplaceUnloadUnderFiftyLiveStreamsFailsNoChunk) {
     EXPECT_TRUE((*client)->Score(request).ok());
   }
 
+  // The streams keep going after the changes: wait for more answers (a
+  // condition, not a fixed window).
+  const absl::Time more_by = absl::Now() + absl::Seconds(30);
+  while (answered.load() <= answered_mid + kStreams && absl::Now() < more_by) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
   stop = true;
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failed_chunks.load(), 0);
   EXPECT_EQ(wrong_version.load(), 0);
   EXPECT_GT(answered.load(), answered_mid);  // streams kept going after the changes
-  // Every stream ended: the retired versions are freed.
-  absl::SleepFor(absl::Milliseconds(100));
+  // Every stream ended: the retired versions are freed (once the last
+  // session lets go of its plan).
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (served->daemon->repository().memory().retired_versions != 0 && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_EQ(served->daemon->repository().memory().retired_versions, 0);
 }
 

@@ -42,14 +42,16 @@ TEST(OpsHealthTest, ModelEntriesFollowLoadAndUnload) {
   ASSERT_TRUE(AdminUnload(channel, "b").ok());
   EXPECT_EQ(CheckHealth(address, "b"), "NOT_SERVING");
   EXPECT_EQ(CheckHealth(address, ""), "SERVING");
-  // A load that fails leaves a new name NOT_SERVING, never SERVING.
+  // A load that fails leaves no entry behind (adversarial_test has more).
   EXPECT_EQ(AdminLoad(channel, "missing").error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(CheckHealth(address, "missing"), "NOT_SERVING");
+  EXPECT_EQ(CheckHealth(address, "missing"), "rpc:NOT_FOUND");
 }
 
 TEST(OpsHealthTest, DrainReportsNotServingBeforeThePortCloses) {
   DaemonOptions options;
-  options.ops.drain_grace = absl::Milliseconds(800);
+  // Generous: the checks below must fall within it even on a loaded,
+  // sanitized 2-core machine (800 ms was missed there).
+  options.ops.drain_grace = absl::Seconds(5);
   auto served = DirectoryDaemon::Start({{"a", kSmall}}, options);
   ASSERT_NE(served, nullptr);
   const std::string address = served->daemon->address();

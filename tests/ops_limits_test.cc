@@ -170,6 +170,83 @@ TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted)
   EXPECT_TRUE(client_->Score(request).ok());
 }
 
+// Unsent answers (issue 16): a chunk is charged its results' bytes when it is
+// accepted (6 states x 4 bytes = 24 per frame here) and stays charged until
+// its answer is written; with the backend held nothing is written, so what
+// is held is exact.
+TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
+  DaemonOptions options;
+  options.limits.max_stream_answer_bytes = 2400;  // 100 frames
+  options.limits.max_answer_memory_bytes = 3600;  // 150 frames
+  Start(options);
+  const ScorerService& service = daemon_->service();
+  std::unique_ptr<StreamSession> busy = OccupyBackend();  // 1 frame
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24; }));
+
+  // One chunk larger than a stream's share: refused, whatever is free.
+  std::unique_ptr<StreamSession> big = OpenStream();
+  ASSERT_TRUE(big->Push(Frames(101).view()).ok());
+  absl::StatusOr<StreamAnswer> refused = big->Next();
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("makes 2424 bytes of results, above this server's "
+                                            "2400 bytes per stream (--stream_answer_memory_mb)"),
+            std::string::npos)
+      << refused.status();
+
+  // a holds 80 frames, b 40; b's next 40 would take the server to 161
+  // frames' worth, past 150: b ends, after answering what it had.
+  std::unique_ptr<StreamSession> a = OpenStream();
+  std::unique_ptr<StreamSession> b = OpenStream();
+  ASSERT_TRUE(a->Push(Frames(40).view()).ok());
+  ASSERT_TRUE(a->Push(Frames(40).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 81; }));
+  ASSERT_TRUE(b->Push(Frames(40).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 121; }));
+  ASSERT_TRUE(b->Push(Frames(40).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return service.answer_memory_refusals() == 1; }));
+  EXPECT_EQ(service.unsent_answer_bytes(), 24 * 121);
+
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  for (int c = 0; c < 2; ++c) EXPECT_TRUE(a->Next().ok()) << c;
+  ASSERT_TRUE(b->Next().ok());
+  absl::StatusOr<StreamAnswer> ended = b->Next();
+  EXPECT_EQ(ended.status().code(), absl::StatusCode::kResourceExhausted) << ended.status();
+  EXPECT_NE(ended.status().message().find("answers its clients have not yet taken, and the chunk "
+                                          "at frame 40 would take it past its limit"),
+            std::string::npos)
+      << ended.status();
+  EXPECT_NE(ended.status().message().find("--answer_memory_mb"), std::string::npos);
+  // Every answer written: nothing is held.
+  EXPECT_TRUE(a->Finish().ok());
+  EXPECT_TRUE(busy->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 0; }));
+}
+
+// A stream stops reading while it holds its share, and goes on once its
+// answers are taken (back-pressure, not an error).
+TEST_F(OpsLimitsTest, AStreamAtItsShareOfAnswerMemoryPausesReading) {
+  DaemonOptions options;
+  options.limits.max_stream_answer_bytes = 2400;  // 100 frames
+  Start(options);
+  const ScorerService& service = daemon_->service();
+  gate_->SetOpen(false);
+  std::unique_ptr<StreamSession> a = OpenStream();
+  for (int c = 0; c < 4; ++c) ASSERT_TRUE(a->Push(Frames(60).view()).ok());
+  // 60 frames held < 100: the second chunk is read; 120 >= 100: no third.
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 120; }));
+  absl::SleepFor(absl::Milliseconds(200));  // a wrong third read would show here
+  EXPECT_EQ(service.unsent_answer_bytes(), 24 * 120);
+  gate_->SetOpen(true);
+  for (int c = 0; c < 4; ++c) {
+    absl::StatusOr<StreamAnswer> answer = a->Next();
+    ASSERT_TRUE(answer.ok()) << c << ": " << answer.status();
+    EXPECT_EQ(answer->first_frame, 60 * c);
+  }
+  EXPECT_TRUE(a->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 0; }));
+}
+
 TEST_F(OpsLimitsTest, CancelledStreamLeavesTheQueueAtOnce) {
   Start({});
   std::unique_ptr<StreamSession> busy = OccupyBackend();

@@ -185,7 +185,7 @@ TEST(GmmscoreCliTest, RuntimeErrorsExitOneWithOneLine) {
   const RunResult nan_run = Gmmscore({"score", "--model", Fixture("tiny_am.txt"), "--features",
                                 absl::StrCat("ark:", nan_feats), "--output", out});
   ExpectOneLineError(nan_run, 1, "utterance 'utt2'");
-  EXPECT_THAT(nan_run.err, HasSubstr("not finite"));
+  EXPECT_THAT(nan_run.err, HasSubstr("must be finite"));
   EXPECT_FALSE(std::ifstream(out_path).good());
 
   const std::string cut_feats = Temp("cut.txt");

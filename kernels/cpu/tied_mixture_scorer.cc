@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/core/feature_values.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace gmmscore {
@@ -98,9 +99,10 @@ absl::Status TiedMixtureCpuScorer::Score(ConstMatrixView features, FloatMatrix* 
   }
   for (int64_t t = 0; t < features.rows; ++t) {
     for (int64_t d = 0; d < features.cols; ++d) {
-      if (!std::isfinite(features.at(t, d))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("feature value at frame ", t, ", dimension ", d, " is not finite"));
+      if (!IsUsableFeatureValue(features.at(t, d))) {
+        return absl::InvalidArgumentError(absl::StrCat("feature value at frame ", t, ", dimension ",
+                                                       d, " is ", features.at(t, d), "; ",
+                                                       kFeatureValueRule));
       }
     }
   }

@@ -5,7 +5,9 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "kernels/core/feature_values.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/tied_mixture_reference.h"
 #include "kernels/score/reference_scorer.h"
@@ -156,7 +158,16 @@ TEST(TiedMixtureScorerTest, RejectsBadFeatures) {
   EXPECT_EQ(scorer.Score(wrong.view(), &loglikes).code(), absl::StatusCode::kInvalidArgument);
   FloatMatrix nan(2, 3);
   nan.at(1, 2) = NAN;
-  EXPECT_EQ(scorer.Score(nan.view(), &loglikes).message(), "feature value at frame 1, dimension 2 is not finite");
+  EXPECT_EQ(scorer.Score(nan.view(), &loglikes).message(),
+            absl::StrCat("feature value at frame 1, dimension 2 is nan; ", kFeatureValueRule));
+  // Finite, but its square is not: refused too (issue 16), at the first bad value.
+  FloatMatrix huge(2, 3);
+  huge.at(0, 1) = 3e38f;
+  huge.at(1, 0) = -kMaxFeatureMagnitude;  // the largest usable magnitude: accepted
+  EXPECT_EQ(scorer.Score(huge.view(), &loglikes).message(),
+            absl::StrCat("feature value at frame 0, dimension 1 is 3e+38; ", kFeatureValueRule));
+  huge.at(0, 1) = kMaxFeatureMagnitude;
+  EXPECT_TRUE(scorer.Score(huge.view(), &loglikes).ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/core/feature_values.h"
 
 namespace gmmscore {
 
@@ -68,9 +69,9 @@ absl::Status ValidateFeaturesOfDim(int dim, ConstMatrixView features) {
   for (int64_t t = 0; t < features.rows; ++t) {
     const float* row = features.row(t);
     for (int64_t d = 0; d < features.cols; ++d) {
-      if (!std::isfinite(row[d])) {
+      if (!IsUsableFeatureValue(row[d])) {
         return absl::InvalidArgumentError(absl::StrCat("feature value at frame ", t, ", dimension ",
-                                                       d, " is ", row[d], ", not finite"));
+                                                       d, " is ", row[d], "; ", kFeatureValueRule));
       }
     }
   }

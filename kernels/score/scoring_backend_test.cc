@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/core/feature_values.h"
 #include "kernels/model/synthetic_model.h"
 
 namespace gmmscore {
@@ -46,6 +47,26 @@ TEST(ScoringBackendTest, ValidateFeaturesNamesTheBadValue) {
   EXPECT_EQ(ValidateFeatures(*model, features.view()).code(), absl::StatusCode::kInvalidArgument);
   FloatMatrix wrong(3, 12);
   EXPECT_THAT(ValidateFeatures(*model, wrong.view()).message(), HasSubstr("dimension 12"));
+}
+
+// Finite values whose squares overflow float32 made NaN scores (issue 16):
+// refused by the same rule as NaN, right at the boundary.
+TEST(ScoringBackendTest, ValidateFeaturesRefusesValuesWhoseSquareOverflows) {
+  auto model = GenerateSyntheticModel({.num_states = 2, .dim = 13, .seed = 1});
+  ASSERT_TRUE(model.ok());
+  FloatMatrix features = GenerateSyntheticFeatures(*model, 4, 2);
+  EXPECT_TRUE(std::isfinite(kMaxFeatureMagnitude * kMaxFeatureMagnitude));
+  EXPECT_FALSE(std::isfinite(std::nextafter(kMaxFeatureMagnitude, INFINITY) *
+                             std::nextafter(kMaxFeatureMagnitude, INFINITY)));
+  for (const float bad : {3e38f, -3e38f, std::nextafter(kMaxFeatureMagnitude, INFINITY)}) {
+    features.at(1, 3) = bad;
+    const absl::Status status = ValidateFeatures(*model, features.view());
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("frame 1, dimension 3"));
+    EXPECT_THAT(status.message(), HasSubstr(kFeatureValueRule));
+  }
+  features.at(1, 3) = -kMaxFeatureMagnitude;
+  EXPECT_TRUE(ValidateFeatures(*model, features.view()).ok());
 }
 
 TEST(ScoringBackendTest, FrameTotalsAreLogSumExpOverStates) {
