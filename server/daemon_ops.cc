@@ -39,6 +39,7 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   for (const ServedModel& model : repository_->models()) health_->SetModel(model.name, true);
   health_->SetServing(true);
   sources_ = std::move(sources);
+  trimmer_ = std::make_unique<MemoryTrimmer>(options_.trim);
   if (!options_.metrics_listen.empty()) {
     int gpu_index = 0;
     if (absl::string_view backend = sources_.backend;
@@ -74,6 +75,7 @@ void DaemonOps::BeginDrain() {
 }
 
 void DaemonOps::Stop() {
+  trimmer_.reset();
   metrics_http_.reset();
   sources_.gpu = nullptr;
   gpu_.reset();

@@ -26,6 +26,7 @@
 #include "server/admin_service.h"
 #include "server/gpu_monitor.h"
 #include "server/health_reporter.h"
+#include "server/memory_trimmer.h"
 #include "server/metrics_http_server.h"
 #include "server/model_repository.h"
 #include "server/server_metrics.h"
@@ -49,6 +50,9 @@ struct OpsOptions {
   // accepted, so that load balancers and Kubernetes stop sending new streams
   // before the port closes.
   absl::Duration drain_grace = absl::ZeroDuration();
+  // Gives malloc's free memory back after bursts (memory_trimmer.h);
+  // period <= 0: never.
+  MemoryTrimmerOptions trim;
   // NVML, for the GPU gauges when the backend is "cuda:N" (opened at
   // runtime; absent: no GPU gauges).
   std::string nvml_library = "libnvidia-ml.so.1";
@@ -67,13 +71,15 @@ class DaemonOps {
   // metrics interceptor.
   void ConfigureBuilder(grpc::ServerBuilder* builder);
   // Health SERVING (overall, scorer, every model); starts the metrics
-  // endpoint. UNAVAILABLE if its address cannot be bound.
+  // endpoint and the memory trimmer. UNAVAILABLE if the metrics address
+  // cannot be bound.
   absl::Status Started(grpc::Server* server, MetricsSources sources);
 
   // Health NOT_SERVING everywhere (models before the overall status, for
   // good), then waits drain_grace.
   void BeginDrain();
-  // Stops the metrics endpoint (the sources it reads are about to go).
+  // Stops the metrics endpoint (the sources it reads are about to go) and
+  // the memory trimmer.
   void Stop();
 
   ServerMetrics& metrics() { return metrics_; }
@@ -92,6 +98,7 @@ class DaemonOps {
   std::unique_ptr<ModelAdminService> admin_;
   std::unique_ptr<GpuMonitor> gpu_;  // null unless NVML serves the backend's GPU
   std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<MemoryTrimmer> trimmer_;
   MetricsSources sources_;
 };
 

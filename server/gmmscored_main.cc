@@ -84,6 +84,9 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "MiB of computed, not yet sent answers all streams together may hold; a chunk beyond "
           "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
           "memory limit. 0: no limit.");
+ABSL_FLAG(int32_t, malloc_trim_s, 10,
+          "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "
+          "after a burst of answers) back to the OS, so that RSS follows use. 0: never.");
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
 ABSL_FLAG(std::string, stream_api, "cq",
           "The gRPC API that carries StreamScore: 'cq' (completion queues, each drained by a "
@@ -187,6 +190,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
   options.ops.admin_open = absl::GetFlag(FLAGS_admin_open);
+  options.ops.trim.period = absl::Seconds(absl::GetFlag(FLAGS_malloc_trim_s));
   options.ops.tls = {.cert_file = absl::GetFlag(FLAGS_tls_cert),
                      .key_file = absl::GetFlag(FLAGS_tls_key),
                      .client_ca_file = absl::GetFlag(FLAGS_tls_client_ca)};

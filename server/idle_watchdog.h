@@ -1,10 +1,13 @@
 // StreamIdleWatchdog: ends streams on which nothing has moved for the
-// stream idle timeout (--stream_idle_timeout_s). A client that opens a
-// stream and then neither sends nor reads holds a stream slot, its reactor
-// and its plan's model versions; this gives them back, with a status that
-// says why (StreamRegistry::EndIdleStreams -> DrainableStream::EndIfIdle).
+// stream idle timeout (--stream_idle_timeout_s), and streams whose client
+// has not taken an answer for the write timeout (--stream_write_timeout_s).
+// A client that opens a stream and then neither sends nor reads holds a
+// stream slot, its reactor and its plan's model versions; one that sends but
+// never reads also holds its answers. This gives them back
+// (StreamRegistry::EndIdleStreams -> DrainableStream::EndIfIdle, which
+// applies both timeouts).
 //
-//   StreamIdleWatchdog watchdog(&registry, absl::Seconds(300));
+//   StreamIdleWatchdog watchdog(&registry, absl::Seconds(60));  // the shorter timeout
 //   ...  // a thread looks every timeout/4 (at most every second)
 //   watchdog.Stop();  // or the destructor
 //

@@ -189,10 +189,13 @@ pid_t StartNonReadingClients(const std::string& address, int dim, int streams, i
   return pid;
 }
 
-TEST(AdversarialTest, ClientsThatNeverReadHoldBoundedMemoryAndAreCancelled) {
+class SlowReaderTest : public ::testing::TestWithParam<StreamApi> {};
+
+TEST_P(SlowReaderTest, ClientsThatNeverReadHoldBoundedMemoryAndAreCancelled) {
   constexpr int kAttackers = 24;
   constexpr int64_t kStreamBudget = int64_t{2} << 20;
   DaemonOptions options;
+  options.stream_api = GetParam();
   options.limits.max_stream_answer_bytes = kStreamBudget;
   options.limits.max_answer_memory_bytes = int64_t{512} << 20;
   options.limits.stream_write_timeout = absl::Seconds(2);
@@ -241,6 +244,14 @@ TEST(AdversarialTest, ClientsThatNeverReadHoldBoundedMemoryAndAreCancelled) {
   EXPECT_GT(control.Stop(), 0);
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(30)));
 }
+
+std::string ApiName(const ::testing::TestParamInfo<StreamApi>& info) {
+  return info.param == StreamApi::kCallback ? "callback" : "cq";
+}
+
+INSTANTIATE_TEST_SUITE_P(BothStreamApis, SlowReaderTest,
+                         ::testing::Values(StreamApi::kCompletionQueue, StreamApi::kCallback),
+                         ApiName);
 
 // ---------------------------------------------------------------------------
 // Score: an answer that could not be sent is refused before any work.
@@ -352,9 +363,7 @@ TEST_P(UndecodableTest, AnUndecodableStreamMessageEndsTheStreamWithInvalidArgume
 
 INSTANTIATE_TEST_SUITE_P(BothStreamApis, UndecodableTest,
                          ::testing::Values(StreamApi::kCompletionQueue, StreamApi::kCallback),
-                         [](const auto& info) {
-                           return info.param == StreamApi::kCallback ? "callback" : "cq";
-                         });
+                         ApiName);
 
 TEST(AdversarialTest, AnUndecodableScoreRequestIsInvalidArgument) {
   auto daemon = TestDaemon::Start({{"small", kSmall}});

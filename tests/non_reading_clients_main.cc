@@ -5,69 +5,54 @@
 //
 //   non_reading_clients HOST:PORT MODEL DIM STREAMS CHUNK_FRAMES CHUNKS
 //
-// Prints "started N" once every stream has written its config, then writes
-// up to CHUNKS chunks of CHUNK_FRAMES frames on each (a write blocks when the
-// daemon stops reading). Prints "ended N <code counts>" once the daemon has
-// ended every stream (its status seen or the call failed), or runs until it
-// is killed.
+// Prints "started N" once a thread per stream runs, then writes up to CHUNKS
+// chunks of CHUNK_FRAMES frames on each (a write blocks while the daemon does
+// not read). Prints "ended K" every second: the streams whose writes the
+// daemon failed (it ended them). Runs until it is killed.
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/synchronization/mutex.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "grpcpp/support/client_callback.h"
 
 namespace {
 
 using gmmscore::v1::StreamScoreRequest;
 using gmmscore::v1::StreamScoreResponse;
 
-class NonReader : public grpc::ClientBidiReactor<StreamScoreRequest, StreamScoreResponse> {
- public:
-  NonReader(gmmscore::v1::AcousticScorer::Stub* stub, const StreamScoreRequest& config,
-            const StreamScoreRequest* chunk, int chunks, std::atomic<int>* ended,
-            absl::Mutex* mu, std::map<int, int>* codes)
-      : chunk_(chunk), chunks_(chunks), ended_(ended), mu_(mu), codes_(codes) {
-    request_ = config;
-    stub->async()->StreamScore(&context_, this);
-    StartWrite(&request_);
-    StartCall();
+// One stream on a thread of its own (a blocking Write is how the daemon's
+// pause reaches this client): the config, then chunks until `chunks` are
+// written or a write fails because the daemon ended the stream.
+void RunStream(const std::string& address, int index, const StreamScoreRequest& config,
+               const StreamScoreRequest& chunk, int chunks, std::atomic<int>* ended) {
+  grpc::ChannelArguments args;
+  args.SetInt("gmmscore.test.connection", index);  // a connection of its own
+  auto stub = gmmscore::v1::AcousticScorer::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  auto stream = stub->StreamScore(&context);
+  bool open = stream->Write(config);
+  for (int c = 0; open && c < chunks; ++c) open = stream->Write(chunk);
+  if (!open) {
+    const grpc::Status status = stream->Finish();
+    std::fprintf(stderr, "stream %d ended: %d %s\n", index, status.error_code(),
+                 status.error_message().c_str());
+    ended->fetch_add(1);
   }
-  void OnWriteDone(bool ok) override {
-    if (!ok || sent_ == chunks_) return;
-    ++sent_;
-    StartWrite(chunk_);
-  }
-  void OnDone(const grpc::Status& status) override {
-    {
-      absl::MutexLock lock(mu_);
-      ++(*codes_)[status.error_code()];
-    }
-    ended_->fetch_add(1);
-  }
-
- private:
-  grpc::ClientContext context_;
-  StreamScoreRequest request_;
-  const StreamScoreRequest* const chunk_;
-  const int chunks_;
-  int sent_ = 0;
-  std::atomic<int>* const ended_;
-  absl::Mutex* const mu_;
-  std::map<int, int>* const codes_;
-};
+  // Never reads: the answers stay unread until the process is killed.
+  while (true) pause();
+}
 
 }  // namespace
 
@@ -79,6 +64,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s HOST:PORT MODEL DIM STREAMS CHUNK_FRAMES CHUNKS\n", argv[0]);
     return 2;
   }
+  // The test that starts this closes its end of stdout after "started": the
+  // reports after it must not kill the attack (the daemon must end it).
+  signal(SIGPIPE, SIG_IGN);
   StreamScoreRequest config;
   config.mutable_config()->add_models(argv[2]);
   StreamScoreRequest chunk;
@@ -88,32 +76,18 @@ int main(int argc, char** argv) {
     chunk.mutable_chunk()->add_values(0.1f * static_cast<float>(i % 17) - 0.8f);
   }
   std::atomic<int> ended{0};
-  absl::Mutex mu;
-  std::map<int, int> codes;
-  std::vector<std::unique_ptr<gmmscore::v1::AcousticScorer::Stub>> stubs;
-  std::vector<std::unique_ptr<NonReader>> readers;
+  std::vector<std::thread> threads;
   for (int s = 0; s < streams; ++s) {
-    grpc::ChannelArguments args;
-    args.SetInt("gmmscore.test.connection", s);  // a connection of its own
-    args.SetMaxReceiveMessageSize(-1);
-    stubs.push_back(gmmscore::v1::AcousticScorer::NewStub(
-        grpc::CreateCustomChannel(argv[1], grpc::InsecureChannelCredentials(), args)));
-    readers.push_back(std::make_unique<NonReader>(stubs.back().get(), config, &chunk, chunks,
-                                                  &ended, &mu, &codes));
+    threads.emplace_back(RunStream, std::string(argv[1]), s, std::cref(config), std::cref(chunk),
+                         chunks, &ended);
   }
   std::printf("started %d\n", streams);
   std::fflush(stdout);
-  while (ended.load() < streams) usleep(10000);
-  std::string summary;
-  {
-    absl::MutexLock lock(&mu);
-    for (const auto& [code, count] : codes) {
-      summary += " code" + std::to_string(code) + "=" + std::to_string(count);
-    }
+  // Reports, once a second, how many streams the daemon has ended (a write
+  // failed); runs until killed.
+  while (true) {
+    sleep(1);
+    std::printf("ended %d\n", ended.load());
+    std::fflush(stdout);
   }
-  std::printf("ended %d%s\n", streams, summary.c_str());
-  std::fflush(stdout);
-  // The readers are still referenced by gRPC until their calls are gone.
-  readers.clear();
-  return 0;
 }
