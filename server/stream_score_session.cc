@@ -125,7 +125,6 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
   }
   pending->remaining = num_models;
   for (int m = 0; m < num_models; ++m) {
-    ++refs_;
     actions->jobs.push_back(
         {.model = plan_->models[m]->prepared,
          .features = *frames,
@@ -136,7 +135,7 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
          .max_batch_frames = plan_->models[m]->max_batch_frames,
          .precision = plan_->models[m]->precision,
          .select = plan_->sparse,
-         .done = [this, pending, m](absl::StatusOr<ScoreResult> result) {
+         .done = [this, pending, m, ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
            OnScored(pending, m, std::move(result));
          }});
   }
@@ -169,7 +168,6 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
 
 ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
-  ++refs_;
   return {.model = plan_->models.front()->prepared,
           .features = std::move(frames),
           .transform = plan_->transform,
@@ -178,7 +176,8 @@ ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
           .origin = this,
           .max_batch_frames = SmallestBatchCap(*plan_),
           .fusion = FusedChunkFor(*plan_, *fusion_),
-          .fused_done = [this, chunk](absl::StatusOr<FusedChunkResult> result) {
+          .fused_done = [this, chunk, ref = NewRefLocked()](
+                            absl::StatusOr<FusedChunkResult> result) {
             OnFused(chunk, std::move(result));
           }};
 }
@@ -208,8 +207,7 @@ void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk,
         actions.jobs.push_back(MakeFusedJobLocked(std::move(next), std::move(frames)));
       }
     }
-    actions.delete_self = UnrefLocked();
-    if (!actions.delete_self) AdvanceLocked(&actions);
+    AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
 }
@@ -225,8 +223,7 @@ void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model
       chunk->status = result.status();
     }
     if (--chunk->remaining == 0) chunk->scored = absl::Now();
-    actions.delete_self = UnrefLocked();
-    if (!actions.delete_self) AdvanceLocked(&actions);
+    AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
 }
@@ -270,14 +267,12 @@ void StreamScoreSession::OnDone() {
     registered = registered_;
   }
   if (registered) env_.registry->Remove(this);
-  bool delete_self;
   {
     absl::MutexLock lock(&mu_);
     done_ = true;
     cancelled_->store(true, std::memory_order_release);  // nobody will read the answers now
-    delete_self = UnrefLocked();
   }
-  if (delete_self) delete this;
+  Unref();  // the RPC's reference: the session may be gone after this
 }
 
 void StreamScoreSession::AddHold() {
@@ -285,13 +280,22 @@ void StreamScoreSession::AddHold() {
   ++refs_;
 }
 
-void StreamScoreSession::ReleaseHold() {
-  bool delete_self;
+void StreamScoreSession::ReleaseHold() { Unref(); }
+
+StreamScoreSession::Ref StreamScoreSession::NewRefLocked() {
+  ++refs_;
+  return Ref(this);
+}
+
+void StreamScoreSession::Unref() {
+  bool last;
   {
     absl::MutexLock lock(&mu_);
-    delete_self = UnrefLocked();
+    last = --refs_ == 0;
   }
-  if (delete_self) delete this;
+  // The one place a session is deleted: the RPC is done (OnDone released
+  // its reference) and no job or drain holds one.
+  if (last) delete this;
 }
 
 void StreamScoreSession::Drain() {
@@ -357,7 +361,6 @@ void StreamScoreSession::EndLocked(absl::Status status) {
   if (!end_status_.has_value()) end_status_ = std::move(status);
 }
 
-bool StreamScoreSession::UnrefLocked() { return --refs_ == 0; }
 
 void StreamScoreSession::AdvanceLocked(Actions* actions) {
   if (finished_) return;
@@ -419,10 +422,6 @@ void StreamScoreSession::Perform(Actions actions) {
   // nested Perform) OnDone may run on another thread and delete `this`, so
   // no member may be read after it.
   BatchScheduler* const scheduler = env_.scheduler;
-  if (actions.delete_self) {
-    delete this;
-    return;
-  }
   const int starting = (actions.start_read ? 1 : 0) + (actions.answer != nullptr ? 1 : 0) +
                        (actions.cancel_call ? 1 : 0);
   if (actions.cancel_call) call_->Cancel();

@@ -11,8 +11,8 @@
 // one write in flight at a time, its message alive until OnWriteDone; up to
 // max_chunks_in_flight chunks accepted but not yet answered (then reading
 // pauses, which pushes back on the client through HTTP/2 flow control);
-// SendStatus exactly once. It deletes itself once OnDone has run and no
-// scheduler job or drain still refers to it. Each accepted chunk charges
+// SendStatus exactly once. It deletes itself (in Unref, the one place) once
+// OnDone has run and no scheduler job or drain still refers to it. Each accepted chunk charges
 // its results' bytes (ResultBytes) to env.answer_budget until gRPC has
 // taken its answer; reading also pauses while the stream holds
 // env.max_stream_answer_bytes of such answers.
@@ -46,6 +46,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -136,7 +137,23 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     bool purge_scheduler = false;  // drop this stream's queued jobs now
     std::optional<grpc::Status> finish;
     bool cancel_call = false;  // the client stopped reading: end the RPC
-    bool delete_self = false;
+  };
+
+  // A counted reference to the session, moved into each scheduler job's
+  // callback: the job keeps the session alive from its submission until the
+  // scheduler destroys the callback (after calling it, or dropping it).
+  class Ref {
+   public:
+    Ref(Ref&& other) noexcept : session_(std::exchange(other.session_, nullptr)) {}
+    Ref& operator=(Ref&&) = delete;
+    ~Ref() {
+      if (session_ != nullptr) session_->Unref();
+    }
+
+   private:
+    friend class StreamScoreSession;
+    explicit Ref(StreamScoreSession* session) : session_(session) {}
+    StreamScoreSession* session_;
   };
 
   ~StreamScoreSession() override;
@@ -164,8 +181,11 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
   void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Releases one reference; true when the session must delete itself.
-  bool UnrefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One more reference (refs_) for a job's callback.
+  Ref NewRefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases one reference; the last deletes the session (the only place
+  // that does). Call without mu_.
+  void Unref();
   // Carries out `actions` (then whatever the ops it started allow next);
   // call without mu_.
   void Perform(Actions actions);
@@ -221,8 +241,8 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> end_status_ ABSL_GUARDED_BY(mu_);
-  // Scheduler jobs and drain holds that still refer to this object, plus one
-  // for the RPC until OnDone.
+  // References that keep this object alive: one for the RPC until OnDone,
+  // one per scheduler job's callback (Ref), one per drain or watchdog hold.
   int refs_ ABSL_GUARDED_BY(mu_) = 1;
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
 };

@@ -1,0 +1,336 @@
+// StreamScoreSession driven through a scripted StreamCall (no gRPC): each
+// way a stream ends, step by step, with the call's rules checked on every
+// step (one read and one write at a time, the final status once and never
+// with a write in flight, nothing after OnDone) and the session gone at the
+// end. Scoring is real: a CPU backend behind a BatchScheduler.
+#include "server/stream_score_session.h"
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/score/backend_factory.h"
+#include "proto/wire_convert.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr int kDim = 5;
+constexpr int kStates = 7;
+
+// Records what the session asks of its call; the test plays gRPC's part.
+class ScriptedCall final : public StreamCall {
+ public:
+  void Bind(StreamCallEvents* events) override { events_ = events; }
+  void Read(StreamRequestIn* request) override {
+    absl::MutexLock lock(&mu_);
+    EXPECT_EQ(read_, nullptr) << "a second read while one is in flight";
+    EXPECT_FALSE(status_.has_value()) << "a read after the final status";
+    read_ = request;
+  }
+  void Write(const v1::StreamScoreResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    EXPECT_FALSE(write_in_flight_) << "a second write while one is in flight";
+    EXPECT_FALSE(status_.has_value()) << "a write after the final status";
+    write_in_flight_ = true;
+    written_.push_back(*response);
+  }
+  void SendStatus(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    EXPECT_FALSE(status_.has_value()) << "a second final status";
+    EXPECT_FALSE(write_in_flight_) << "the final status with a write in flight";
+    status_ = status;
+  }
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    ++cancels_;
+  }
+
+  // The client sends `request`: completes the read in flight.
+  void Deliver(const v1::StreamScoreRequest& request) {
+    StreamRequestIn* target = TakeRead();
+    ASSERT_NE(target, nullptr) << "no read in flight";
+    target->message = request;
+    target->status = absl::OkStatus();
+    events_->OnReadDone(true);
+  }
+  // The client sends bytes that do not decode.
+  void DeliverUndecodable() {
+    StreamRequestIn* target = TakeRead();
+    ASSERT_NE(target, nullptr) << "no read in flight";
+    target->status = absl::InvalidArgumentError("not a StreamScoreRequest");
+    events_->OnReadDone(true);
+  }
+  // The read in flight fails: the client half-closed (or the call ended).
+  void EndReads() {
+    if (TakeRead() != nullptr) events_->OnReadDone(false);
+  }
+  // Waits for the n-th write (1-based) to be in flight.
+  bool AwaitWrite(int n) {
+    return Await([&] { return static_cast<int>(written_.size()) >= n && write_in_flight_; });
+  }
+  // Waits for the n-th write, then completes it with `ok`.
+  void CompleteWrite(int n, bool ok) {
+    ASSERT_TRUE(AwaitWrite(n)) << "write " << n << " never came";
+    {
+      absl::MutexLock lock(&mu_);
+      write_in_flight_ = false;
+    }
+    events_->OnWriteDone(ok);
+  }
+  void Cancelled() { events_->OnCancel(); }
+  void Done() { events_->OnDone(); }
+
+  std::optional<grpc::Status> AwaitStatus() {
+    Await([&] { return status_.has_value(); });
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+  bool ReadInFlight() {
+    absl::MutexLock lock(&mu_);
+    return read_ != nullptr;
+  }
+  bool HasStatus() {
+    absl::MutexLock lock(&mu_);
+    return status_.has_value();
+  }
+  int cancels() {
+    absl::MutexLock lock(&mu_);
+    return cancels_;
+  }
+  v1::StreamScoreResponse written(int i) {
+    absl::MutexLock lock(&mu_);
+    return written_.at(i);
+  }
+  int writes() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(written_.size());
+  }
+
+ private:
+  StreamRequestIn* TakeRead() {
+    absl::MutexLock lock(&mu_);
+    return std::exchange(read_, nullptr);
+  }
+  // Waits up to 30 s (scoring runs on the scheduler's threads).
+  bool Await(const std::function<bool()>& done) {
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&done, &std::function<bool()>::operator()),
+                                absl::Seconds(30));
+    // (done reads the guarded members with mu_ held by AwaitWithTimeout.)
+  }
+
+  StreamCallEvents* events_ = nullptr;
+  absl::Mutex mu_;
+  StreamRequestIn* read_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<v1::StreamScoreResponse> written_ ABSL_GUARDED_BY(mu_);
+  std::optional<grpc::Status> status_ ABSL_GUARDED_BY(mu_);
+  int cancels_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class StreamScoreSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend("cpu");
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    absl::StatusOr<DiagGmmModel> model = GenerateSyntheticModel(
+        {.num_states = kStates, .min_gaussians = 1, .max_gaussians = 2, .dim = kDim, .seed = 4});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_shared<const DiagGmmModel>(*std::move(model));
+    auto repository = ModelRepository::FromModels({{"m", model_}}, backend_.get());
+    ASSERT_TRUE(repository.ok()) << repository.status();
+    repository_ = *std::move(repository);
+    scheduler_ = std::make_unique<BatchScheduler>(backend_.get(), BatchSchedulerOptions{});
+    env_ = {.repository = repository_.get(),
+            .scheduler = scheduler_.get(),
+            .registry = &registry_,
+            .write_timeout = absl::Seconds(30),
+            .answer_budget = &budget_,
+            .sessions_alive = &alive_,
+            .stalled_streams = &stalled_};
+  }
+  void TearDown() override {
+    // Every test ends with the session gone and nothing held.
+    EXPECT_EQ(alive_.load(), 0);
+    EXPECT_EQ(budget_.held(), 0);
+    EXPECT_EQ(registry_.live_streams(), 0);
+    scheduler_->Stop();
+  }
+
+  StreamScoreSession* Open(const absl::Status& refused = absl::OkStatus()) {
+    return new StreamScoreSession(env_, &call_, "test-peer", absl::InfiniteFuture(), refused);
+  }
+  static v1::StreamScoreRequest Config() {
+    v1::StreamScoreRequest request;
+    request.mutable_config()->add_models("m");
+    return request;
+  }
+  static v1::StreamScoreRequest Chunk(int frames, float value = 0.5f) {
+    v1::StreamScoreRequest request;
+    FeaturesToProto(FloatMatrix(frames, kDim, value).view(), request.mutable_chunk());
+    return request;
+  }
+  // Polls until the session object is gone (its last job's reference may be
+  // released on a scheduler thread just after the final status).
+  bool AwaitDeleted() {
+    const absl::Time end = absl::Now() + absl::Seconds(30);
+    while (alive_.load() != 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(1));
+    return alive_.load() == 0;
+  }
+
+  std::unique_ptr<ScoringBackend> backend_;
+  std::shared_ptr<const DiagGmmModel> model_;
+  std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  StreamRegistry registry_{16};
+  AnswerBudget budget_{int64_t{1} << 30};
+  std::atomic<int64_t> alive_{0};
+  std::atomic<int64_t> stalled_{0};
+  StreamEnvironment env_;
+  ScriptedCall call_;
+};
+
+TEST_F(StreamScoreSessionTest, HalfCloseAnswersEveryChunkThenOk) {
+  Open();
+  EXPECT_EQ(alive_.load(), 1);
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(3));
+  call_.Deliver(Chunk(4));
+  call_.EndReads();  // half-close
+  call_.CompleteWrite(1, true);
+  EXPECT_FALSE(call_.HasStatus());  // the second answer is still due
+  call_.CompleteWrite(2, true);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok()) << status->error_message();
+  EXPECT_EQ(call_.written(0).first_frame(), 0);
+  EXPECT_EQ(call_.written(1).first_frame(), 3);
+  ASSERT_EQ(call_.written(1).scores_size(), 1);
+  EXPECT_EQ(call_.written(1).scores(0).num_frames(), 4u);
+  EXPECT_EQ(alive_.load(), 1);  // until OnDone
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, CancelDuringAWriteEndsCancelledAndFreesTheSession) {
+  Open();
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(5));
+  ASSERT_TRUE(call_.ReadInFlight());
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  call_.Cancelled();
+  call_.EndReads();
+  call_.CompleteWrite(1, false);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::CANCELLED);
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, DrainAnswersThePendingChunksThenUnavailable) {
+  StreamScoreSession* session = Open();
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(6));
+  call_.Deliver(Chunk(4));
+  // The first answer is being written, the second waits for it: both are
+  // due before the drain's status.
+  ASSERT_TRUE(call_.ReadInFlight());
+  session->AddHold();  // as the registry holds a stream while draining it
+  session->Drain();
+  session->ReleaseHold();
+  call_.CompleteWrite(1, true);
+  EXPECT_FALSE(call_.HasStatus());
+  call_.CompleteWrite(2, true);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(status->error_message().find("frames [0, 10) of this stream were answered"),
+            std::string::npos)
+      << status->error_message();
+  call_.EndReads();  // the read in flight fails once the call is over
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, ARefusedStreamGetsItsStatusAndNoRead) {
+  Open(absl::UnauthenticatedError("no token"));
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_FALSE(call_.ReadInFlight());
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, AnErrorAnswerWaitsForTheChunksBeforeIt) {
+  Open();
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(2));
+  call_.Deliver(Chunk(2, NAN));  // bad: the stream ends after the good one
+  EXPECT_FALSE(call_.ReadInFlight());  // no read after the error
+  EXPECT_FALSE(call_.HasStatus());
+  call_.CompleteWrite(1, true);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status->error_message().find("is nan"), std::string::npos) << status->error_message();
+  EXPECT_EQ(call_.writes(), 1);
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, AnUndecodableMessageIsInvalidArgument) {
+  Open();
+  call_.Deliver(Config());
+  call_.DeliverUndecodable();
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+TEST_F(StreamScoreSessionTest, AWriteTheClientNeverTakesCancelsTheCall) {
+  StreamScoreSession* session = Open();
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(8));
+  ASSERT_TRUE(call_.ReadInFlight());
+  // Wait for the answer's write, then let the watchdog look before and
+  // after the write timeout (30 s: the test's own clock, far from a slow
+  // machine's).
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  EXPECT_GT(budget_.held(), 0);  // the answer being written is counted
+  session->AddHold();
+  session->EndIfIdle(absl::Now());
+  EXPECT_EQ(call_.cancels(), 0);
+  session->EndIfIdle(absl::Now() + absl::Seconds(60));
+  session->EndIfIdle(absl::Now() + absl::Seconds(90));  // asked once only
+  session->ReleaseHold();
+  EXPECT_EQ(call_.cancels(), 1);
+  EXPECT_EQ(stalled_.load(), 1);
+  EXPECT_FALSE(call_.HasStatus());  // the write is still in flight
+  // gRPC's side of the cancellation.
+  call_.Cancelled();
+  call_.EndReads();
+  call_.CompleteWrite(1, false);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_FALSE(status->ok());
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+}
+
+}  // namespace
+}  // namespace gmmscore
