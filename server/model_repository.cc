@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "kernels/core/status_macros.h"
 #include "kernels/io/model_loader.h"
 #include "server/client_text.h"
 
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
-  return absl::Status(status.code(), absl::StrFormat("%s: %s", path, status.message()));
+  return PrefixStatus(path, status);
 }
 
 // The model name of a directory entry, or "" if the entry is not a model:

@@ -99,7 +99,7 @@ absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", status.message()));
     }
     if (absl::Status status = backend.Score(prepared, features, options, &result); !status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+      return PrefixStatus(where, status);
     }
     GMM_RETURN_IF_ERROR(writer.Write(reader->key(), result.loglikes.view()));
     ++totals->utterances;

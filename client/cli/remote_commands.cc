@@ -209,8 +209,7 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!streamed.ok()) {
-      status = absl::Status(streamed.status().code(), absl::StrCat("utterance '", key, "': ",
-                                                                   streamed.status().message()));
+      status = PrefixStatus(absl::StrCat("utterance '", key, "'"), streamed.status());
       break;
     }
     status = writer->Write(key, streamed->scores.view());

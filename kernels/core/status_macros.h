@@ -2,11 +2,25 @@
 //
 //   GMM_RETURN_IF_ERROR(WriteHeader(out));
 //   GMM_ASSIGN_OR_RETURN(DiagGmmModel model, LoadModel(path));
+//   return PrefixStatus(absl::StrCat("model file '", path, "'"), status);
 #ifndef GMMSCORE_KERNELS_CORE_STATUS_MACROS_H_
 #define GMMSCORE_KERNELS_CORE_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace gmmscore {
+
+// `status` with "prefix: " before its message and the same code (OK stays
+// OK): where an error happened, added on its way up.
+inline absl::Status PrefixStatus(absl::string_view prefix, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
+}
+
+}  // namespace gmmscore
 
 #define GMM_RETURN_IF_ERROR(expr)                  \
   do {                                             \

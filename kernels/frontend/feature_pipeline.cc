@@ -155,7 +155,7 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
     }
     // Anything else is a decoder option or one fixed here (-dither,
     // -remove_silence; see the header): it does not describe the features.
-    if (!status.ok()) return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+    if (!status.ok()) return PrefixStatus(where, status);
   }
   if (o.num_cepstra != 13) {
     // sphinx_features.h defines the dynamic features on 13 cepstra.

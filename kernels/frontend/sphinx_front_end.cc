@@ -175,12 +175,12 @@ absl::StatusOr<FloatMatrix> ComputeFeatures(const PcmAudio& audio, const Feature
   }
   absl::StatusOr<FloatMatrix> cepstra = ComputeCepstra(audio.samples, pipeline.front_end);
   if (!cepstra.ok()) {
-    return absl::Status(cepstra.status().code(), absl::StrCat("audio '", name, "': ", cepstra.status().message()));
+    return PrefixStatus(absl::StrCat("audio '", name, "'"), cepstra.status());
   }
   if (pipeline.cmn == CmnMode::kBatch) ApplyBatchCmn(&*cepstra);
   absl::StatusOr<FloatMatrix> features = ComputeSphinxFeatures(*cepstra, pipeline.feature_type);
   if (!features.ok()) {
-    return absl::Status(features.status().code(), absl::StrCat("audio '", name, "': ", features.status().message()));
+    return PrefixStatus(absl::StrCat("audio '", name, "'"), features.status());
   }
   return features;
 }

@@ -394,13 +394,13 @@ class MmfParser {
         log_w.push_back(weights[f]);
       }
       absl::StatusOr<int> codebook = builder.AddCodebook(params);
-      if (!codebook.ok()) return absl::Status(codebook.status().code(), absl::StrCat(where, ": ", codebook.status().message()));
+      if (!codebook.ok()) return PrefixStatus(where, codebook.status());
       if (absl::Status status = builder.AddState(*codebook, log_w); !status.ok()) {
-        return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+        return PrefixStatus(where, status);
       }
     }
     absl::StatusOr<TiedMixtureModel> model = std::move(builder).Build();
-    if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("HTK MMF '", name_, "': ", model.status().message()));
+    if (!model.ok()) return PrefixStatus(absl::StrCat("HTK MMF '", name_, "'"), model.status());
     std::vector<std::string> names;
     for (const auto& entry : scoring) names.push_back(entry.first);
     return HtkModel{.model = *std::move(model), .state_names = std::move(names), .hmm_states = std::move(hmm_states),

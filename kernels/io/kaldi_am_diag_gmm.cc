@@ -24,7 +24,7 @@ constexpr double kLog2Pi = 1.8378770664093454835606594728112;  // log(2 pi), as 
 
 // Adds `where` in front of a status message, keeping the code.
 absl::Status Annotate(const absl::Status& status, absl::string_view where) {
-  return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+  return PrefixStatus(where, status);
 }
 
 absl::Status CheckGmmValues(const KaldiDiagGmm& gmm, int dim, const std::string& where) {

@@ -26,7 +26,7 @@ absl::StatusOr<FeatureTransform> FmllrFromMatrix(const FloatMatrix& matrix, int 
   absl::StatusOr<FeatureTransform> transform =
       FeatureTransform::Create(static_cast<int>(matrix.rows()), static_cast<int>(matrix.cols()), matrix.span());
   if (!transform.ok()) {
-    return absl::Status(transform.status().code(), absl::StrCat(where, ": ", transform.status().message()));
+    return PrefixStatus(where, transform.status());
   }
   return transform;
 }

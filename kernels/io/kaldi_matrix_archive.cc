@@ -56,8 +56,7 @@ absl::StatusOr<std::unique_ptr<KaldiMatrixArchiveReader>> KaldiMatrixArchiveRead
   GMM_ASSIGN_OR_RETURN(const ArchiveSpecifier spec, ParseArchiveRspecifier(rspecifier));
   absl::StatusOr<std::unique_ptr<InputStream>> in = InputStream::OpenFile(spec.path);
   if (!in.ok()) {
-    return absl::Status(in.status().code(),
-                        absl::StrCat("archive '", rspecifier, "': ", in.status().message()));
+    return PrefixStatus(absl::StrCat("archive '", rspecifier, "'"), in.status());
   }
   return std::unique_ptr<KaldiMatrixArchiveReader>(new KaldiMatrixArchiveReader(*std::move(in)));
 }

@@ -110,7 +110,7 @@ absl::StatusOr<FloatMatrix> ReadKaldiMatrixObject(const std::string& path, int64
   }
   std::unique_ptr<io_internal::InputStream> in = io_internal::InputStream::FromString(std::move(text), path);
   absl::StatusOr<FloatMatrix> matrix = io_internal::ReadTextMatrix(*in);
-  if (!matrix.ok()) return absl::Status(matrix.status().code(), absl::StrCat(where, ": ", matrix.status().message()));
+  if (!matrix.ok()) return PrefixStatus(where, matrix.status());
   return matrix;
 }
 
@@ -118,7 +118,7 @@ absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_
   GMM_ASSIGN_OR_RETURN(const std::string scp_path, ScriptPath(rspecifier));
   absl::StatusOr<std::string> contents = io_internal::ReadFileToString(scp_path);
   if (!contents.ok()) {
-    return absl::Status(contents.status().code(), absl::StrCat("scp '", scp_path, "': ", contents.status().message()));
+    return PrefixStatus(absl::StrCat("scp '", scp_path, "'"), contents.status());
   }
   std::vector<KaldiMatrixEntry> entries;
   int line_number = 0;
@@ -146,8 +146,7 @@ absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_
     }
     absl::StatusOr<FloatMatrix> matrix = ReadKaldiMatrixObject(path, offset);
     if (!matrix.ok()) {
-      return absl::Status(matrix.status().code(),
-                          absl::StrCat(where, " (key '", key, "'): ", matrix.status().message()));
+      return PrefixStatus(absl::StrCat(where, " (key '", key, "')"), matrix.status());
     }
     entries.push_back({key, *std::move(matrix)});
   }

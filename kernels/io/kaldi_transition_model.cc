@@ -130,7 +130,7 @@ class TextParser {
     GMM_RETURN_IF_ERROR(Expect(tuples ? "</Tuples>" : "</Triples>"));
     GMM_RETURN_IF_ERROR(Expect("<LogProbs>"));
     absl::StatusOr<std::vector<float>> probs = io_internal::ReadTextVector(in_);
-    if (!probs.ok()) return absl::Status(probs.status().code(), absl::StrCat(where_, ", <LogProbs>: ", probs.status().message()));
+    if (!probs.ok()) return PrefixStatus(absl::StrCat(where_, ", <LogProbs>"), probs.status());
     tm.log_probs = *std::move(probs);
     GMM_RETURN_IF_ERROR(Expect("</LogProbs>"));
     GMM_RETURN_IF_ERROR(Expect("</TransitionModel>"));

@@ -53,7 +53,7 @@ absl::StatusOr<ModelFormat> DetectModelFormat(const std::string& path) {
   absl::StatusOr<std::unique_ptr<io_internal::InputStream>> opened =
       io_internal::InputStream::OpenFile(path);
   if (!opened.ok()) {
-    return absl::Status(opened.status().code(), absl::StrCat("model file: ", opened.status().message()));
+    return PrefixStatus("model file", opened.status());
   }
   std::unique_ptr<io_internal::InputStream> in = *std::move(opened);
   std::string prefix(kSniffBytes, '\0');
@@ -83,9 +83,9 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
       GMM_ASSIGN_OR_RETURN(const SphinxModel sphinx, ReadSphinxModel(path));
       absl::StatusOr<DiagGmmModel> model = sphinx.model.ToDiagGmmModel();
       if (!model.ok()) {
-        return absl::Status(model.status().code(),
-                            absl::StrCat("Sphinx model '", path, "' (", SphinxModelKindName(sphinx.kind),
-                                         "): ", model.status().message()));
+        return PrefixStatus(
+            absl::StrCat("Sphinx model '", path, "' (", SphinxModelKindName(sphinx.kind), ")"),
+            model.status());
       }
       return model;
     }
@@ -93,7 +93,7 @@ absl::StatusOr<DiagGmmModel> LoadModel(const std::string& path) {
       GMM_ASSIGN_OR_RETURN(const HtkModel htk, ReadHtkMmf(path));
       absl::StatusOr<DiagGmmModel> model = htk.model.ToDiagGmmModel();
       if (!model.ok()) {
-        return absl::Status(model.status().code(), absl::StrCat("HTK MMF '", path, "': ", model.status().message()));
+        return PrefixStatus(absl::StrCat("HTK MMF '", path, "'"), model.status());
       }
       return model;
     }

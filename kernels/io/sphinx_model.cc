@@ -112,7 +112,7 @@ class S3Body {
 absl::StatusOr<std::string> ReadRequired(const std::string& path, absl::string_view what) {
   absl::StatusOr<std::string> bytes = io_internal::ReadFileToString(path);
   if (!bytes.ok()) {
-    return absl::Status(bytes.status().code(), absl::StrCat("Sphinx ", what, ": ", bytes.status().message()));
+    return PrefixStatus(absl::StrCat("Sphinx ", what), bytes.status());
   }
   return bytes;
 }
@@ -660,7 +660,7 @@ absl::StatusOr<SphinxModel> ReadSphinxModel(const std::string& directory, const 
       stream_start += count;
     }
     absl::StatusOr<int> added = builder.AddCodebook(params);
-    if (!added.ok()) return absl::Status(added.status().code(), absl::StrCat(where, ": ", added.status().message()));
+    if (!added.ok()) return PrefixStatus(where, added.status());
   }
   std::vector<std::vector<double>> log_w(means.num_streams, std::vector<double>(density));
   std::vector<absl::Span<const double>> spans(log_w.begin(), log_w.end());
@@ -670,11 +670,11 @@ absl::StatusOr<SphinxModel> ReadSphinxModel(const std::string& directory, const 
       std::copy(w, w + density, log_w[f].begin());
     }
     if (absl::Status status = builder.AddState(senone_codebook[s], spans); !status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+      return PrefixStatus(where, status);
     }
   }
   absl::StatusOr<TiedMixtureModel> model = std::move(builder).Build();
-  if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(where, ": ", model.status().message()));
+  if (!model.ok()) return PrefixStatus(where, model.status());
   std::vector<std::string> names = StateNames(mdef);
   return SphinxModel{.model = *std::move(model),
                      .kind = kind,

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
 
 namespace gmmscore {
 namespace {
@@ -84,7 +85,7 @@ absl::StatusOr<DiagGmmModel> TiedMixtureModel::ToDiagGmmModel() const {
       variances.insert(variances.end(), natural.variance.begin(), natural.variance.end());
     }
     if (absl::Status status = builder.AddState(weights, means, variances); !status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("converting to a DiagGmmModel: ", status.message()));
+      return PrefixStatus("converting to a DiagGmmModel", status);
     }
   }
   return std::move(builder).Build();
