@@ -1,0 +1,58 @@
+#include "kernels/cuda/lane_pool.h"
+
+#include <utility>
+
+#include "kernels/core/status_macros.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gmmscore {
+
+LaneLease::LaneLease(LaneLease&& other) noexcept
+    : pool_(std::exchange(other.pool_, nullptr)),
+      lane_(std::exchange(other.lane_, nullptr)),
+      idle_(other.idle_) {}
+
+LaneLease::~LaneLease() {
+  if (lane_ == nullptr) return;
+  // The error (if any) was reported by the call that failed; this wait only
+  // keeps the next call off buffers the queued work still uses.
+  if (!idle_) cudaStreamSynchronize(lane_->stream.get());
+  pool_->Release(lane_);
+}
+
+absl::StatusOr<std::unique_ptr<LanePool>> LanePool::Create(int device, int count) {
+  std::unique_ptr<LanePool> pool(new LanePool(device, count));
+  for (Lane& lane : pool->lanes_) {
+    GMM_ASSIGN_OR_RETURN(lane.stream, CudaStream::Create());
+    GMM_ASSIGN_OR_RETURN(lane.cublas, CublasHandle::Create());
+    GMM_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(lane.cublas.get(), CUBLAS_DEFAULT_MATH),
+                               "set cuBLAS math mode");
+    lane.gemm.cublas = lane.cublas.get();
+    lane.tied.cublas = lane.cublas.get();
+    pool->free_lanes_.push_back(&lane);
+  }
+  return pool;
+}
+
+LanePool::~LanePool() {
+  cudaSetDevice(device_);
+  for (Lane& lane : lanes_) cudaStreamSynchronize(lane.stream.get());
+}
+
+LaneLease LanePool::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  lane_free_.wait(lock, [&] { return !free_lanes_.empty(); });
+  Lane* lane = free_lanes_.back();
+  free_lanes_.pop_back();
+  return LaneLease(this, lane);
+}
+
+void LanePool::Release(Lane* lane) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_lanes_.push_back(lane);
+  }
+  lane_free_.notify_one();
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,157 @@
+// ScoreUntiedOnLane (lane_scoring.h): untied windows on one lane.
+#include <cstring>
+#include <vector>
+
+#include "kernels/core/status_macros.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/lane_scoring.h"
+#include "kernels/cuda/loglik_launch.h"
+
+namespace gmmscore {
+namespace {
+
+std::vector<PlanWindow> PlanWindows(absl::Span<const ScoreWindow> jobs,
+                                    absl::Span<const DeviceModel* const> resident,
+                                    absl::Span<const FusionJob> fusions) {
+  std::vector<PlanWindow> windows(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    windows[j] = {.model = resident[j],
+                  .rows = jobs[j].features.rows,
+                  .dim = static_cast<int>(jobs[j].features.cols),
+                  .num_states = resident[j]->num_states,
+                  .num_gaussians = resident[j]->num_gaussians,
+                  .precision = jobs[j].precision,
+                  .transform = jobs[j].transform,
+                  .selected = DeviceSelection::Selects(jobs[j])};
+  }
+  for (const FusionJob& fusion : fusions) {
+    for (int w : fusion.windows) windows[w].fused_only = !fusion.model_scores;
+  }
+  return windows;
+}
+
+// Packs every window's frames and each transform into lane.host_in, copies
+// them in and, with transforms, runs the transform pass. Returns where the
+// runs read their frames on the device.
+absl::StatusOr<const float*> CopyInFrames(Lane& lane, absl::Span<const ScoreWindow> jobs,
+                                          const BatchPlan& plan) {
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_in, plan.in_floats));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.features, plan.in_floats));
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const ConstMatrixView& features = jobs[j].features;
+    for (int64_t t = 0; t < features.rows; ++t) {
+      std::memcpy(lane.host_in.data() + plan.in_offset[j] + t * features.cols, features.row(t),
+                  features.cols * sizeof(float));
+    }
+  }
+  for (const auto& [transform, offset] : plan.transforms) {
+    PackTransform(*transform, lane.host_in.data() + offset);
+  }
+  cudaStream_t stream = lane.stream.get();
+  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.features.data(), lane.host_in.data(),
+                                           plan.in_floats * sizeof(float), cudaMemcpyHostToDevice,
+                                           stream),
+                           "copy features to device");
+  if (plan.segments.empty()) return lane.features.data();
+  const size_t count = plan.segments.size();
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_segments, count));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.segments, count));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.transformed, plan.frame_floats));
+  std::memcpy(lane.host_segments.data(), plan.segments.data(), count * sizeof(TransformSegment));
+  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.segments.data(), lane.host_segments.data(),
+                                           count * sizeof(TransformSegment),
+                                           cudaMemcpyHostToDevice, stream),
+                           "copy transform segments to device");
+  GMM_RETURN_IF_ERROR(LaunchFeatureTransforms(lane.features.data(), lane.transformed.data(),
+                                              lane.features.data(), lane.segments.data(),
+                                              static_cast<int>(count), plan.max_segment_values,
+                                              stream));
+  return lane.transformed.data();
+}
+
+// The plan's runs (one multi-model launch, or one launch each), then their
+// frame totals.
+absl::Status LaunchRuns(Lane& lane, absl::Span<const DeviceModel* const> resident,
+                        const BatchPlan& plan, const float* frames) {
+  cudaStream_t stream = lane.stream.get();
+  float* out = lane.loglikes.data();
+  std::vector<LoglikJob> runs;
+  for (const BatchPlan::Run& run : plan.runs) {
+    runs.push_back({resident[run.first], frames + plan.in_offset[run.first], run.frames,
+                    out + plan.scores_offset[run.first]});
+  }
+  if (plan.one_launch) {
+    GMM_RETURN_IF_ERROR(LaunchMultiModelLoglik(runs, lane.gemm, stream));
+  } else {
+    for (size_t r = 0; r < runs.size(); ++r) {
+      GMM_RETURN_IF_ERROR(LaunchLoglik(*runs[r].model, plan.runs[r].algorithm, runs[r].features,
+                                       runs[r].num_frames, runs[r].loglikes, lane.gemm, stream));
+    }
+  }
+  if (!plan.frame_totals) return absl::OkStatus();
+  for (size_t r = 0; r < runs.size(); ++r) {
+    float* totals = out + plan.scores_floats + plan.totals_offset[plan.runs[r].first];
+    GMM_RETURN_IF_ERROR(LaunchFrameTotals(runs[r].loglikes, runs[r].num_frames,
+                                          runs[r].model->num_states, totals, stream));
+  }
+  return absl::OkStatus();
+}
+
+// Queues the copies of the plan's ranges to lane.host_out.
+absl::Status CopyBack(Lane& lane, const BatchPlan& plan) {
+  for (const auto& [first, end] : plan.copy_ranges) {
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + first,
+                                             lane.loglikes.data() + first,
+                                             (end - first) * sizeof(float), cudaMemcpyDeviceToHost,
+                                             lane.stream.get()),
+                             "copy scores to host");
+  }
+  return absl::OkStatus();
+}
+
+// Each window's scores (whole ones) and asked-for frame totals, from
+// lane.host_out into its result.
+void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
+                 absl::Span<const PlanWindow> windows, const BatchPlan& plan, bool frame_totals) {
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    ScoreResult* result = jobs[j].result;
+    const int64_t rows = jobs[j].features.rows;
+    if (plan.whole[j] && rows > 0) {
+      std::memcpy(result->loglikes.data(), lane.host_out.data() + plan.scores_offset[j],
+                  rows * windows[j].num_states * sizeof(float));
+    }
+    if (frame_totals && (plan.whole[j] || windows[j].selected)) {
+      const float* totals = lane.host_out.data() + plan.scores_floats + plan.totals_offset[j];
+      result->frame_totals.assign(totals, totals + rows);
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
+                               absl::Span<const DeviceModel* const> resident,
+                               const ScoreOptions& options, absl::Span<const FusionJob> fusions,
+                               bool wgmma_available) {
+  const std::vector<PlanWindow> windows = PlanWindows(jobs, resident, fusions);
+  // Posterior fusion weighs models by their frame totals.
+  const BatchPlan plan = PlanBatch(windows, {.frame_totals = options.frame_totals || !fusions.empty(),
+                                             .requested = options.algorithm,
+                                             .wgmma_available = wgmma_available});
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, plan.out_floats));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.loglikes, plan.out_floats));
+  GMM_ASSIGN_OR_RETURN(const float* frames, CopyInFrames(lane, jobs, plan));
+  GMM_RETURN_IF_ERROR(LaunchRuns(lane, resident, plan, frames));
+  std::vector<bool> selected(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) selected[j] = windows[j].selected;
+  GMM_RETURN_IF_ERROR(lane.selection.Queue(jobs, selected, lane.loglikes.data(),
+                                           plan.scores_offset, lane.stream.get()));
+  GMM_RETURN_IF_ERROR(CopyBack(lane, plan));
+  GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.stream.get()), "run likelihood kernels");
+  lane.selection.Finish(jobs);
+  if (!fusions.empty()) GMM_RETURN_IF_ERROR(FuseOnLane(lane, jobs, plan, fusions));
+  FillResults(lane, jobs, windows, plan, options.frame_totals);
+  return absl::OkStatus();
+}
+
+}  // namespace gmmscore
