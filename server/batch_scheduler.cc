@@ -327,7 +327,7 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>*
 
 absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs, std::vector<Outcome>& outcomes) {
   // Jobs of one stream may complete out of order here: a stream answers its
-  // chunks in order whatever order its jobs finish in (stream_reactor.h).
+  // chunks in order whatever order its jobs finish in (stream_score_session.h).
   std::atomic<int64_t> nanos{0};
   answer_pool_->ParallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
     const absl::Time start = absl::Now();

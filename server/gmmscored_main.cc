@@ -26,7 +26,7 @@ ABSL_FLAG(std::string, config, "",
           "A config file in protobuf text format (gmmscore.v1.ServerConfig, "
           "proto/gmmscore/v1/server_config.proto; example deploy/gmmscored.textproto). Each "
           "field sets the flag of its name; flags given on the command line override the file. "
-          "Its `models` entries set per-model backend (must be this daemon's), precision (fp32), "
+          "Its `models` entries set per-model backend (must be this daemon's), precision (exact or fast), "
           "max_batch_frames and load_on_demand. A bad file stops the start, naming file, line "
           "and column.");
 ABSL_FLAG(std::string, model_repository, "",

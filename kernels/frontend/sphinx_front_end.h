@@ -24,7 +24,7 @@
 //   - a missing -cmn means batch CMN (the whole utterance is at hand).
 // Noise removal (-remove_noise, spectral subtraction in the mel domain) stays
 // on by default, as in sphinxbase: goforward.mfc in pocketsphinx-testdata was
-// computed that way and we reproduce it bit for bit (frontend_test.cc).
+// computed that way and we reproduce it bit for bit (sphinx_front_end_test.cc).
 //
 // Errors: INVALID_ARGUMENT naming the option and the file for values the
 // front end cannot use (checked here before sphinxbase sees them, since some
