@@ -58,7 +58,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/core/matrix.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 #include "kernels/score/feature_transform.h"
 #include "kernels/score/fusion.h"
 #include "kernels/score/scoring_backend.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "kernels/core/mutex_mode.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "server/auth_token.h"
 #include "server/daemon.h"
 #include "server/log.h"

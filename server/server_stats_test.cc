@@ -7,7 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "server/batch_scheduler.h"
 
 namespace gmmscore {

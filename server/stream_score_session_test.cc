@@ -18,7 +18,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "proto/wire_convert.h"
 
 namespace gmmscore {

@@ -10,7 +10,7 @@
 #include "client/client.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "tests/ops_test_util.h"
 #include "tests/test_daemon.h"
 

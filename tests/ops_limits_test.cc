@@ -17,7 +17,7 @@
 #include "client/client.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "proto/wire_convert.h"
 #include "server/daemon.h"
 #include "server/log.h"

@@ -16,7 +16,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "kernels/io/native_model_file.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "server/log.h"
 #include "tests/test_daemon.h"
 

@@ -25,7 +25,7 @@
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "kernels/model/synthetic_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "server/daemon.h"
 #include "server/log.h"
 

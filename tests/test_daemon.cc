@@ -7,7 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "server/log.h"
 
 namespace gmmscore {

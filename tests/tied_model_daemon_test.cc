@@ -20,7 +20,7 @@
 #include "kernels/cpu/tied_mixture_scorer.h"
 #include "kernels/io/sphinx_features.h"
 #include "kernels/io/sphinx_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "kernels/score/feature_transform.h"
 #include "server/log.h"
 #include "tests/test_daemon.h"

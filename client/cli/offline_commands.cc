@@ -22,7 +22,7 @@
 #include "kernels/io/native_model_file.h"
 #include "kernels/io/sphinx_model.h"
 #include "kernels/model/synthetic_model.h"
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 #include "kernels/score/scoring_backend.h"
 
 ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");

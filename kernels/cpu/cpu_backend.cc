@@ -12,7 +12,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/cpu/cpu_policy.h"
 #include "kernels/cpu/internal/log_sum_exp.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 #include "kernels/cpu/tied_mixture_scorer.h"
 
 namespace gmmscore {

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/feature_values.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 namespace gmmscore {
 namespace {

@@ -9,7 +9,7 @@
 #include "kernels/core/status_macros.h"
 // Header-only float32 exp/log that vectorise (kernels/cpu/internal); the
 // fusion loops are the same shape as the CPU backend's log-sum-exp.
-#include "kernels/cpu/internal/fast_math.h"
+#include "kernels/core/fast_math.h"
 
 namespace gmmscore {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/internal/fast_math.h"
+#include "kernels/core/fast_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define GMMSCORE_HAVE_AVX2_CLONE 1

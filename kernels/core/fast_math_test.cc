@@ -1,4 +1,4 @@
-#include "kernels/cpu/internal/fast_math.h"
+#include "kernels/core/fast_math.h"
 
 #include <cmath>
 

@@ -11,8 +11,8 @@
 // loop for its control flow; fast_math_test and the -fopt-info-vec output
 // are the ways to notice.) Inline on purpose: they are only useful inside a
 // loop the compiler can see.
-#ifndef GMMSCORE_KERNELS_CPU_INTERNAL_FAST_MATH_H_
-#define GMMSCORE_KERNELS_CPU_INTERNAL_FAST_MATH_H_
+#ifndef GMMSCORE_KERNELS_CORE_FAST_MATH_H_
+#define GMMSCORE_KERNELS_CORE_FAST_MATH_H_
 
 #include <bit>
 #include <cstdint>
@@ -89,4 +89,4 @@ inline constexpr float kFastExpMaxArg = 88.0f;
 
 }  // namespace gmmscore::cpu_internal
 
-#endif  // GMMSCORE_KERNELS_CPU_INTERNAL_FAST_MATH_H_
+#endif  // GMMSCORE_KERNELS_CORE_FAST_MATH_H_

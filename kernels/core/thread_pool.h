@@ -13,8 +13,8 @@
 // Built on std::mutex and std::condition_variable rather than absl::Mutex:
 // Debian's Abseil is not built for ThreadSanitizer, which then reports false
 // races through it, and this class is worth checking with TSan.
-#ifndef GMMSCORE_KERNELS_CPU_THREAD_POOL_H_
-#define GMMSCORE_KERNELS_CPU_THREAD_POOL_H_
+#ifndef GMMSCORE_KERNELS_CORE_THREAD_POOL_H_
+#define GMMSCORE_KERNELS_CORE_THREAD_POOL_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -76,4 +76,4 @@ class ThreadPool {
 
 }  // namespace gmmscore
 
-#endif  // GMMSCORE_KERNELS_CPU_THREAD_POOL_H_
+#endif  // GMMSCORE_KERNELS_CORE_THREAD_POOL_H_

@@ -1,4 +1,4 @@
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/core/thread_pool.h"
 
 #include <atomic>
 #include <chrono>

@@ -2,8 +2,8 @@
 // backends this build has.
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<ScoringBackend> backend, CreateBackend("auto"));
-#ifndef GMMSCORE_KERNELS_SCORE_BACKEND_FACTORY_H_
-#define GMMSCORE_KERNELS_SCORE_BACKEND_FACTORY_H_
+#ifndef GMMSCORE_KERNELS_BACKENDS_BACKEND_FACTORY_H_
+#define GMMSCORE_KERNELS_BACKENDS_BACKEND_FACTORY_H_
 
 #include <memory>
 
@@ -25,4 +25,4 @@ bool CudaDeviceAvailable();
 
 }  // namespace gmmscore
 
-#endif  // GMMSCORE_KERNELS_SCORE_BACKEND_FACTORY_H_
+#endif  // GMMSCORE_KERNELS_BACKENDS_BACKEND_FACTORY_H_

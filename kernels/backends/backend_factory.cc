@@ -1,4 +1,4 @@
-#include "kernels/score/backend_factory.h"
+#include "kernels/backends/backend_factory.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
