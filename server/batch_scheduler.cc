@@ -426,7 +426,6 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   stats_.expired_jobs += expired;
   stats_.pack_time += times.pack;
   stats_.score_time += times.score;
-  stats_.split_time += times.split;
   stats_.done_time += times.done;
   if (live_jobs > 0) {
     ++stats_.group_calls;

@@ -186,7 +186,6 @@ struct BatchSchedulerStats {
   absl::Duration worker_wait;  // over jobs: dispatch -> a worker starts the group
   absl::Duration pack_time;    // over group calls: the batch's window list made
   absl::Duration score_time;   // over group calls: ScoringBackend::ScoreBatch (packing incl.)
-  absl::Duration split_time;   // 0: the backend hands each window its rows (in score_time)
   absl::Duration done_time;    // over jobs: their `done` callbacks
 };
 
@@ -228,7 +227,7 @@ class BatchScheduler {
   };
   // Time spent in the phases of one group call, for stats_.
   struct GroupTimes {
-    absl::Duration pack, score, split, done;
+    absl::Duration pack, score, done;
   };
 
   void WorkerLoop();

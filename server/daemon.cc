@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "kernels/core/status_macros.h"
 
 namespace gmmscore {
 namespace {
@@ -35,9 +36,37 @@ ServiceLimits LimitsOf(const DaemonOptions& options) {
 
 }  // namespace
 
+absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
+  const BatchSchedulerOptions& scheduler = options.scheduler;
+  const ServiceLimits& limits = options.limits;
+  if (scheduler.max_batch_frames < 1 || scheduler.num_workers < 1 ||
+      scheduler.max_queued_frames < 1 || limits.max_chunk_frames < 1 ||
+      limits.max_chunks_in_flight < 1 || limits.max_streams < 1 ||
+      limits.max_request_frames < 1 || options.max_message_bytes < 1) {
+    return absl::InvalidArgumentError(
+        "--max_batch_frames, --scheduler_workers, --max_queued_frames, --max_chunk_frames, "
+        "--max_chunks_in_flight, --max_streams, --max_request_frames and --max_message_mb must "
+        "be >= 1 (see --help)");
+  }
+  if (options.stream_threads < 0) {
+    return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: half the cores)");
+  }
+  if (limits.stream_idle_timeout < absl::ZeroDuration() ||
+      limits.stream_write_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--stream_idle_timeout_s and --stream_write_timeout_s must be >= 0 (0: no timeout)");
+  }
+  if (limits.max_stream_answer_bytes < 1 || limits.max_answer_memory_bytes < 0) {
+    return absl::InvalidArgumentError(
+        "--stream_answer_memory_mb must be >= 1 and --answer_memory_mb >= 0 (0: no limit)");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBackend> backend,
                                                       std::unique_ptr<ModelRepository> repository,
                                                       const DaemonOptions& options) {
+  GMM_RETURN_IF_ERROR(ValidateDaemonOptions(options));
   std::unique_ptr<Daemon> daemon(new Daemon());
   daemon->backend_ = std::move(backend);
   daemon->repository_ = std::move(repository);

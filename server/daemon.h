@@ -43,6 +43,12 @@ struct DaemonOptions {
   int stream_threads = 0;
 };
 
+// OK, or INVALID_ARGUMENT naming the flag behind the first bad option: batch,
+// queue, stream and message limits and the scheduler's workers below 1,
+// negative stream threads or timeouts, a stream's answer memory below 1 byte
+// or the server's below 0. Daemon::Start checks it first.
+absl::Status ValidateDaemonOptions(const DaemonOptions& options);
+
 class Daemon {
  public:
   // Takes ownership of `backend` and of `repository` (prepared on it).

@@ -52,7 +52,8 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
 ABSL_FLAG(int32_t, scheduler_workers, 0,
           "Threads issuing backend calls, so that several dispatches are scored at once (on "
           "CUDA their copies and kernels overlap on separate streams). 0: 4 on a CUDA backend "
-          "(its number of streams), 2 on the CPU (whose calls share one thread pool).");
+          "(its number of streams), 2 on the CPU (whose calls share one thread pool): the backend's "
+          "concurrent_calls().");
 ABSL_FLAG(int32_t, answer_threads, 0,
           "Threads that build answers (fusion, sparse selection, protobuf copies) from scored "
           "batches, beside the scheduler workers; 0: half the cores.");
@@ -169,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.scheduler.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   options.scheduler.num_workers = absl::GetFlag(FLAGS_scheduler_workers);
   if (options.scheduler.num_workers == 0) {
-    options.scheduler.num_workers = absl::StartsWith((*backend)->name(), "cuda") ? 4 : 2;
+    options.scheduler.num_workers = (*backend)->concurrent_calls();
   }
   options.scheduler.num_answer_threads = absl::GetFlag(FLAGS_answer_threads);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
@@ -179,6 +180,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.limits.stream_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_stream_idle_timeout_s));
   options.limits.stream_write_timeout =
       absl::Seconds(absl::GetFlag(FLAGS_stream_write_timeout_s));
+  // MiB to bytes, the flags' range first (a shift past 2^63 is undefined).
+  if (absl::GetFlag(FLAGS_stream_answer_memory_mb) > (int64_t{1} << 30) ||
+      absl::GetFlag(FLAGS_answer_memory_mb) > (int64_t{1} << 30) ||
+      absl::GetFlag(FLAGS_max_message_mb) > 2047) {  // gRPC's limits are int bytes
+    return absl::InvalidArgumentError(
+        "--stream_answer_memory_mb and --answer_memory_mb take at most 2^30, --max_message_mb "
+        "at most 2047");
+  }
   options.limits.max_stream_answer_bytes = absl::GetFlag(FLAGS_stream_answer_memory_mb) << 20;
   options.limits.max_answer_memory_bytes = absl::GetFlag(FLAGS_answer_memory_mb) << 20;
   options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
@@ -205,25 +214,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
     if (!token.ok()) return token.status();
     options.limits.required_token = *std::move(token);
   }
-  if (options.scheduler.max_batch_frames < 1 || options.scheduler.num_workers < 1 ||
-      options.limits.max_chunk_frames < 1 || options.limits.max_chunks_in_flight < 1 ||
-      options.limits.max_streams < 1 || options.max_message_bytes < 1 ||
-      options.scheduler.max_queued_frames < 1 || options.stream_threads < 0) {
-    return absl::InvalidArgumentError(
-        "batching and limit flags must be >= 1, --stream_threads >= 0 (see --help)");
-  }
-  if (options.limits.stream_idle_timeout < absl::ZeroDuration() ||
-      options.limits.stream_write_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "--stream_idle_timeout_s and --stream_write_timeout_s must be >= 0 (0: no timeout)");
-  }
-  if (absl::GetFlag(FLAGS_stream_answer_memory_mb) < 1 ||
-      absl::GetFlag(FLAGS_answer_memory_mb) < 0 ||
-      absl::GetFlag(FLAGS_stream_answer_memory_mb) > (int64_t{1} << 30) ||
-      absl::GetFlag(FLAGS_answer_memory_mb) > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError(
-        "--stream_answer_memory_mb must be in [1, 2^30], --answer_memory_mb in [0, 2^30]");
-  }
+  // Every other check is the options' own (ValidateDaemonOptions, in Start).
   return Daemon::Start(*std::move(backend), *std::move(repository), options);
 }
 

@@ -37,7 +37,6 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
   out->set_worker_wait_us(Micros(s.worker_wait));
   out->set_pack_us(Micros(s.pack_time));
   out->set_score_us(Micros(s.score_time));
-  out->set_split_us(Micros(s.split_time));
   out->set_answer_us(Micros(s.done_time));
   out->set_answers_sent(counters.answers.answers);
   out->set_send_wait_us(Micros(counters.answers.wait));

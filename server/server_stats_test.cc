@@ -53,7 +53,6 @@ TEST(ServerStatsTest, SchedulerTimesAndWireForm) {
   stats.worker_wait = absl::Microseconds(12);
   stats.pack_time = absl::Microseconds(13);
   stats.score_time = absl::Microseconds(14);
-  stats.split_time = absl::Microseconds(15);
   stats.done_time = absl::Microseconds(16);
   v1::GetServerStatsResponse wire;
   FillServerStats({.scheduler = stats,
@@ -78,7 +77,6 @@ TEST(ServerStatsTest, SchedulerTimesAndWireForm) {
   EXPECT_EQ(wire.worker_wait_us(), 12u);
   EXPECT_EQ(wire.pack_us(), 13u);
   EXPECT_EQ(wire.score_us(), 14u);
-  EXPECT_EQ(wire.split_us(), 15u);
   EXPECT_EQ(wire.answer_us(), 16u);
   EXPECT_EQ(wire.answers_sent(), 7u);
   EXPECT_EQ(wire.send_wait_us(), 17u);

@@ -131,7 +131,6 @@ void WriteServer(JsonWriter& j, const ServerBreakdown& b) {
   j.Field("answer_ms_per_job", b.answer_ms);
   j.Field("pack_ms_per_batch", b.pack_ms);
   j.Field("score_ms_per_batch", b.score_ms);
-  j.Field("split_ms_per_batch", b.split_ms);
   j.Field("backend_busy", b.backend_busy);
   j.Field("in_scheduler_ms_per_job", b.in_scheduler_ms);
   j.Field("answers", b.answers);
@@ -303,7 +302,7 @@ std::string ReportCsv(const LoadReport& report) {
       "latency_p95_ms,latency_p99_ms,latency_max_ms,send_lag_p99_ms,chunks_due,late_chunks,"
       "chunks_unanswered,streams_failed,stream_status,stable,verify_checked,verify_mismatched,"
       "server_cpu_cores,server_frames_per_batch,server_queue_wait_ms,server_worker_wait_ms,"
-      "server_pack_ms,server_score_ms,server_split_ms,server_answer_ms,server_backend_busy,"
+      "server_pack_ms,server_score_ms,server_answer_ms,server_backend_busy,"
       "client_cpu_cores,within_slo\n";
   for (const PointResult& p : report.points) {
     const PointMetrics& m = p.metrics;
@@ -324,11 +323,11 @@ std::string ReportCsv(const LoadReport& report) {
     }
     if (p.server.has_value()) {
       const ServerBreakdown& b = *p.server;
-      absl::StrAppendFormat(&out, "%.3f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,", b.cpu_cores,
+      absl::StrAppendFormat(&out, "%.3f,%.2f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,", b.cpu_cores,
                             b.frames_per_batch, b.queue_wait_ms, b.worker_wait_ms, b.pack_ms,
-                            b.score_ms, b.split_ms, b.answer_ms, b.backend_busy);
+                            b.score_ms, b.answer_ms, b.backend_busy);
     } else {
-      out += ",,,,,,,,,";
+      out += ",,,,,,,,";
     }
     absl::StrAppendFormat(&out, "%.3f,%d\n", p.client_cpu_cores, p.within_slo);
   }

@@ -28,23 +28,20 @@ ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
   b.answer_ms = Ratio(d(before.answer_us(), after.answer_us()), b.jobs) * 1e-3;
   b.pack_ms = Ratio(d(before.pack_us(), after.pack_us()), b.batches) * 1e-3;
   b.score_ms = Ratio(d(before.score_us(), after.score_us()), b.batches) * 1e-3;
-  b.split_ms = Ratio(d(before.split_us(), after.split_us()), b.batches) * 1e-3;
   b.backend_busy = Ratio(d(before.score_us(), after.score_us()), us);
   b.answers = static_cast<int64_t>(d(before.answers_sent(), after.answers_sent()));
   b.send_wait_ms = Ratio(d(before.send_wait_us(), after.send_wait_us()), b.answers) * 1e-3;
   b.send_ms = Ratio(d(before.send_us(), after.send_us()), b.answers) * 1e-3;
-  b.in_scheduler_ms = b.queue_wait_ms + b.worker_wait_ms + b.pack_ms + b.score_ms + b.split_ms +
-                      b.answer_ms;
+  b.in_scheduler_ms = b.queue_wait_ms + b.worker_wait_ms + b.pack_ms + b.score_ms + b.answer_ms;
   return b;
 }
 
 std::string FormatBreakdown(const ServerBreakdown& b) {
   std::string line = absl::StrFormat(
       "server [%s]: %.2f cores busy; %d batches of %.1f frames (%.1f jobs); per job queue %.2f + "
-      "worker %.2f + answer %.2f ms; per batch pack %.2f + score %.2f + split %.2f ms; backend "
-      "busy %.0f%%",
+      "worker %.2f + answer %.2f ms; per batch pack %.2f + score %.2f ms; backend busy %.0f%%",
       b.device, b.cpu_cores, b.batches, b.frames_per_batch, b.jobs_per_batch, b.queue_wait_ms,
-      b.worker_wait_ms, b.answer_ms, b.pack_ms, b.score_ms, b.split_ms, b.backend_busy * 100);
+      b.worker_wait_ms, b.answer_ms, b.pack_ms, b.score_ms, b.backend_busy * 100);
   if (b.answers > 0) {
     absl::StrAppendFormat(&line, "; per answer send wait %.2f + send %.2f ms", b.send_wait_ms,
                           b.send_ms);

@@ -28,7 +28,7 @@ struct ServerBreakdown {
   // callback (fusion, message building, handing to gRPC).
   double queue_wait_ms = 0, worker_wait_ms = 0, answer_ms = 0;
   // Per batch (mean): packing frames, the backend call, splitting results.
-  double pack_ms = 0, score_ms = 0, split_ms = 0;
+  double pack_ms = 0, score_ms = 0;
   // Share of the wall time a backend call was running (> 1 when the
   // scheduler's workers overlap calls).
   double backend_busy = 0;

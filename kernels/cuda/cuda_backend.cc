@@ -56,6 +56,7 @@ class CudaBackend : public ScoringBackend {
   }
 
   std::string name() const override { return absl::StrCat("cuda:", device_); }
+  int concurrent_calls() const override { return kLanes; }
 
   absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
       std::shared_ptr<const DiagGmmModel> model) override {

@@ -184,6 +184,11 @@ class ScoringBackend {
   // "cpu", "cuda:0", ...
   virtual std::string name() const = 0;
 
+  // Score calls that run at once to good effect: the daemon's default number
+  // of scheduler workers. The CUDA backend's lanes (streams whose copies and
+  // kernels overlap); 2 on the CPU, whose calls share one thread pool.
+  virtual int concurrent_calls() const { return 2; }
+
   // Makes `model` ready for scoring on this backend. Several prepared models
   // may be resident at once. RESOURCE_EXHAUSTED if it does not fit.
   virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(

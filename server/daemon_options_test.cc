@@ -1,0 +1,45 @@
+#include "gtest/gtest.h"
+#include "server/daemon.h"
+
+namespace gmmscore {
+namespace {
+
+TEST(DaemonOptionsTest, DefaultsAreValid) { EXPECT_TRUE(ValidateDaemonOptions({}).ok()); }
+
+// Each bad option is refused with INVALID_ARGUMENT naming its flag.
+TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
+  struct Case {
+    const char* flag;
+    void (*spoil)(DaemonOptions*);
+  };
+  const Case cases[] = {
+      {"--max_batch_frames", [](DaemonOptions* o) { o->scheduler.max_batch_frames = 0; }},
+      {"--scheduler_workers", [](DaemonOptions* o) { o->scheduler.num_workers = 0; }},
+      {"--max_queued_frames", [](DaemonOptions* o) { o->scheduler.max_queued_frames = 0; }},
+      {"--max_chunk_frames", [](DaemonOptions* o) { o->limits.max_chunk_frames = 0; }},
+      {"--max_chunks_in_flight", [](DaemonOptions* o) { o->limits.max_chunks_in_flight = 0; }},
+      {"--max_streams", [](DaemonOptions* o) { o->limits.max_streams = 0; }},
+      {"--max_request_frames", [](DaemonOptions* o) { o->limits.max_request_frames = 0; }},
+      {"--max_message_mb", [](DaemonOptions* o) { o->max_message_bytes = 0; }},
+      {"--stream_threads", [](DaemonOptions* o) { o->stream_threads = -1; }},
+      {"--stream_idle_timeout_s",
+       [](DaemonOptions* o) { o->limits.stream_idle_timeout = absl::Seconds(-1); }},
+      {"--stream_write_timeout_s",
+       [](DaemonOptions* o) { o->limits.stream_write_timeout = absl::Seconds(-1); }},
+      {"--stream_answer_memory_mb", [](DaemonOptions* o) { o->limits.max_stream_answer_bytes = 0; }},
+      {"--answer_memory_mb", [](DaemonOptions* o) { o->limits.max_answer_memory_bytes = -1; }},
+  };
+  for (const Case& c : cases) {
+    DaemonOptions options;
+    c.spoil(&options);
+    const absl::Status status = ValidateDaemonOptions(options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.flag;
+    EXPECT_NE(status.message().find(c.flag), std::string::npos) << c.flag << ": " << status;
+  }
+  DaemonOptions no_limit;
+  no_limit.limits.max_answer_memory_bytes = 0;  // 0: no server-wide limit
+  EXPECT_TRUE(ValidateDaemonOptions(no_limit).ok());
+}
+
+}  // namespace
+}  // namespace gmmscore
