@@ -8,6 +8,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_models.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/device_selection.h"
 #include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/lane_pool.h"
@@ -43,14 +44,8 @@ class CudaBackend : public ScoringBackend {
     // default heuristic spins whenever there are fewer contexts than cores).
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync),
                              "make CUDA waits block");
-    int major = 0, minor = 0;
-    GMM_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_),
-        "compute capability");
-    GMM_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_),
-        "compute capability");
-    wgmma_available_ = major == 9 && minor == 0;  // the wgmma kernel is sm_90a code only
+    GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+    wgmma_available_ = info.major == 9 && info.minor == 0;  // the wgmma kernel is sm_90a code only
     GMM_ASSIGN_OR_RETURN(lanes_, LanePool::Create(device_, kLanes));
     return absl::OkStatus();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/loglik_policy.h"
 
 namespace gmmscore {
 namespace {
@@ -11,8 +12,8 @@ constexpr int kThreads = 256;
 // Enough blocks per window to fill the GPU for long windows; a 10-frame
 // chunk of D = 39 is 390 values, two blocks.
 constexpr int64_t kMaxBlocksPerSegment = 64;
-// gridDim.y's limit; more windows go in further launches.
-constexpr int kMaxSegmentsPerLaunch = 65535;
+// Windows run along gridDim.y; more go in further launches.
+constexpr int kMaxSegmentsPerLaunch = static_cast<int>(kMaxGridDimYZ);
 
 // One thread per output value; the window is blockIdx.y. The D x D products
 // are a few thousand per frame: memory and launch latency dominate, so plain

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/internal/log_math.cuh"
+
 namespace gmmscore {
 
 struct FusedKernelArgs {
@@ -33,15 +35,6 @@ struct FusedKernelArgs {
   int num_states;
   float* loglikes;  // num_frames x num_states, row-major
 };
-
-// Adds exp(a) to the running sum exp(max) * sum with one exponential and no
-// branch: whichever of a and max is smaller is scaled down to the larger.
-__device__ __forceinline__ void LogAdd(float a, float& max, float& sum) {
-  const float larger = fmaxf(a, max);
-  const float scale = __expf(fminf(a, max) - larger);
-  sum = (a > max) ? fmaf(sum, scale, 1.0f) : sum + scale;
-  max = larger;
-}
 
 // acc - sum_i (a_i x_i + b_i)^2 over one quad of dimensions: 8 FMAs.
 __device__ __forceinline__ float SubtractSquaredDistance(float4 a, float4 b, float4 x, float acc) {

@@ -4,8 +4,10 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/blocked_loglik_kernel.cuh"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/fused_loglik_kernel.cuh"
 #include "kernels/cuda/gemm_loglik_kernels.cuh"
+#include "kernels/cuda/internal/dispatch_steps.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/split_loglik_kernel.cuh"
@@ -14,6 +16,13 @@
 
 namespace gmmscore {
 namespace {
+
+// The fused layouts put state blocks (64 states each) along gridDim.y.
+absl::Status CheckFusedBlocks(const DeviceModel& model) {
+  if (model.num_fused_blocks <= kMaxGridDimYZ) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("model has more than ", kMaxGridDimYZ, " x ", kFusedStatesPerBlock, " states"));
+}
 
 FusedKernelArgs MakeFusedArgs(const DeviceModel& model, const float* features, int64_t num_frames,
                               float* loglikes) {
@@ -38,9 +47,7 @@ template <typename Policy>
 absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_t num_frames,
                          float* loglikes, cudaStream_t stream) {
   const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
-  if (model.num_fused_blocks > 65535) {  // gridDim.y limit
-    return absl::InvalidArgumentError("model has more than 65535 x 64 states");
-  }
+  GMM_RETURN_IF_ERROR(CheckFusedBlocks(model));
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     const FusedKernelArgs args =
@@ -70,9 +77,7 @@ template <typename Policy>
 absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int64_t num_frames,
                            float* loglikes, cudaStream_t stream) {
   const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
-  if (model.num_fused_blocks > 65535) {  // gridDim.y limit
-    return absl::InvalidArgumentError("model has more than 65535 x 64 states");
-  }
+  GMM_RETURN_IF_ERROR(CheckFusedBlocks(model));
   if (!FitsBlocked<Policy>(model)) {
     return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(Algorithm::kFused8x2), " supports up to ",
                                                    int64_t{0xffffffff} / (2 * Policy::kStatesPerBlock * model.dim4) - 2,
@@ -90,19 +95,12 @@ absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int6
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> MultiprocessorCount() {
-  int device = 0, count = 0;
-  GMM_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "get device");
-  GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
-                           "multiprocessor count");
-  return count;
-}
-
 absl::Status LaunchSplit(const DeviceModel& model, const float* features, int64_t num_frames,
                          float* loglikes, LoglikWorkspace& workspace, cudaStream_t stream) {
   using Policy = SplitPolicy;
-  if (model.num_fused_blocks > 65535) return absl::InvalidArgumentError("model has more than 65535 x 64 states");
-  GMM_ASSIGN_OR_RETURN(const int sms, MultiprocessorCount());
+  GMM_RETURN_IF_ERROR(CheckFusedBlocks(model));
+  GMM_ASSIGN_OR_RETURN(const DeviceInfo device, CurrentDeviceInfo());
+  const int sms = device.sms;
   const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4) +
                               2ull * Policy::kSplits * Policy::kFramesPerBlock * Policy::kStatesPerBlock * sizeof(float);
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
@@ -138,13 +136,10 @@ absl::Status LaunchTensorCoreSteps(const DeviceModel& model, const float* featur
                                    float* loglikes, cudaStream_t stream) {
   using Policy = TensorCorePolicy<kSteps>;
   const size_t shared_bytes = Policy::SharedBytes(model.tc_cols);
-  GMM_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(TensorCoreLoglikKernel<Policy>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(shared_bytes)),
-                           "raise tensor-core kernel shared memory");
-  constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
-  for (int64_t first = 0; first < num_frames; first += kMaxFramesPerLaunch) {
-    const int64_t frames = std::min(num_frames - first, kMaxFramesPerLaunch);
+  GMM_RETURN_IF_ERROR(AllowDynamicSharedMemory(
+      reinterpret_cast<const void*>(&TensorCoreLoglikKernel<Policy>), shared_bytes));
+  for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
+    const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     TensorCoreArgs args{};
     args.big = model.tc_big.data();
     args.small = model.tc_small.data();
@@ -168,15 +163,18 @@ absl::Status LaunchTensorCoreSteps(const DeviceModel& model, const float* featur
 // argument: the smallest instance that covers 1 + 2D.
 absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, int64_t num_frames,
                               float* loglikes, cudaStream_t stream) {
-  if (model.tc_ranges > 65535) return absl::InvalidArgumentError("model has more than 65535 state ranges");
-  const int steps = model.tc_cols / 8;
-  if (steps <= 4) return LaunchTensorCoreSteps<4>(model, features, num_frames, loglikes, stream);
-  if (steps <= 6) return LaunchTensorCoreSteps<6>(model, features, num_frames, loglikes, stream);
-  if (steps <= 8) return LaunchTensorCoreSteps<8>(model, features, num_frames, loglikes, stream);
-  if (steps <= 10) return LaunchTensorCoreSteps<10>(model, features, num_frames, loglikes, stream);
-  if (steps <= 12) return LaunchTensorCoreSteps<12>(model, features, num_frames, loglikes, stream);
-  return absl::InvalidArgumentError(
-      absl::StrCat("tf32x3 supports dimensions up to 47, the model has ", model.dim));
+  if (model.tc_ranges > kMaxGridDimYZ) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has more than ", kMaxGridDimYZ, " state ranges"));
+  }
+  return DispatchBySteps(
+      model.tc_cols / 8,
+      [&](auto steps) {
+        return LaunchTensorCoreSteps<decltype(steps)::value>(model, features, num_frames, loglikes,
+                                                             stream);
+      },
+      absl::InvalidArgumentError(
+          absl::StrCat("tf32x3 supports dimensions up to 47, the model has ", model.dim)));
 }
 
 absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t num_frames,
@@ -279,8 +277,10 @@ absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWork
 absl::Status LaunchFrameTotals(const float* loglikes, int64_t num_frames, int num_states,
                                float* totals, cudaStream_t stream) {
   constexpr int kThreads = 256;
-  for (int64_t first = 0; first < num_frames; first += 65535 * 1024LL) {
-    const int64_t frames = std::min<int64_t>(num_frames - first, 65535 * 1024LL);
+  // One block per frame along gridDim.x, in launches of at most
+  // kFramesPerLaunchLimit frames like every other kernel.
+  for (int64_t first = 0; first < num_frames; first += kFramesPerLaunchLimit) {
+    const int64_t frames = std::min<int64_t>(num_frames - first, kFramesPerLaunchLimit);
     FrameTotalsKernel<kThreads><<<static_cast<unsigned>(frames), kThreads, 0, stream>>>(
         loglikes + first * num_states, num_states, totals + first);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch frame totals");

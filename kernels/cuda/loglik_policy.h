@@ -1,14 +1,41 @@
-// Tile sizes of the likelihood kernels, and which algorithm runs when the
-// caller asks for Algorithm::kAuto. Kept apart from the kernels so tuning is
-// one edit here, with the benchmark behind each number beside it.
+// Tile sizes of every likelihood kernel family (fused, split, register-
+// blocked, mma.sync tensor-core, wgmma), the device limits their launchers
+// respect, and which algorithm runs when the caller asks for
+// Algorithm::kAuto. Kept apart from the kernels so tuning is one edit here,
+// with the benchmark behind each number beside it (or a plain "not swept"
+// where none was run).
 #ifndef GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
 #define GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/score/scoring_backend.h"
 
+// Functions the host and the kernels both call (shared-memory sizes); plain
+// functions where no CUDA compiler reads this header (the planner's tests).
+#if defined(__CUDACC__)
+#define GMMSCORE_HOST_DEVICE __host__ __device__
+#else
+#define GMMSCORE_HOST_DEVICE
+#endif
+
 namespace gmmscore {
+
+// CUDA's limit on gridDim.y and gridDim.z (every launcher that puts state
+// blocks, state ranges or segments on y or z checks against it).
+inline constexpr int64_t kMaxGridDimYZ = 65535;
+
+// Frame tiles run along gridDim.x (up to 2^31 - 1); launches are cut at 2^24
+// frames anyway to keep the kernels' int64 frame offsets modest.
+inline constexpr int64_t kFramesPerLaunchLimit = int64_t{1} << 24;
+
+// Dynamic shared memory one block may opt into: 99 KB on sm_86/sm_89, the
+// least of the GPUs the mma.sync kernel runs on (sm_80: 163 KB); 227 KB on
+// sm_90, of 228 KB an SM holds, for the wgmma kernel (CUDA C++ Programming
+// Guide, "Compute Capabilities", shared memory per block and per SM).
+inline constexpr size_t kSharedBytesPerBlockSm86 = 99 * 1024;
+inline constexpr size_t kSharedBytesPerSmSm90 = 228 * 1024;
 
 // The fused kernel (Vanek et al. 2011, Algorithm 1): one thread per state,
 // a block holds `kStatesPerBlock` states and `kFramesPerBlock` frames.
@@ -19,9 +46,7 @@ struct FusedPolicy {
   static constexpr int kStatesPerBlock = 64;
   static constexpr int kFramesPerBlock = kFramesPerBlockIn;
   static constexpr int kThreads = kStatesPerBlock;
-  // Frame tiles run along gridDim.x (up to 2^31 - 1); launches are cut at
-  // 2^24 frames anyway to keep int64 offsets in the kernel modest.
-  static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 };
 
 using Fused8Policy = FusedPolicy<8>;
@@ -42,7 +67,7 @@ struct SplitPolicy {
   static constexpr int kThreads = kStatesPerBlock * kSplits;
   static constexpr int kMaxSlices = 64;
   static constexpr int kBlocksPerSm = 4;
-  static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 };
 
 // The register-blocked fused kernel (blocked_loglik_kernel.cuh): the fused
@@ -58,7 +83,7 @@ struct BlockedPolicy {
   static constexpr int kThreads = kStatesPerBlock;
   static constexpr int kGaussiansPerThread = 2;
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSmIn;
-  static constexpr int64_t kMaxFramesPerLaunch = 1LL << 24;
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 };
 
 // fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills,
@@ -67,6 +92,59 @@ struct BlockedPolicy {
 // instead of ~1.2. (BlockedPolicy<16, 8>, 16 frames, meets its 128-register
 // cap only with ~60 bytes of spills; ptxas's allocation there is fragile.)
 using Fused8x2Policy = BlockedPolicy<8, 10>;
+
+// The mma.sync 3xTF32 kernel (tc_loglik_kernel.cuh): four warps of 16
+// frames each; the model's big and small TF32 parts stream through shared
+// memory in chunks of 64 rows. The m16n8k8 shape fixes 16 frames a warp;
+// the warp count and chunk rows were not swept (no recorded benchmark chose
+// them; the tf32x3 column of docs/PERFORMANCE.md's table is what they give).
+template <int kStepsIn>
+struct TensorCorePolicy {
+  static constexpr int kSteps = kStepsIn;   // k-steps of 8: cols <= 8 * kSteps
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kFrames = 16 * kWarps;
+  static constexpr int kChunkRows = 64;     // 8 n-tiles per shared chunk
+  static constexpr int kRowPad = 4;         // row stride cols + 4: conflict-free fragment loads
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
+
+  GMMSCORE_HOST_DEVICE static constexpr size_t SharedBytes(int cols) {
+    return sizeof(float) * 2ull * kChunkRows * (cols + kRowPad);
+  }
+};
+
+// The wgmma kernel (wgmma_loglik_kernel.cuh, sm_90a); docs/PERFORMANCE.md,
+// "The wgmma kernel (sm_90a) and why it stops at ~280k", on how it was built
+// and what bounds it.
+template <int kStepsIn>
+struct WgmmaPolicy {
+  static constexpr int kSteps = kStepsIn;  // k-steps of 8: cols <= 8 * kSteps
+  static constexpr int kWarpGroups = 2;
+  static constexpr int kThreads = 128 * kWarpGroups;
+  static constexpr int kFrames = 64 * kWarpGroups;
+  static constexpr int kChunkRows = 64;    // the MMA's N
+  static constexpr int kChunkGroups = kChunkRows / 8;
+  static constexpr int kStages = 2;        // chunk c in use, chunk c + 1 loading
+  // Two blocks per SM (2 x 80 KB of shared memory at D = 36/39); this caps
+  // registers at 128 (ptxas, CUDA 13.0: 136 bytes of spills at kSteps 10,
+  // still 1.2x faster than one block of 208 registers without them).
+  static constexpr int kMinBlocks = 2;
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
+
+  // One stage holds a chunk's big and small matrices.
+  GMMSCORE_HOST_DEVICE static constexpr size_t StageBytes(int cols) {
+    return 2ull * kChunkRows * cols * sizeof(float);
+  }
+  GMMSCORE_HOST_DEVICE static constexpr size_t SharedBytes(int cols) {
+    return kStages * StageBytes(cols);
+  }
+};
+
+// Waves of wgmma blocks the span count aims at: WgmmaPolicy::kMinBlocks
+// blocks are resident per SM, and a few waves even out spans of unequal
+// length without re-running the A prologue (features into fragments) too
+// often. Not swept (no recorded benchmark chose 3).
+inline constexpr int kWgmmaWavesPerSm = 3;
 
 // The two-kernel path keeps its T x Gtot Gaussian-score matrix under this
 // many bytes by scoring long windows in slices of frames.

@@ -18,16 +18,9 @@
 #include <cstdint>
 
 #include "kernels/cuda/fused_loglik_kernel.cuh"
+#include "kernels/cuda/internal/log_math.cuh"
 
 namespace gmmscore {
-
-// Merges running log-sum (max_b, sum_b) into (max_a, sum_a).
-__device__ __forceinline__ void MergeLogSum(float max_b, float sum_b, float& max_a, float& sum_a) {
-  const float larger = fmaxf(max_a, max_b);
-  if (larger == -INFINITY) return;  // both empty
-  sum_a = sum_a * __expf(max_a - larger) + sum_b * __expf(max_b - larger);
-  max_a = larger;
-}
 
 // One block's work: frame tile `tile` of state block `block`, slice `slice`
 // of `slices`. `partials` (used when slices > 1): [slice][frame][state]

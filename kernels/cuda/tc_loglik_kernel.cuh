@@ -21,7 +21,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/split_loglik_kernel.cuh"
+#include "kernels/cuda/internal/log_math.cuh"
+#include "kernels/cuda/loglik_policy.h"
 
 namespace gmmscore {
 
@@ -37,18 +38,6 @@ struct TensorCoreArgs {
   int cols;
   int num_states;
   float* loglikes;                // num_frames x num_states
-};
-
-template <int kStepsIn>
-struct TensorCorePolicy {
-  static constexpr int kSteps = kStepsIn;   // k-steps of 8: cols <= 8 * kSteps
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kFrames = 16 * kWarps;
-  static constexpr int kChunkRows = 64;     // 8 n-tiles per shared chunk
-  static constexpr int kRowPad = 4;         // row stride cols + 4: conflict-free fragment loads
-
-  static size_t SharedBytes(int cols) { return sizeof(float) * 2ull * kChunkRows * (cols + kRowPad); }
 };
 
 __device__ __forceinline__ uint32_t ToTf32(float value) {
@@ -126,6 +115,9 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], u
 template <typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads)
     TensorCoreLoglikKernel(const TensorCoreArgs args) {
+  // The widest features this instance takes must fit every GPU it runs on.
+  static_assert(Policy::SharedBytes(8 * Policy::kSteps) <= kSharedBytesPerBlockSm86,
+                "tensor-core chunks exceed the shared memory of sm_86/sm_89");
   using P = Policy;
   extern __shared__ float4 shared_tc[];
   const int cols = args.cols;

@@ -30,7 +30,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda/split_loglik_kernel.cuh"
+#include "kernels/cuda/internal/log_math.cuh"
+#include "kernels/cuda/loglik_policy.h"
 #include "kernels/cuda/tc_loglik_kernel.cuh"
 
 namespace gmmscore {
@@ -48,25 +49,6 @@ struct WgmmaArgs {
   int cols;
   int num_states;
   float* loglikes;                // num_frames x num_states
-};
-
-template <int kStepsIn>
-struct WgmmaPolicy {
-  static constexpr int kSteps = kStepsIn;  // k-steps of 8: cols <= 8 * kSteps
-  static constexpr int kWarpGroups = 2;
-  static constexpr int kThreads = 128 * kWarpGroups;
-  static constexpr int kFrames = 64 * kWarpGroups;
-  static constexpr int kChunkRows = 64;    // the MMA's N
-  static constexpr int kChunkGroups = kChunkRows / 8;
-  static constexpr int kStages = 2;        // chunk c in use, chunk c + 1 loading
-  // Two blocks per SM (2 x 80 KB of shared memory at D = 36/39); this caps
-  // registers at 128 (ptxas, CUDA 13.0: 136 bytes of spills at kSteps 10,
-  // still 1.2x faster than one block of 208 registers without them).
-  static constexpr int kMinBlocks = 2;
-
-  // One stage holds a chunk's big and small matrices.
-  __host__ __device__ static size_t StageBytes(int cols) { return 2ull * kChunkRows * cols * sizeof(float); }
-  __host__ __device__ static size_t SharedBytes(int cols) { return kStages * StageBytes(cols); }
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -136,6 +118,9 @@ __device__ __forceinline__ void FenceProxyAsyncShared() {
 
 template <typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLoglikKernel(const WgmmaArgs args) {
+  // kMinBlocks blocks of the widest instance must fit one SM's shared memory.
+  static_assert(Policy::kMinBlocks * Policy::SharedBytes(8 * Policy::kSteps) <= kSharedBytesPerSmSm90,
+                "wgmma stages exceed an sm_90 SM's shared memory at kMinBlocks blocks");
   using P = Policy;
   extern __shared__ __align__(128) float shared_wg[];
   const int cols = args.cols;
