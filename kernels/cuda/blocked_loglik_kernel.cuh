@@ -43,6 +43,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/fused_loglik_kernel.cuh"
+#include "kernels/cuda/internal/frame_staging.cuh"
 
 namespace gmmscore {
 namespace blocked_detail {
@@ -128,32 +129,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   const int lane = threadIdx.x;
   const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
 
-  // Stage the frames, read in row order (coalesced) and stored transposed to
-  // [quad][frame][4]. Zeros in the dimension padding (where a = b = 0 too,
-  // so z = 0) and beyond the window (finite scores that are never written).
-  {
-    float* y = reinterpret_cast<float*>(shared_frames);
-    const int padded_dim = dim4 * 4;
-    for (int i = lane; i < kFrames * padded_dim; i += kStates) {
-      const int f = i / padded_dim;
-      const int d = i - f * padded_dim;
-      const int64_t frame = first_frame + f;
-      float value = 0.0f;
-      if (frame < args.num_frames && d < args.dim) {
-        value = args.features[frame * args.dim + d] - args.center[d];
-      }
-      y[((d >> 2) * kFrames + f) * 4 + (d & 3)] = value;
-    }
-  }
+  // Stage the frames transposed to [quad][frame][4].
+  StageFrames<kFrames, true>(args.features, args.center, args.num_frames, args.dim, dim4,
+                             first_frame, lane, kStates, reinterpret_cast<float*>(shared_frames));
   __syncthreads();
 
   float running_max[kFrames];
   float running_sum[kFrames];
-#pragma unroll
-  for (int f = 0; f < kFrames; ++f) {
-    running_max[f] = -INFINITY;
-    running_sum[f] = 0.0f;
-  }
+  StartLogSums(running_max, running_sum);
 
   const int gaussians = args.block_gaussians[block];
   const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;

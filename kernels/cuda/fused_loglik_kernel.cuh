@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/internal/frame_staging.cuh"
 #include "kernels/cuda/internal/log_math.cuh"
 
 namespace gmmscore {
@@ -64,29 +65,13 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const int lane = threadIdx.x;
   const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * kFrames;
 
-  // Stage the frames: zero beyond the window and in the dimension padding,
-  // so they contribute nothing.
-  float* y = reinterpret_cast<float*>(y4);
-  const int padded_dim = dim4 * 4;
-  for (int i = lane; i < kFrames * padded_dim; i += kStates) {
-    const int f = i / padded_dim;
-    const int d = i - f * padded_dim;
-    const int64_t frame = first_frame + f;
-    float value = 0.0f;
-    if (frame < args.num_frames && d < args.dim) {
-      value = args.features[frame * args.dim + d] - args.center[d];
-    }
-    y[i] = value;
-  }
+  StageFrames<kFrames, false>(args.features, args.center, args.num_frames, args.dim, dim4,
+                              first_frame, lane, kStates, reinterpret_cast<float*>(y4));
   __syncthreads();
 
   float running_max[kFrames];
   float running_sum[kFrames];
-#pragma unroll
-  for (int f = 0; f < kFrames; ++f) {
-    running_max[f] = -INFINITY;
-    running_sum[f] = 0.0f;
-  }
+  StartLogSums(running_max, running_sum);
 
   const int gaussians = args.block_gaussians[block];
   const float4* ab = args.ab + args.block_ab_offset[block] + lane;

@@ -140,18 +140,7 @@ absl::Status LaunchTensorCoreSteps(const DeviceModel& model, const float* featur
       reinterpret_cast<const void*>(&TensorCoreLoglikKernel<Policy>), shared_bytes));
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
-    TensorCoreArgs args{};
-    args.big = model.tc_big.data();
-    args.small = model.tc_small.data();
-    args.row_group_state = model.tc_row_group_state.data();
-    args.range_begin = model.tc_range_begin.data();
-    args.center = model.center.data();
-    args.features = features + first * model.dim;
-    args.num_frames = frames;
-    args.dim = model.dim;
-    args.cols = model.tc_cols;
-    args.num_states = model.num_states;
-    args.loglikes = loglikes + first * model.num_states;
+    const TensorCoreArgs args = MakeTensorCoreArgs(model, features, first, frames, loglikes);
     const dim3 grid(static_cast<unsigned>((frames + Policy::kFrames - 1) / Policy::kFrames), model.tc_ranges);
     TensorCoreLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch tensor-core likelihood kernel");

@@ -41,25 +41,14 @@ __device__ __forceinline__ void SplitBlock(const FusedKernelArgs& args, int tile
   const int split = threadIdx.x / kStates;
   const int64_t first_frame = static_cast<int64_t>(tile) * kFrames;
 
-  float* y = reinterpret_cast<float*>(y4);
-  const int padded_dim = dim4 * 4;
-  for (int i = threadIdx.x; i < kFrames * padded_dim; i += Policy::kThreads) {
-    const int f = i / padded_dim;
-    const int d = i - f * padded_dim;
-    const int64_t frame = first_frame + f;
-    y[i] = (frame < args.num_frames && d < args.dim)
-               ? args.features[frame * args.dim + d] - args.center[d]
-               : 0.0f;
-  }
+  StageFrames<kFrames, false>(args.features, args.center, args.num_frames, args.dim, dim4,
+                              first_frame, threadIdx.x, Policy::kThreads,
+                              reinterpret_cast<float*>(y4));
   __syncthreads();
 
   float running_max[kFrames];
   float running_sum[kFrames];
-#pragma unroll
-  for (int f = 0; f < kFrames; ++f) {
-    running_max[f] = -INFINITY;
-    running_sum[f] = 0.0f;
-  }
+  StartLogSums(running_max, running_sum);
 
   // This block's slice of the state block's Gaussians.
   const int gaussians = args.block_gaussians[block];

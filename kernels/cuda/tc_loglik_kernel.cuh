@@ -22,23 +22,10 @@
 #include <cstdint>
 
 #include "kernels/cuda/internal/log_math.cuh"
+#include "kernels/cuda/internal/tensor_core_args.h"
 #include "kernels/cuda/loglik_policy.h"
 
 namespace gmmscore {
-
-struct TensorCoreArgs {
-  const float* big;               // (rows + 64) x cols, see TensorCoreLayout
-  const float* small;
-  const int32_t* row_group_state;
-  const int32_t* range_begin;
-  const float* center;
-  const float* features;          // num_frames x dim
-  int64_t num_frames;
-  int dim;
-  int cols;
-  int num_states;
-  float* loglikes;                // num_frames x num_states
-};
 
 __device__ __forceinline__ uint32_t ToTf32(float value) {
   uint32_t out;

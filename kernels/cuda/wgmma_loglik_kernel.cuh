@@ -36,21 +36,6 @@
 
 namespace gmmscore {
 
-struct WgmmaArgs {
-  const float* big;               // (rows + 64) x cols, see TensorCoreLayout
-  const float* small;
-  const int32_t* row_group_state;
-  const int32_t* range_begin;     // in row groups; num_ranges + 1
-  int num_ranges;
-  const float* center;
-  const float* features;          // num_frames x dim
-  int64_t num_frames;
-  int dim;
-  int cols;
-  int num_states;
-  float* loglikes;                // num_frames x num_states
-};
-
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define GMMSCORE_WGMMA_ENABLED 1
 #endif
@@ -117,7 +102,7 @@ __device__ __forceinline__ void FenceProxyAsyncShared() {
 }
 
 template <typename Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLoglikKernel(const WgmmaArgs args) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLoglikKernel(const TensorCoreArgs args) {
   // kMinBlocks blocks of the widest instance must fit one SM's shared memory.
   static_assert(Policy::kMinBlocks * Policy::SharedBytes(8 * Policy::kSteps) <= kSharedBytesPerSmSm90,
                 "wgmma stages exceed an sm_90 SM's shared memory at kMinBlocks blocks");

@@ -28,19 +28,7 @@ absl::Status LaunchSteps(const DeviceModel& model, const float* features, int64_
         (static_cast<int64_t>(sms) * Policy::kMinBlocks * kWgmmaWavesPerSm + tiles - 1) / tiles;
     const int spans = static_cast<int>(
         std::clamp<int64_t>(wanted, 1, std::min<int64_t>(model.tc_ranges, kMaxGridDimYZ)));
-    WgmmaArgs args{};
-    args.big = model.tc_big.data();
-    args.small = model.tc_small.data();
-    args.row_group_state = model.tc_row_group_state.data();
-    args.range_begin = model.tc_range_begin.data();
-    args.num_ranges = model.tc_ranges;
-    args.center = model.center.data();
-    args.features = features + first * model.dim;
-    args.num_frames = frames;
-    args.dim = model.dim;
-    args.cols = model.tc_cols;
-    args.num_states = model.num_states;
-    args.loglikes = loglikes + first * model.num_states;
+    const TensorCoreArgs args = MakeTensorCoreArgs(model, features, first, frames, loglikes);
     const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(spans));
     WgmmaLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch wgmma likelihood kernel");
