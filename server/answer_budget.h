@@ -3,9 +3,10 @@
 // stop reading cannot hold memory without bound (issue 16: 200 such streams
 // took the daemon from 183 MB to 5.1 GB).
 //
-//   AnswerBudget server_budget(4096 << 20);          // one per service
+//   AnswerBudget server_budget(int64_t{4096} << 20);   // one per service
 //   auto stream_bytes = std::make_shared<std::atomic<int64_t>>(0);  // per stream
-//   absl::StatusOr<AnswerCharge> charge = server_budget.Charge(bytes, stream_bytes);
+//   AnswerCharge charge;
+//   if (!server_budget.TryCharge(bytes, stream_bytes, &charge)) ... refuse ...
 //   ... hold `charge` with the chunk until its answer is written ...
 //
 // A stream charges each chunk when it accepts it (the chunk's results will

@@ -31,7 +31,8 @@ class DrainableStream {
   // Stop reading, answer what was accepted, end with UNAVAILABLE.
   virtual void Drain() = 0;
   // End the stream (DEADLINE_EXCEEDED, saying it was idle) if nothing has
-  // moved on it for its idle timeout as of `now`; otherwise nothing.
+  // moved on it for its idle timeout as of `now`, or cancel it if its client
+  // has not taken an answer for its write timeout; otherwise nothing.
   virtual void EndIfIdle(absl::Time now) = 0;
 };
 
