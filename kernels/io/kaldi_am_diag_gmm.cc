@@ -316,23 +316,32 @@ absl::StatusOr<KaldiModel> ParseBinaryModel(absl::string_view contents, absl::st
   return model;
 }
 
-template <typename T>
-void AppendBasic(T value, std::string* out) {
-  out->push_back(static_cast<char>(sizeof(T)));
-  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+// DiagGmm::Write, text: "<DiagGMM> \n<GCONSTS>  [ .. ]\n ... </DiagGMM> \n".
+void AppendDiagGmmText(const KaldiDiagGmm& gmm, int dim, std::string* out) {
+  const std::vector<float> gconsts = KaldiGconsts(gmm, dim);
+  out->append("<DiagGMM> \n<GCONSTS> ");
+  io_internal::AppendTextVector(gconsts.data(), static_cast<int64_t>(gconsts.size()), out);
+  out->append("<WEIGHTS> ");
+  io_internal::AppendTextVector(gmm.weights.data(), static_cast<int64_t>(gmm.weights.size()), out);
+  out->append("<MEANS_INVVARS> ");
+  io_internal::AppendTextMatrix(gmm.means_invvars.view(), out);
+  out->append("<INV_VARS> ");
+  io_internal::AppendTextMatrix(gmm.inv_vars.view(), out);
+  out->append("</DiagGMM> \n");
 }
 
-void AppendBinaryVector(const float* values, int64_t count, std::string* out) {
-  out->append("FV ");
-  AppendBasic<int32_t>(static_cast<int32_t>(count), out);
-  out->append(reinterpret_cast<const char*>(values), count * sizeof(float));
-}
-
-void AppendBinaryMatrix(const FloatMatrix& m, std::string* out) {
-  out->append("FM ");
-  AppendBasic<int32_t>(static_cast<int32_t>(m.rows()), out);
-  AppendBasic<int32_t>(static_cast<int32_t>(m.cols()), out);
-  out->append(reinterpret_cast<const char*>(m.data()), m.rows() * m.cols() * sizeof(float));
+// DiagGmm::Write, binary (no "\0B" header).
+void AppendDiagGmmBinary(const KaldiDiagGmm& gmm, int dim, io_internal::KaldiBinaryWriter& out) {
+  out.Token("<DiagGMM>");
+  out.Token("<GCONSTS>");
+  out.Vector(absl::MakeConstSpan(KaldiGconsts(gmm, dim)));
+  out.Token("<WEIGHTS>");
+  out.Vector(absl::MakeConstSpan(gmm.weights));
+  out.Token("<MEANS_INVVARS>");
+  out.Matrix(gmm.means_invvars.view());
+  out.Token("<INV_VARS>");
+  out.Matrix(gmm.inv_vars.view());
+  out.Token("</DiagGMM>");
 }
 
 }  // namespace
@@ -363,23 +372,14 @@ absl::StatusOr<KaldiModel> ReadKaldiModel(const std::string& path) {
 }
 
 std::string FormatKaldiAmDiagGmmBinary(const KaldiAmDiagGmm& kaldi) {
-  std::string out("\0B", 2);
-  out.append("<DIMENSION> ");
-  AppendBasic<int32_t>(kaldi.dim, &out);
-  out.append("<NUMPDFS> ");
-  AppendBasic<int32_t>(static_cast<int32_t>(kaldi.pdfs.size()), &out);
-  for (const KaldiDiagGmm& gmm : kaldi.pdfs) {
-    const std::vector<float> gconsts = KaldiGconsts(gmm, kaldi.dim);
-    out.append("<DiagGMM> <GCONSTS> ");
-    AppendBinaryVector(gconsts.data(), static_cast<int64_t>(gconsts.size()), &out);
-    out.append("<WEIGHTS> ");
-    AppendBinaryVector(gmm.weights.data(), static_cast<int64_t>(gmm.weights.size()), &out);
-    out.append("<MEANS_INVVARS> ");
-    AppendBinaryMatrix(gmm.means_invvars, &out);
-    out.append("<INV_VARS> ");
-    AppendBinaryMatrix(gmm.inv_vars, &out);
-    out.append("</DiagGMM> ");
-  }
+  std::string out;
+  io_internal::KaldiBinaryWriter writer(&out);
+  writer.Header();
+  writer.Token("<DIMENSION>");
+  writer.Basic<int32_t>(kaldi.dim);
+  writer.Token("<NUMPDFS>");
+  writer.Basic<int32_t>(static_cast<int32_t>(kaldi.pdfs.size()));
+  for (const KaldiDiagGmm& gmm : kaldi.pdfs) AppendDiagGmmBinary(gmm, kaldi.dim, writer);
   return out;
 }
 
@@ -449,19 +449,32 @@ KaldiAmDiagGmm DiagGmmModelToKaldi(const DiagGmmModel& model) {
 
 std::string FormatKaldiAmDiagGmmText(const KaldiAmDiagGmm& kaldi) {
   std::string out = absl::StrCat("<DIMENSION> ", kaldi.dim, " <NUMPDFS> ", kaldi.pdfs.size(), " ");
-  for (const KaldiDiagGmm& gmm : kaldi.pdfs) {
-    const std::vector<float> gconsts = KaldiGconsts(gmm, kaldi.dim);
-    out.append("<DiagGMM> \n<GCONSTS> ");
-    io_internal::AppendTextVector(gconsts.data(), static_cast<int64_t>(gconsts.size()), &out);
-    out.append("<WEIGHTS> ");
-    io_internal::AppendTextVector(gmm.weights.data(), static_cast<int64_t>(gmm.weights.size()), &out);
-    out.append("<MEANS_INVVARS> ");
-    io_internal::AppendTextMatrix(gmm.means_invvars.view(), &out);
-    out.append("<INV_VARS> ");
-    io_internal::AppendTextMatrix(gmm.inv_vars.view(), &out);
-    out.append("</DiagGMM> \n");
-  }
+  for (const KaldiDiagGmm& gmm : kaldi.pdfs) AppendDiagGmmText(gmm, kaldi.dim, &out);
   return out;
+}
+
+std::string FormatKaldiDiagGmmText(const KaldiDiagGmm& gmm) {
+  std::string out;
+  AppendDiagGmmText(gmm, static_cast<int>(gmm.means_invvars.cols()), &out);
+  return out;
+}
+
+std::string FormatKaldiDiagGmmBinary(const KaldiDiagGmm& gmm) {
+  std::string out;
+  io_internal::KaldiBinaryWriter writer(&out);
+  writer.Header();
+  AppendDiagGmmBinary(gmm, static_cast<int>(gmm.means_invvars.cols()), writer);
+  return out;
+}
+
+absl::Status WriteKaldiDiagGmm(const DiagGmmModel& model, const std::string& path, bool binary) {
+  if (model.num_states() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("writing '", path, "': a lone Kaldi DiagGmm holds one GMM, the model has ",
+                                                   model.num_states(), " states"));
+  }
+  const KaldiAmDiagGmm kaldi = DiagGmmModelToKaldi(model);
+  return io_internal::WriteFileAtomically(
+      path, binary ? FormatKaldiDiagGmmBinary(kaldi.pdfs[0]) : FormatKaldiDiagGmmText(kaldi.pdfs[0]));
 }
 
 absl::StatusOr<DiagGmmModel> DecodeKaldiAmDiagGmm(std::string contents,

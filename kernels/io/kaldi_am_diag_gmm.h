@@ -110,6 +110,17 @@ absl::StatusOr<KaldiModel> ReadKaldiModel(const std::string& path);
 std::string FormatKaldiAmDiagGmmBinary(const KaldiAmDiagGmm& kaldi);
 absl::Status WriteKaldiAmDiagGmmBinary(const DiagGmmModel& model, const std::string& path);
 
+// A lone DiagGmm as gmm-global-init-from-feats and gmm-global-est write it
+// (DiagGmm::Write: "<DiagGMM> <GCONSTS> [..] <WEIGHTS> [..] <MEANS_INVVARS>
+// [..] <INV_VARS> [..] </DiagGMM>"), text or binary ("\0B" header), byte for
+// byte; the dimension is the number of columns of `gmm.means_invvars`.
+// ParseKaldiModel reads either back as a one-pdf model.
+std::string FormatKaldiDiagGmmText(const KaldiDiagGmm& gmm);
+std::string FormatKaldiDiagGmmBinary(const KaldiDiagGmm& gmm);
+// Writes the one GMM of `model` (DiagGmmModelToKaldi) atomically.
+// INVALID_ARGUMENT unless the model has exactly one state.
+absl::Status WriteKaldiDiagGmm(const DiagGmmModel& model, const std::string& path, bool binary);
+
 // ParseKaldiModel, then KaldiToDiagGmmModel on its acoustic model.
 absl::StatusOr<DiagGmmModel> DecodeKaldiAmDiagGmm(std::string contents,
                                                   absl::string_view source_name);

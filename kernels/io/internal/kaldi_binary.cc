@@ -71,22 +71,41 @@ absl::StatusOr<int32_t> KaldiBinaryReader::ReadInt32(absl::string_view what) {
   return value;
 }
 
-absl::StatusOr<float> KaldiBinaryReader::ReadFloat(absl::string_view what) {
+absl::StatusOr<bool> KaldiBinaryReader::ReadBasicBytes(absl::string_view what, int size_byte, void* value) {
   if (pos_ + 1 > static_cast<int64_t>(bytes_.size())) return Truncated(what);
-  const int size = bytes_[pos_];
-  if (size != 4 && size != 8) return Error(absl::StrCat(what, ": expected a float (size byte 4 or 8), size byte is ", size));
+  if (static_cast<signed char>(bytes_[pos_]) != size_byte) return false;
+  const int size = size_byte < 0 ? -size_byte : size_byte;
   if (pos_ + 1 + size > static_cast<int64_t>(bytes_.size())) return Truncated(what);
-  float value;
-  if (size == 4) {
-    std::memcpy(&value, bytes_.data() + pos_ + 1, 4);
-  } else {
-    double d;
-    std::memcpy(&d, bytes_.data() + pos_ + 1, 8);
-    value = static_cast<float>(d);
-  }
+  std::memcpy(value, bytes_.data() + pos_ + 1, size);
   pos_ += 1 + size;
+  return true;
+}
+
+absl::StatusOr<uint16_t> KaldiBinaryReader::ReadUInt16(absl::string_view what) {
+  uint16_t value;
+  GMM_ASSIGN_OR_RETURN(const bool read, ReadBasicBytes(what, -2, &value));
+  if (!read) {
+    return Error(absl::StrCat(what, ": expected an unsigned 2-byte integer (size byte -2), size byte is ",
+                              static_cast<int>(static_cast<signed char>(bytes_[pos_]))));
+  }
   return value;
 }
+
+template <typename Real>
+absl::StatusOr<Real> KaldiBinaryReader::ReadReal(absl::string_view what) {
+  float f;
+  GMM_ASSIGN_OR_RETURN(const bool is_float, ReadBasicBytes(what, 4, &f));
+  if (is_float) return static_cast<Real>(f);
+  double d;
+  GMM_ASSIGN_OR_RETURN(const bool is_double, ReadBasicBytes(what, 8, &d));
+  if (is_double) return static_cast<Real>(d);
+  return Error(absl::StrCat(what, ": expected a float (size byte 4 or 8), size byte is ",
+                            static_cast<int>(static_cast<signed char>(bytes_[pos_]))));
+}
+
+absl::StatusOr<float> KaldiBinaryReader::ReadFloat(absl::string_view what) { return ReadReal<float>(what); }
+
+absl::StatusOr<double> KaldiBinaryReader::ReadDouble(absl::string_view what) { return ReadReal<double>(what); }
 
 absl::StatusOr<std::vector<int32_t>> KaldiBinaryReader::ReadInt32Vector(absl::string_view what) {
   if (pos_ + 5 > static_cast<int64_t>(bytes_.size())) return Truncated(what);
@@ -124,20 +143,35 @@ absl::StatusOr<int64_t> KaldiBinaryReader::ReadSizes(absl::string_view what, int
   return value_bytes;
 }
 
+template <typename Real>
+void KaldiBinaryReader::TakeValues(int64_t value_bytes, int64_t count, Real* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (value_bytes == 4) {
+      float f;
+      std::memcpy(&f, bytes_.data() + pos_ + 4 * i, 4);
+      out[i] = static_cast<Real>(f);
+    } else {
+      double d;
+      std::memcpy(&d, bytes_.data() + pos_ + 8 * i, 8);
+      out[i] = static_cast<Real>(d);
+    }
+  }
+  pos_ += count * value_bytes;
+}
+
 absl::StatusOr<std::vector<float>> KaldiBinaryReader::ReadFloatVector(absl::string_view what) {
   int64_t size;
   GMM_ASSIGN_OR_RETURN(const int64_t value_bytes, ReadSizes(what, 1, &size));
   std::vector<float> out(size);
-  for (int64_t i = 0; i < size; ++i) {
-    if (value_bytes == 4) {
-      std::memcpy(&out[i], bytes_.data() + pos_ + 4 * i, 4);
-    } else {
-      double d;
-      std::memcpy(&d, bytes_.data() + pos_ + 8 * i, 8);
-      out[i] = static_cast<float>(d);
-    }
-  }
-  pos_ += size * value_bytes;
+  TakeValues(value_bytes, size, out.data());
+  return out;
+}
+
+absl::StatusOr<std::vector<double>> KaldiBinaryReader::ReadDoubleVector(absl::string_view what) {
+  int64_t size;
+  GMM_ASSIGN_OR_RETURN(const int64_t value_bytes, ReadSizes(what, 1, &size));
+  std::vector<double> out(size);
+  TakeValues(value_bytes, size, out.data());
   return out;
 }
 
@@ -145,18 +179,40 @@ absl::StatusOr<FloatMatrix> KaldiBinaryReader::ReadFloatMatrix(absl::string_view
   int64_t sizes[2];
   GMM_ASSIGN_OR_RETURN(const int64_t value_bytes, ReadSizes(what, 2, sizes));
   FloatMatrix out(sizes[0], sizes[1]);
-  const int64_t count = sizes[0] * sizes[1];
-  for (int64_t i = 0; i < count; ++i) {
-    if (value_bytes == 4) {
-      std::memcpy(out.data() + i, bytes_.data() + pos_ + 4 * i, 4);
-    } else {
-      double d;
-      std::memcpy(&d, bytes_.data() + pos_ + 8 * i, 8);
-      out.data()[i] = static_cast<float>(d);
-    }
-  }
-  pos_ += count * value_bytes;
+  TakeValues(value_bytes, sizes[0] * sizes[1], out.data());
   return out;
+}
+
+absl::StatusOr<KaldiDoubleMatrix> KaldiBinaryReader::ReadDoubleMatrix(absl::string_view what) {
+  int64_t sizes[2];
+  GMM_ASSIGN_OR_RETURN(const int64_t value_bytes, ReadSizes(what, 2, sizes));
+  KaldiDoubleMatrix out{sizes[0], sizes[1], std::vector<double>(sizes[0] * sizes[1])};
+  TakeValues(value_bytes, sizes[0] * sizes[1], out.values.data());
+  return out;
+}
+
+void KaldiBinaryWriter::Token(absl::string_view token) {
+  out_->append(token.data(), token.size());
+  out_->push_back(' ');
+}
+
+void KaldiBinaryWriter::Vector(absl::Span<const float> values) {
+  Token("FV");
+  Basic<int32_t>(static_cast<int32_t>(values.size()));
+  Raw(values.data(), values.size() * sizeof(float));
+}
+
+void KaldiBinaryWriter::Vector(absl::Span<const double> values) {
+  Token("DV");
+  Basic<int32_t>(static_cast<int32_t>(values.size()));
+  Raw(values.data(), values.size() * sizeof(double));
+}
+
+void KaldiBinaryWriter::Matrix(ConstMatrixView matrix) {
+  Token("FM");
+  Basic<int32_t>(static_cast<int32_t>(matrix.rows));
+  Basic<int32_t>(static_cast<int32_t>(matrix.cols));
+  for (int64_t r = 0; r < matrix.rows; ++r) Raw(matrix.row(r), matrix.cols * sizeof(float));
 }
 
 }  // namespace gmmscore::io_internal
