@@ -34,6 +34,9 @@ struct Command {
   std::string description;  // synopsis and explanation, for `gmmscore help NAME`
   std::vector<std::string> flags;
   std::function<absl::Status(const SpecifiedFlags&)> run;
+  // For commands that take operands after their flags (sum-accs IN...):
+  // set instead of `run`; other commands refuse operands.
+  std::function<absl::Status(const SpecifiedFlags&, const std::vector<std::string>&)> run_with_operands;
 };
 
 // A Status that makes the program exit with kExitUsage (bad flags, missing

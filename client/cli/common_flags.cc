@@ -6,3 +6,6 @@ ABSL_FLAG(std::string, model, "",
           "model file: a gmmscore native model or a Kaldi text AmDiagGmm (detected by content)");
 ABSL_FLAG(std::string, output, "", "where to write the result");
 ABSL_FLAG(std::string, backend, "auto", "scoring backend: cpu, cuda, cuda:N or auto (cuda when a GPU answers)");
+ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");
+ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
+ABSL_FLAG(uint64_t, seed, 1, "random seed; the same seed gives the same result");

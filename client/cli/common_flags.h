@@ -4,6 +4,7 @@
 #ifndef GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_
 #define GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/flags/declare.h"
@@ -11,5 +12,8 @@
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, output);
 ABSL_DECLARE_FLAG(std::string, backend);
+ABSL_DECLARE_FLAG(std::string, features);
+ABSL_DECLARE_FLAG(std::string, format);
+ABSL_DECLARE_FLAG(uint64_t, seed);
 
 #endif  // GMMSCORE_CLIENT_CLI_COMMON_FLAGS_H_

@@ -6,6 +6,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace gmmscore::cli {
 namespace {
@@ -29,13 +30,21 @@ absl::StatusOr<ParsedArgs> ParseCommandFlags(const Command& command,
       parsed.help = true;
       continue;
     }
-    if (!absl::StartsWith(arg, "-") || arg == "-" || arg == "--") {
+    const bool operand = !absl::StartsWith(arg, "-") || arg == "-";
+    if (operand && command.run_with_operands) {
+      parsed.operands.emplace_back(arg);
+      continue;
+    }
+    if (operand || arg == "--") {
       return UsageError(absl::StrCat("unexpected argument '", arg, "' for ", command.name,
                                      ": inputs are given as flags", SeeHelp(command)));
     }
     arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
     const size_t equals = arg.find('=');
-    absl::string_view name = arg.substr(0, equals);
+    // --min-variance and --min_variance are the same flag (Kaldi users
+    // write dashes; ABSL flag names have underscores).
+    const std::string spelled = absl::StrReplaceAll(arg.substr(0, equals), {{"-", "_"}});
+    absl::string_view name = spelled;
     std::string value;
     bool has_value = equals != absl::string_view::npos;
     if (has_value) value = std::string(arg.substr(equals + 1));

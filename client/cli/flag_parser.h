@@ -24,10 +24,12 @@ namespace gmmscore::cli {
 struct ParsedArgs {
   SpecifiedFlags specified;
   bool help = false;  // --help or -h was given
+  std::vector<std::string> operands;  // only for commands with run_with_operands
 };
 
 // `args` excludes the program and command names. Positional arguments are
-// usage errors (every input is a flag).
+// usage errors (every input is a flag), except for a command with
+// run_with_operands, which receives them as operands.
 absl::StatusOr<ParsedArgs> ParseCommandFlags(const Command& command,
                                              const std::vector<std::string>& args);
 

@@ -20,6 +20,7 @@
 #include "client/cli/flag_parser.h"
 #include "client/cli/offline_commands.h"
 #include "client/cli/remote_commands.h"
+#include "client/cli/train_commands.h"
 #include "client/cli/admin_commands.h"
 #include "kernels/core/mutex_mode.h"
 
@@ -29,7 +30,7 @@ namespace {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
-       {OfflineCommands(), FeatureCommands(), RemoteCommands(), AdminCommands()}) {
+       {OfflineCommands(), FeatureCommands(), TrainCommands(), RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;
@@ -129,7 +130,9 @@ int Main(int argc, char** argv) {
     PrintCommandHelp(*command);
     return kExitOk;
   }
-  const absl::Status status = command->run(parsed->specified);
+  const absl::Status status = command->run_with_operands
+                                  ? command->run_with_operands(parsed->specified, parsed->operands)
+                                  : command->run(parsed->specified);
   if (!status.ok()) return Fail(status);
   return kExitOk;
 }

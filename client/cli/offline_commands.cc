@@ -25,20 +25,17 @@
 #include "kernels/backends/backend_factory.h"
 #include "kernels/score/scoring_backend.h"
 
-ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");
 ABSL_FLAG(std::string, fmllr, "",
           "speaker transforms applied before scoring: one Kaldi fMLLR matrix file (D x (D+1) or D x D) "
           "for every utterance, or an ark:/scp: table of them keyed by utterance");
 ABSL_FLAG(std::string, algo, "auto",
           "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3, wgmma or gemm "
           "(CPU ignores it)");
-ABSL_FLAG(std::string, format, "native", "output model format: native, kaldi-text or kaldi-binary");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
 ABSL_FLAG(int, min_gaussians, 0, "fewest Gaussians in a state; counts are drawn uniformly from [min, max]");
 ABSL_FLAG(int, max_gaussians, 0, "most Gaussians in a state");
 ABSL_FLAG(int, dim, 39, "feature dimension");
-ABSL_FLAG(uint64_t, seed, 1, "random seed; the same seed gives the same file");
 
 namespace gmmscore::cli {
 namespace {

@@ -1,0 +1,177 @@
+// The training commands end to end on real speech (pocketsphinx-testdata
+// cepstra): EM raises the likelihood every iteration, accumulators of two
+// halves summed equal one pass over all, est and adapt-map write models that
+// load, and bad combinations of flags are usage errors.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/io/kaldi_gmm_accs.h"
+#include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/model_loader.h"
+#include "kernels/io/sphinx_features.h"
+
+namespace gmmscore {
+namespace {
+
+const std::string kTestData = "/usr/share/pocketsphinx/test/data";
+
+std::string Temp(absl::string_view name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return absl::StrCat(::testing::TempDir(), "/gmmscore_train_cli_", info->name(), "_", name);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string err;
+};
+
+RunResult Gmmscore(const std::vector<std::string>& args) {
+  std::vector<std::string> quoted;
+  for (const std::string& arg : args) quoted.push_back(absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'"));
+  const std::string err = Temp("stderr");
+  const std::string command = absl::StrCat(GMMSCORE_CLI_BINARY, " ", absl::StrJoin(quoted, " "), " >/dev/null 2>'", err, "'");
+  const int raw = std::system(command.c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ReadFile(err)};
+}
+
+// The testdata's tidigits and goforward cepstra (13-d, as Sphinx wrote
+// them) in two Kaldi archives of alternate utterances; empty when absent.
+std::vector<KaldiMatrixEntry> RealSpeech() {
+  std::vector<KaldiMatrixEntry> entries;
+  std::error_code error;
+  for (const auto& file : std::filesystem::directory_iterator(kTestData + "/tidigits", error)) {
+    if (file.path().extension() != ".mfc") continue;
+    absl::StatusOr<FloatMatrix> cepstra = ReadSphinxMfc(file.path().string());
+    if (cepstra.ok()) entries.push_back({file.path().stem().string(), *std::move(cepstra)});
+  }
+  absl::StatusOr<FloatMatrix> go = ReadSphinxMfc(kTestData + "/goforward.mfc");
+  if (go.ok()) entries.push_back({"goforward", *std::move(go)});
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return entries;
+}
+
+std::vector<double> LoglikesPerIteration(const std::string& log) {
+  std::vector<double> values;
+  const std::regex line("log-likelihood (-?[0-9.]+) per frame");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    values.push_back(std::stod((*it)[1]));
+  }
+  return values;
+}
+
+class TrainCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    entries_ = RealSpeech();
+    if (entries_.size() < 4) GTEST_SKIP() << "pocketsphinx-testdata is missing: run tools/install_deps.sh";
+    all_ = Temp("all.ark");
+    ASSERT_TRUE(WriteKaldiMatrixArchive(absl::StrCat("ark:", all_), entries_).ok());
+    std::vector<KaldiMatrixEntry> halves[2];
+    for (size_t i = 0; i < entries_.size(); ++i) halves[i % 2].push_back(entries_[i]);
+    for (int h = 0; h < 2; ++h) {
+      half_[h] = Temp(absl::StrCat("half", h, ".ark"));
+      ASSERT_TRUE(WriteKaldiMatrixArchive(absl::StrCat("ark:", half_[h]), halves[h]).ok());
+    }
+  }
+  std::vector<KaldiMatrixEntry> entries_;
+  std::string all_, half_[2];
+};
+
+TEST_F(TrainCliTest, TrainGmmOnRealSpeechRaisesTheLikelihoodEveryIteration) {
+  const std::string ubm = Temp("ubm.txt");
+  const RunResult run = Gmmscore({"train-gmm", "--features", "ark:" + all_, "--num-gauss", "8", "--iterations",
+                                  "8", "--output", ubm, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<double> loglikes = LoglikesPerIteration(run.err);
+  ASSERT_EQ(loglikes.size(), 8u) << run.err;
+  for (size_t i = 1; i < loglikes.size(); ++i) EXPECT_GT(loglikes[i], loglikes[i - 1]) << run.err;
+  absl::StatusOr<DiagGmmModel> model = LoadModel(ubm);  // Kaldi text DiagGMM, by its name
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_gaussians(), 8);
+  EXPECT_EQ(model->dim(), 13);
+}
+
+TEST_F(TrainCliTest, AccumulatorsOfTwoHalvesSumToOnePassAndEstimate) {
+  const std::string ubm = Temp("ubm.gmm");
+  ASSERT_EQ(Gmmscore({"train-gmm", "--features", "ark:" + all_, "--num_gauss", "4", "--iterations", "2",
+                      "--output", ubm, "--backend", "cpu"}).exit_code, 0);
+  const std::string whole = Temp("all.acc"), a = Temp("a.acc"), b = Temp("b.acc"), sum = Temp("sum.acc");
+  for (const auto& [features, out, binary] :
+       {std::tuple{all_, whole, "true"}, {half_[0], a, "false"}, {half_[1], b, "true"}}) {
+    const RunResult run = Gmmscore({"acc-stats", "--model", ubm, "--features", "ark:" + features, "--output", out,
+                                    "--binary=" + std::string(binary), "--backend", "cpu"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  RunResult run = Gmmscore({"sum-accs", "--output", sum, a, b});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  absl::StatusOr<KaldiAccs> one = ReadKaldiAccs(whole), two = ReadKaldiAccs(sum);
+  ASSERT_TRUE(one.ok() && two.ok());
+  ASSERT_EQ(one->stats.occupancy.size(), two->stats.occupancy.size());
+  for (size_t i = 0; i < one->stats.var_acc.size(); ++i) {
+    // Files hold float32: equal to float32 rounding of the two sums.
+    EXPECT_NEAR(two->stats.var_acc[i], one->stats.var_acc[i], 1e-6 * std::fabs(one->stats.var_acc[i]) + 1e-3);
+  }
+  const std::string next = Temp("next.ubm");
+  run = Gmmscore({"est", "--model", ubm, "--stats", sum, "--output", next, "--mix-up", "6"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  absl::StatusOr<DiagGmmModel> model = LoadModel(next);  // Kaldi binary DiagGMM
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_gaussians(), 6);
+  // Mismatched accumulators: a clear error naming both.
+  const std::string other = Temp("other.gmm");
+  ASSERT_EQ(Gmmscore({"train-gmm", "--features", "ark:" + all_, "--num_gauss", "3", "--iterations", "1",
+                      "--output", other, "--backend", "cpu"}).exit_code, 0);
+  const std::string c = Temp("c.acc");
+  ASSERT_EQ(Gmmscore({"acc-stats", "--model", other, "--features", "ark:" + half_[0], "--output", c}).exit_code, 0);
+  run = Gmmscore({"sum-accs", "--output", sum, a, c});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, testing::HasSubstr(c));
+}
+
+TEST_F(TrainCliTest, AdaptMapWritesOneModelPerSpeaker) {
+  const std::string ubm = Temp("ubm.gmm");
+  ASSERT_EQ(Gmmscore({"train-gmm", "--features", "ark:" + all_, "--num_gauss", "4", "--iterations", "2",
+                      "--output", ubm, "--backend", "cpu"}).exit_code, 0);
+  const std::string spk2utt = Temp("spk2utt");
+  std::ofstream(spk2utt) << "even " << entries_[0].key << " " << entries_[2].key << "\nodd " << entries_[1].key
+                         << "\n";
+  const std::string dir = Temp("speakers");
+  RunResult run = Gmmscore({"adapt-map", "--model", ubm, "--features", "ark:" + all_, "--spk2utt", spk2utt,
+                            "--output-dir", dir, "--update", "means,weights", "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  absl::StatusOr<DiagGmmModel> prior = LoadModel(ubm), even = LoadModel(dir + "/even.gmm"),
+                               odd = LoadModel(dir + "/odd.gmm");
+  ASSERT_TRUE(prior.ok() && even.ok() && odd.ok());
+  EXPECT_NE(even->Natural(0).mean, prior->Natural(0).mean);
+  EXPECT_NE(even->Natural(0).mean, odd->Natural(0).mean);
+  // The utterances without a speaker are skipped with a warning.
+  EXPECT_THAT(run.err, testing::HasSubstr("has no speaker"));
+  run = Gmmscore({"adapt-map", "--model", ubm, "--features", "ark:" + all_, "--spk2utt", spk2utt});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  run = Gmmscore({"acc-stats", "--model", ubm, "--features", "ark:" + all_, "--output", Temp("x"),
+                  "--alignments", "ark:/nonexistent", "--posteriors", "ark:/nonexistent"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+}
+
+}  // namespace
+}  // namespace gmmscore
