@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/core/fast_math.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/core/thread_pool.h"
 #include "kernels/train/pair_segments.h"
@@ -176,11 +177,10 @@ class CpuStatsBackend : public StatsBackend {
       float* row = &s.scores[i * gaussians];
       for (int64_t g = 0; g < gaussians; ++g) row[g] += gconsts_[g0 + g];
       const double best = Refine(frames.row(grouped.frames[first + i]), g0, gaussians, row, s.refined);
+      for (int64_t g = 0; g < gaussians; ++g) row[g] = static_cast<float>(s.refined[g] - best);
+      for (int64_t g = 0; g < gaussians; ++g) row[g] = cpu_internal::FastExp(row[g]);  // vectorised
       double sum = 0.0;
-      for (int64_t g = 0; g < gaussians; ++g) {
-        row[g] = static_cast<float>(std::exp(s.refined[g] - best));
-        sum += row[g];
-      }
+      for (int64_t g = 0; g < gaussians; ++g) sum += row[g];
       const double weight = grouped.weights[first + i];
       range.loglike += weight * (best + std::log(sum));
       const float scale = static_cast<float>(weight / sum);
