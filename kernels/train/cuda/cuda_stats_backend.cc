@@ -1,0 +1,333 @@
+#include "kernels/train/cuda/cuda_stats_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/train/cuda/stats_kernels.h"
+#include "kernels/train/cuda/stats_plan.h"
+
+namespace gmmscore {
+namespace {
+
+using train_cuda::ChunkPlan;
+using train_cuda::GroupedPairs;
+using train_cuda::ItemRange;
+using train_cuda::LseItem;
+using train_cuda::PairRecord;
+using train_cuda::StatsBatch;
+using train_cuda::StatsItem;
+using train_cuda::StatsTiles;
+
+// Frames in device memory, tagged with the backend that loaded them.
+class CudaFrameBlock : public FrameBlock {
+ public:
+  CudaFrameBlock(const void* owner, DeviceBuffer<float> frames, int64_t rows, int dim)
+      : owner_(owner), frames_(std::move(frames)), rows_(rows), dim_(dim) {}
+  int64_t num_frames() const override { return rows_; }
+  int dim() const override { return dim_; }
+  const void* owner() const { return owner_; }
+  const float* data() const { return frames_.data(); }
+
+ private:
+  const void* owner_;
+  DeviceBuffer<float> frames_;
+  int64_t rows_;
+  int dim_;
+};
+
+// One output block's rows in the pinned host buffer, added to the
+// statistics once the whole request has succeeded.
+struct PendingRows {
+  int64_t first_row = 0;  // row of the block's first Gaussian in GmmStats
+  int rows = 0;           // the tile's real Gaussians
+  int64_t offset = 0;     // of its first double in the pinned buffer
+};
+
+// Fills a device buffer with NaN bytes (tests: unwritten elements show).
+template <typename T>
+absl::Status Poison(const DeviceBuffer<T>& buffer, size_t count, cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  GMM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(buffer.data(), 0xFF, count * sizeof(T), stream), "poison scratch");
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status Upload(const DeviceBuffer<T>& buffer, const T* host, size_t count, cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  GMM_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(buffer.data(), host, count * sizeof(T), cudaMemcpyHostToDevice, stream),
+      "upload statistics work");
+  return absl::OkStatus();
+}
+
+class CudaStatsBackend : public StatsBackend {
+ public:
+  CudaStatsBackend(int device, const CudaStatsOptions& options, CudaStream stream, int sms)
+      : device_(device), options_(options), stream_(std::move(stream)), sms_(sms) {}
+
+  std::string name() const override { return "cuda"; }
+
+  absl::Status SetModel(const DiagGmmModel& model) override {
+    if (!train_cuda::StatsShapeSupported(model.dim(), 32)) {
+      return absl::InvalidArgumentError(absl::StrCat("CUDA statistics support feature dimensions 1 to ",
+                                                     train_cuda::kMaxStatsDim, "; the model has ",
+                                                     model.dim()));
+    }
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
+    has_model_ = false;  // until the new one is complete on the device
+    tiles_ = train_cuda::BuildStatsTiles(model, train_cuda::ChooseTileGaussians(model));
+    GMM_ASSIGN_OR_RETURN(tiles_device_,
+                         DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
+    GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
+                                                                              tiles_.single_tile.size()));
+    center_.assign(model.center().begin(), model.center().end());
+    GMM_ASSIGN_OR_RETURN(center_device_, DeviceBuffer<float>::FromHost(center_.data(), center_.size()));
+    GMM_ASSIGN_OR_RETURN(const int ctas_per_sm,
+                         train_cuda::StatsCtasPerSm(model.dim(), tiles_.tile_gaussians, flush_tiles()));
+    target_items_ = int64_t{train_cuda::kItemsPerResidentCta} * sms_ * std::max(1, ctas_per_sm);
+    row_doubles_ = train_cuda::StatsRowDoubles(model.dim());
+    block_doubles_ = int64_t{tiles_.tile_gaussians} * row_doubles_;
+    max_items_ = static_cast<int32_t>(std::clamp<int64_t>(
+        options_.max_partial_bytes / (block_doubles_ * static_cast<int64_t>(sizeof(double))), 1, 1 << 30));
+    shape_ = ModelShape::Of(model);
+    has_model_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<FrameBlock>> LoadFrames(ConstMatrixView frames) override {
+    GMM_RETURN_IF_ERROR(ValidateFrames(frames));
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
+    GMM_ASSIGN_OR_RETURN(DeviceBuffer<float> buffer,
+                         DeviceBuffer<float>::Allocate(static_cast<size_t>(frames.rows * frames.cols)));
+    if (frames.rows > 0 && frames.cols > 0) {
+      GMM_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy2D(buffer.data(), frames.cols * sizeof(float), frames.data, frames.stride * sizeof(float),
+                       frames.cols * sizeof(float), frames.rows, cudaMemcpyHostToDevice),
+          "upload frames");
+    }
+    return std::unique_ptr<FrameBlock>(
+        new CudaFrameBlock(this, std::move(buffer), frames.rows, static_cast<int>(frames.cols)));
+  }
+
+  absl::Status Accumulate(const FrameBlock& block, absl::Span<const StatsPair> pairs,
+                          GmmStats* stats) override {
+    const auto* frames = dynamic_cast<const CudaFrameBlock*>(&block);
+    if (frames == nullptr || frames->owner() != this) {
+      return absl::InvalidArgumentError("the frame block was not loaded by this CUDA statistics backend");
+    }
+    GMM_RETURN_IF_ERROR(ValidateStatsRequest(has_model_ ? &shape_ : nullptr, block.num_frames(), block.dim(),
+                                             pairs, *stats));
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
+    const int num_states = shape_.num_states();
+    // Grouped straight into pinned memory: each chunk's upload is a DMA.
+    GMM_RETURN_IF_ERROR(EnsureCapacity(host_records_, pairs.size()));
+    const GroupedPairs grouped =
+        train_cuda::GroupStatsPairs(pairs, block.num_frames(), num_states * stats->num_sets,
+                                    absl::MakeSpan(host_records_.data(), pairs.size()));
+
+    // Plan every chunk first: the request's output rows size the pinned
+    // buffer the statistics come back into (no zeroing, no regrowth).
+    const int64_t chunk = std::clamp<int64_t>(options_.max_chunk_pairs, train_cuda::kPairsPerTile, 1 << 30);
+    std::vector<ChunkPlan> plans;
+    int64_t total_rows = 0;
+    for (int64_t begin = 0; begin < grouped.num_pairs; begin += chunk) {
+      plans.push_back(train_cuda::PlanChunk(grouped, begin, std::min(grouped.num_pairs, begin + chunk), tiles_,
+                                            shape_.state_offsets, target_items_, max_items_));
+      for (const StatsBatch& batch : plans.back().batches) total_rows += batch.rows;
+    }
+    GMM_RETURN_IF_ERROR(EnsureCapacity(pending_, total_rows * row_doubles_));
+    pending_rows_.clear();
+    int64_t rows_back = 0;
+    double loglike = 0.0;
+    for (size_t k = 0; k < plans.size(); ++k) {
+      const int64_t begin = static_cast<int64_t>(k) * chunk;
+      GMM_RETURN_IF_ERROR(AccumulateChunk(*frames, grouped, begin, std::min(grouped.num_pairs, begin + chunk),
+                                          plans[k], stats->num_gaussians(), &rows_back, &loglike));
+    }
+    // Everything succeeded: add to the caller's statistics.
+    for (const PendingRows& rows : pending_rows_) {
+      for (int g = 0; g < rows.rows; ++g) {
+        const double* row = pending_.data() + rows.offset + static_cast<int64_t>(g) * row_doubles_;
+        AddCentredRow(center_.data(), row[0], row + 1, row + 1 + shape_.dim, rows.first_row + g, stats);
+      }
+    }
+    stats->total_loglike += loglike;
+    stats->total_weight += grouped.total_weight;
+    return absl::OkStatus();
+  }
+
+  int64_t frame_memory_budget() const override {
+    if (cudaSetDevice(device_) != cudaSuccess) return 0;
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    // 80% of what is free, less the scratch a request may still allocate
+    // (pair arrays, partials and outputs at their bounds).
+    const int64_t scratch = std::clamp<int64_t>(options_.max_chunk_pairs, 0, 1 << 30) * 16 +
+                            2 * options_.max_partial_bytes;
+    return std::max<int64_t>(0, static_cast<int64_t>(0.8 * static_cast<double>(free_bytes)) - scratch);
+  }
+
+ private:
+  int flush_tiles() const {
+    return options_.flush_tiles < 0 ? train_cuda::kStatsFlushTiles : options_.flush_tiles;
+  }
+
+  // One chunk of grouped pairs [begin, end) under its plan: the kernels in
+  // order, each batch's rows copied back to the pinned buffer at *rows_back.
+  absl::Status AccumulateChunk(const CudaFrameBlock& frames, const GroupedPairs& grouped, int64_t begin,
+                               int64_t end, const ChunkPlan& plan, int64_t num_gaussians, int64_t* rows_back,
+                               double* loglike) {
+    cudaStream_t stream = stream_.get();
+    const int64_t count = end - begin;
+    size_t most_items = 0, most_outputs = 0;
+    int64_t most_rows = 0;
+    for (const StatsBatch& batch : plan.batches) {
+      most_items = std::max(most_items, batch.items.size());
+      most_outputs = std::max(most_outputs, batch.outputs.size());
+      most_rows = std::max(most_rows, batch.rows);
+    }
+    // Grow every buffer before the first launch (a reallocation must not
+    // free memory a queued kernel still reads).
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lse_max_, count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lse_log_, count));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(lse_items_, plan.lse_items.size()));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(items_, most_items));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(ranges_, most_outputs));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(partials_, most_items * block_doubles_));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(outputs_, most_rows * row_doubles_));
+    GMM_RETURN_IF_ERROR(EnsureCapacity(block_sums_, train_cuda::kLseSumBlocks));
+
+    train_cuda::PairsView pairs;
+    pairs.frames = frames.data();
+    pairs.first_frame = begin;
+    if (!grouped.identity) {
+      GMM_RETURN_IF_ERROR(EnsureCapacity(records_, count));
+      GMM_RETURN_IF_ERROR(Upload(records_, grouped.records + begin, count, stream));
+      pairs.records = records_.data();
+    }
+    if (options_.poison_scratch) {
+      GMM_RETURN_IF_ERROR(Poison(lse_max_, count, stream));
+      GMM_RETURN_IF_ERROR(Poison(lse_log_, count, stream));
+      GMM_RETURN_IF_ERROR(Poison(block_sums_, train_cuda::kLseSumBlocks, stream));
+    }
+    train_cuda::StatsModelView model;
+    model.tiles = tiles_device_.data();
+    model.single_tile = single_tile_device_.data();
+    model.center = center_device_.data();
+    model.dim = shape_.dim;
+    model.tile = tiles_.tile_gaussians;
+
+    GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
+    GMM_RETURN_IF_ERROR(train_cuda::LaunchLse(model, pairs, lse_items_.data(),
+                                              static_cast<int>(plan.lse_items.size()), lse_max_.data(),
+                                              lse_log_.data(), stream));
+    for (const StatsBatch& batch : plan.batches) {
+      GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
+      GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
+      if (options_.poison_scratch) {
+        GMM_RETURN_IF_ERROR(Poison(partials_, batch.items.size() * block_doubles_, stream));
+        GMM_RETURN_IF_ERROR(Poison(outputs_, batch.rows * row_doubles_, stream));
+      }
+      GMM_RETURN_IF_ERROR(train_cuda::LaunchStats(model, pairs, items_.data(), static_cast<int>(batch.items.size()),
+                                                  lse_max_.data(), lse_log_.data(), partials_.data(), stream,
+                                                  flush_tiles()));
+      GMM_RETURN_IF_ERROR(train_cuda::LaunchReducePartials(partials_.data(), ranges_.data(),
+                                                           static_cast<int>(batch.outputs.size()),
+                                                           tiles_.tile_gaussians, row_doubles_, outputs_.data(),
+                                                           stream));
+      const int64_t offset = *rows_back * row_doubles_;
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(pending_.data() + offset, outputs_.data(),
+                                               batch.rows * row_doubles_ * sizeof(double), cudaMemcpyDeviceToHost,
+                                               stream),
+                               "copy statistics back");
+      for (size_t o = 0; o < batch.outputs.size(); ++o) {
+        const int32_t target = batch.outputs[o].target;
+        const int set = target / shape_.num_states();
+        const int state = target % shape_.num_states();
+        PendingRows rows;
+        rows.first_row = set * num_gaussians + shape_.state_offsets[state] +
+                         int64_t{batch.outputs[o].tile_in_state} * tiles_.tile_gaussians;
+        rows.rows = batch.ranges[o].rows;
+        rows.offset = offset + int64_t{batch.ranges[o].out_row} * row_doubles_;
+        pending_rows_.push_back(rows);
+      }
+      *rows_back += batch.rows;
+      // The next batch overwrites the items, partials and outputs.
+      GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "statistics kernels");
+    }
+    GMM_RETURN_IF_ERROR(train_cuda::LaunchWeightedLseSum(lse_max_.data(), lse_log_.data(), pairs.records, count,
+                                                         block_sums_.data(), stream));
+    double sums[train_cuda::kLseSumBlocks];
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sums, block_sums_.data(), sizeof(sums), cudaMemcpyDeviceToHost, stream),
+                             "copy log-likelihood back");
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "statistics kernels");
+    for (double s : sums) *loglike += s;
+    return absl::OkStatus();
+  }
+
+  const int device_;
+  const CudaStatsOptions options_;
+  CudaStream stream_;
+  const int sms_;
+
+  bool has_model_ = false;
+  ModelShape shape_;
+  StatsTiles tiles_;
+  std::vector<float> center_;
+  DeviceBuffer<float> tiles_device_;
+  DeviceBuffer<int32_t> single_tile_device_;
+  DeviceBuffer<float> center_device_;
+  int64_t target_items_ = 1;
+  int row_doubles_ = 0;
+  int64_t block_doubles_ = 0;
+  int32_t max_items_ = 1;
+
+  // Scratch, grown on demand and kept between calls.
+  DeviceBuffer<PairRecord> records_;
+  DeviceBuffer<float> lse_max_;
+  DeviceBuffer<float> lse_log_;
+  DeviceBuffer<LseItem> lse_items_;
+  DeviceBuffer<StatsItem> items_;
+  DeviceBuffer<ItemRange> ranges_;
+  DeviceBuffer<double> partials_;
+  DeviceBuffer<double> outputs_;
+  DeviceBuffer<double> block_sums_;
+  PinnedBuffer<PairRecord> host_records_;  // the request's pairs, grouped
+  PinnedBuffer<double> pending_;  // statistics rows back from the device
+  std::vector<PendingRows> pending_rows_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,
+                                                                     const CudaStatsOptions& options) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return absl::UnavailableError("no CUDA device answers");
+  }
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("CUDA device ", device, " does not exist (", count, " found)"));
+  }
+  GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "set statistics device");
+  GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+  GMM_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  return std::unique_ptr<StatsBackend>(new CudaStatsBackend(device, options, std::move(stream), info.sms));
+}
+
+absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device) {
+  return CreateCudaStatsBackend(device, CudaStatsOptions());
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,59 @@
+// The CUDA StatsBackend: frames held in device memory (a FrameBlock per
+// LoadFrames), the model in the kernels' tile layout, and per Accumulate
+// the two-kernel statistics pass of stats_kernels.cuh over the pairs grouped
+// by target (stats_plan.h).
+//
+//   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> cuda, CreateCudaStatsBackend(/*device=*/0));
+//   GMM_RETURN_IF_ERROR(cuda->SetModel(model));
+//   GMM_ASSIGN_OR_RETURN(auto block, cuda->LoadFrames(features.view()));
+//   GMM_RETURN_IF_ERROR(cuda->Accumulate(*block, pairs, &stats));
+//
+// Results: per pair the log-sum-exp and posteriors in float32 from the
+// centred scoring form, each 64-pair tile's sums in float32, everything
+// beyond in float64, added in an order fixed by the request and the device
+// (the same bits every run on one GPU model). Pairs are processed in device
+// chunks of at most options.max_chunk_pairs, so device scratch stays
+// bounded whatever the request's size; statistics are added to *stats only
+// once the whole request succeeded.
+//
+// Errors: as StatsBackend; also INVALID_ARGUMENT from SetModel for
+// dimensions above kMaxStatsDim (128) and from Accumulate for a block loaded
+// by another backend; UNAVAILABLE when no CUDA device answers;
+// RESOURCE_EXHAUSTED when device memory runs out.
+//
+// Thread safety: one thread at a time (StatsBackend); the backend sets its
+// device on the calling thread at each call.
+#ifndef GMMSCORE_KERNELS_TRAIN_CUDA_CUDA_STATS_BACKEND_H_
+#define GMMSCORE_KERNELS_TRAIN_CUDA_CUDA_STATS_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "kernels/train/cuda/stats_policy.h"
+#include "kernels/train/stats_backend.h"
+
+namespace gmmscore {
+
+struct CudaStatsOptions {
+  // Pairs on the device at once (frame index, weight and log-sum-exp: 16
+  // bytes each). At most 2^30.
+  int64_t max_chunk_pairs = train_cuda::kDefaultMaxChunkPairs;
+  // Bytes of float64 partial sums per statistics launch (a launch of more
+  // work items is split).
+  int64_t max_partial_bytes = train_cuda::kDefaultMaxPartialBytes;
+  // Tests: fill every device scratch buffer with NaN before it is used, so
+  // an element a kernel fails to write shows in the statistics.
+  bool poison_scratch = false;
+  // Tests and benchmarks: the statistics kernel's accumulation variant
+  // (stats_policy.h: 0 or kStatsFlushTilesAlt); -1 = kStatsFlushTiles.
+  int flush_tiles = -1;
+};
+
+absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,
+                                                                     const CudaStatsOptions& options);
+absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_TRAIN_CUDA_CUDA_STATS_BACKEND_H_

@@ -1,0 +1,455 @@
+// The CUDA statistics backend against the float64 reference. Skips where no
+// CUDA device answers (CI); runs for real on the GPU machine. Every backend
+// here poisons its device scratch with NaN first, so an element a kernel
+// fails to write shows as NaN in the statistics.
+//
+// Each comparison prints one "stats_error" line (normwise and worst
+// element-wise relative errors per array) for the GPU report.
+#include "kernels/train/cuda/cuda_stats_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/train/cuda/stats_policy.h"
+#include "kernels/train/cuda/stats_test_data.h"
+#include "kernels/train/stats_reference.h"
+
+namespace gmmscore {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool GpuAvailable() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!GpuAvailable()) GTEST_SKIP() << "no CUDA device"
+
+std::unique_ptr<StatsBackend> NewCuda(CudaStatsOptions options = {}) {
+  options.poison_scratch = true;
+  auto backend = CreateCudaStatsBackend(0, options);
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return backend.ok() ? std::move(*backend) : nullptr;
+}
+
+DiagGmmModel Model(int states, int min_gaussians, int max_gaussians, int dim, uint64_t seed) {
+  auto model = GenerateSyntheticModel(
+      {.num_states = states, .min_gaussians = min_gaussians, .max_gaussians = max_gaussians, .dim = dim, .seed = seed});
+  EXPECT_TRUE(model.ok()) << model.status();
+  return std::move(*model);
+}
+
+// Errors of one array: normwise max|got - want| / max|want|, and the worst
+// |got - want| / |want| over elements at least 1e-3 of the largest (smaller
+// ones are sums of a few float32 exponentials of far-off Gaussians).
+struct ArrayError {
+  double normwise = 0.0;
+  double elementwise = 0.0;
+  bool finite = true;
+};
+
+ArrayError Compare(const std::vector<double>& got, const std::vector<double>& want) {
+  ArrayError error;
+  double scale = 0.0;
+  for (double w : want) scale = std::max(scale, std::fabs(w));
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i])) error.finite = false;
+    const double diff = std::fabs(got[i] - want[i]);
+    worst = std::max(worst, diff);
+    if (std::fabs(want[i]) >= 1e-3 * scale && want[i] != 0.0) {
+      error.elementwise = std::max(error.elementwise, diff / std::fabs(want[i]));
+    }
+  }
+  error.normwise = scale > 0.0 ? worst / scale : worst;
+  if (!error.finite) error.normwise = error.elementwise = std::numeric_limits<double>::infinity();
+  return error;
+}
+
+struct Tolerance {
+  double normwise = 2e-5;
+  double elementwise = 2e-3;
+  double loglike = 1e-5;  // relative to |total_loglike|
+};
+
+void ExpectClose(const std::string& name, const GmmStats& got, const GmmStats& want, Tolerance tol = {}) {
+  ASSERT_EQ(got.occupancy.size(), want.occupancy.size());
+  const ArrayError occ = Compare(got.occupancy, want.occupancy);
+  const ArrayError mean = Compare(got.mean_acc, want.mean_acc);
+  const ArrayError var = Compare(got.var_acc, want.var_acc);
+  const double loglike = std::fabs(got.total_loglike - want.total_loglike) /
+                         std::max(1.0, std::fabs(want.total_loglike));
+  std::printf(
+      "stats_error %-36s occ_norm %.3g occ_elem %.3g mean_norm %.3g mean_elem %.3g var_norm %.3g "
+      "var_elem %.3g loglike_rel %.3g\n",
+      name.c_str(), occ.normwise, occ.elementwise, mean.normwise, mean.elementwise, var.normwise,
+      var.elementwise, loglike);
+  EXPECT_LE(occ.normwise, tol.normwise) << name;
+  EXPECT_LE(mean.normwise, tol.normwise) << name;
+  EXPECT_LE(var.normwise, tol.normwise) << name;
+  EXPECT_LE(occ.elementwise, tol.elementwise) << name;
+  EXPECT_LE(mean.elementwise, tol.elementwise) << name;
+  EXPECT_LE(var.elementwise, tol.elementwise) << name;
+  EXPECT_LE(loglike, tol.loglike) << name;
+  EXPECT_DOUBLE_EQ(got.total_weight, want.total_weight) << name;
+}
+
+// Runs the CUDA backend and the reference on the same request.
+void CheckAgainstReference(const std::string& name, const DiagGmmModel& model, const FloatMatrix& frames,
+                           const std::vector<StatsPair>& pairs, int num_sets, CudaStatsOptions options = {},
+                           Tolerance tol = {}) {
+  auto cuda = NewCuda(options);
+  ASSERT_NE(cuda, nullptr);
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok()) << block.status();
+  GmmStats got = GmmStats::ForModel(model, num_sets);
+  const absl::Status status = cuda->Accumulate(**block, pairs, &got);
+  ASSERT_TRUE(status.ok()) << status;
+  auto want = ParallelReferenceStats(model, frames, pairs, num_sets);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ExpectClose(name, got, *want, tol);
+}
+
+// --- A global GMM (no pairs) over every D x M x T of the brief. -----------
+
+struct GlobalCase {
+  int dim, gaussians;
+  int64_t frames;
+};
+
+class GlobalGmmTest : public ::testing::TestWithParam<GlobalCase> {};
+
+TEST_P(GlobalGmmTest, MatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  const GlobalCase c = GetParam();
+  const DiagGmmModel model = Model(1, c.gaussians, c.gaussians, c.dim, 11 + c.gaussians);
+  const FloatMatrix frames = DrawModelFrames(model, c.frames, 5 + c.frames);
+  CheckAgainstReference("global_D" + std::to_string(c.dim) + "_M" + std::to_string(c.gaussians) + "_T" +
+                            std::to_string(c.frames),
+                        model, frames, {}, 1);
+}
+
+std::vector<GlobalCase> GlobalCases() {
+  std::vector<GlobalCase> cases;
+  for (int dim : {13, 39, 40}) {
+    for (int gaussians : {1, 3, 64, 2048}) {
+      for (int64_t frames : {1, 63, 65, 100000}) cases.push_back({dim, gaussians, frames});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GlobalGmmTest, ::testing::ValuesIn(GlobalCases()),
+                         [](const ::testing::TestParamInfo<GlobalCase>& info) {
+                           return "D" + std::to_string(info.param.dim) + "_M" + std::to_string(info.param.gaussians) +
+                                  "_T" + std::to_string(info.param.frames);
+                         });
+
+// --- Every kernel instance: dimensions 1..128, single- and multi-tile. ----
+
+class DimensionTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DimensionTest, MatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  const int dim = GetParam();
+  // 1 Gaussian (one tile: the fused log-sum-exp), 70 (several tiles of 32)
+  // and 128 (tiles of 64 up to D = 48; ChooseTileGaussians).
+  for (int gaussians : {1, 70, 128}) {
+    const DiagGmmModel model = Model(1, gaussians, gaussians, dim, 100 + dim);
+    const FloatMatrix frames = DrawModelFrames(model, 300, 7);
+    CheckAgainstReference("dim_D" + std::to_string(dim) + "_M" + std::to_string(gaussians), model, frames, {}, 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dims, DimensionTest,
+                         ::testing::Values(1, 2, 8, 9, 20, 32, 47, 48, 49, 64, 65, 90, 100, 128));
+
+// --- Alignments, posteriors, several sets. --------------------------------
+
+// One pair per frame to a random state among those not in `skip`.
+std::vector<StatsPair> Alignment(int64_t frames, int num_states, const std::vector<int>& skip, uint64_t seed) {
+  std::mt19937 random(seed);
+  std::vector<int> states;
+  for (int s = 0; s < num_states; ++s) {
+    if (std::find(skip.begin(), skip.end(), s) == skip.end()) states.push_back(s);
+  }
+  std::vector<StatsPair> pairs;
+  for (int64_t t = 0; t < frames; ++t) {
+    pairs.push_back({static_cast<int32_t>(t), states[random() % states.size()], 1.0f});
+  }
+  return pairs;
+}
+
+TEST(CudaStatsBackendTest, AlignmentWithStatesThatGetNoFrames) {
+  SKIP_WITHOUT_GPU();
+  // 30 states of 1..300 Gaussians: single-tile (fused) and multi-tile states.
+  const DiagGmmModel model = Model(30, 1, 300, 39, 21);
+  const FloatMatrix frames = DrawModelFrames(model, 20000, 8);
+  CheckAgainstReference("alignment_D39_S30", model, frames, Alignment(20000, 30, {0, 4, 17, 29}, 3), 1);
+}
+
+TEST(CudaStatsBackendTest, PosteriorsWithZeroWeights) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel model = Model(12, 1, 150, 40, 22);
+  const FloatMatrix frames = DrawModelFrames(model, 5000, 9);
+  std::mt19937 random(4);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < 5000; ++t) {
+    const int count = 1 + static_cast<int>(random() % 3);
+    for (int k = 0; k < count; ++k) {
+      const float weight = random() % 5 == 0 ? 0.0f : static_cast<float>(random() % 1000) / 1000.0f;
+      pairs.push_back({t, static_cast<int32_t>(random() % 12), weight});
+    }
+  }
+  // Frames in no pair at all, and pairs listed out of frame order.
+  std::shuffle(pairs.begin(), pairs.end(), random);
+  pairs.resize(pairs.size() - 500);
+  CheckAgainstReference("posteriors_D40_S12", model, frames, pairs, 1);
+}
+
+TEST(CudaStatsBackendTest, SeveralSets) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel model = Model(5, 1, 100, 13, 23);
+  const FloatMatrix frames = DrawModelFrames(model, 8000, 10);
+  std::mt19937 random(5);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < 8000; ++t) {
+    // Set 1 gets nothing; sets 0 and 2 share frames.
+    const int set = (t % 3 == 0) ? 0 : 2;
+    pairs.push_back({t, static_cast<int32_t>(set * 5 + random() % 5), 0.5f + (t % 7) * 0.1f});
+  }
+  CheckAgainstReference("sets_D13_S5_K3", model, frames, pairs, 3);
+}
+
+TEST(CudaStatsBackendTest, SmallChunksAndBatchesGiveTheSameStatistics) {
+  SKIP_WITHOUT_GPU();
+  CudaStatsOptions tiny;
+  tiny.max_chunk_pairs = 1000;          // segments cut across chunks
+  tiny.max_partial_bytes = 8 * 40 * 1024;  // a handful of items per launch
+  const DiagGmmModel big = Model(1, 2048, 2048, 39, 24);
+  CheckAgainstReference("chunks_global_D39_M2048", big, DrawModelFrames(big, 5000, 11), {}, 1, tiny);
+  const DiagGmmModel model = Model(30, 1, 300, 39, 25);
+  const FloatMatrix frames = DrawModelFrames(model, 6000, 12);
+  CheckAgainstReference("chunks_alignment_D39_S30", model, frames, Alignment(6000, 30, {3}, 6), 1, tiny);
+}
+
+TEST(CudaStatsBackendTest, AccumulateAddsToWhatIsThere) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel model = Model(1, 64, 64, 39, 26);
+  const FloatMatrix frames = DrawModelFrames(model, 3000, 13);
+  auto cuda = NewCuda();
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok());
+  GmmStats once = GmmStats::ForModel(model), twice = GmmStats::ForModel(model);
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &once).ok());
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &twice).ok());
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &twice).ok());
+  for (size_t i = 0; i < once.occupancy.size(); ++i) EXPECT_DOUBLE_EQ(twice.occupancy[i], 2 * once.occupancy[i]);
+  for (size_t i = 0; i < once.mean_acc.size(); ++i) EXPECT_DOUBLE_EQ(twice.mean_acc[i], 2 * once.mean_acc[i]);
+  EXPECT_DOUBLE_EQ(twice.total_weight, 6000.0);
+}
+
+void ExpectBitIdentical(const GmmStats& a, const GmmStats& b);
+
+// --- The other accumulation variant of the statistics kernel. ------------
+
+// Float32 sums over kStatsFlushTilesAlt tiles, then float64 in the partial
+// slot (stats_policy.h): the cases of the default variant that exercise it.
+TEST(CudaStatsBackendTest, FlushVariantMatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  CudaStatsOptions flush;
+  flush.flush_tiles = train_cuda::kStatsFlushTilesAlt;
+  for (const GlobalCase c : {GlobalCase{39, 2048, 100000}, GlobalCase{40, 64, 100000}, GlobalCase{13, 3, 65},
+                             GlobalCase{39, 128, 1}}) {
+    const DiagGmmModel model = Model(1, c.gaussians, c.gaussians, c.dim, 11 + c.gaussians);
+    CheckAgainstReference("flush_global_D" + std::to_string(c.dim) + "_M" + std::to_string(c.gaussians) + "_T" +
+                              std::to_string(c.frames),
+                          model, DrawModelFrames(model, c.frames, 5 + c.frames), {}, 1, flush);
+  }
+  for (int dim : {1, 20, 48, 49, 100, 128}) {
+    for (int gaussians : {1, 70, 128}) {
+      const DiagGmmModel model = Model(1, gaussians, gaussians, dim, 100 + dim);
+      CheckAgainstReference("flush_dim_D" + std::to_string(dim) + "_M" + std::to_string(gaussians), model,
+                            DrawModelFrames(model, 300, 7), {}, 1, flush);
+    }
+  }
+  const DiagGmmModel hmm = Model(30, 1, 300, 39, 21);
+  CheckAgainstReference("flush_alignment_D39_S30", hmm, DrawModelFrames(hmm, 20000, 8),
+                        Alignment(20000, 30, {0, 4, 17, 29}, 3), 1, flush);
+  CudaStatsOptions tiny = flush;
+  tiny.max_chunk_pairs = 1000;
+  tiny.max_partial_bytes = 8 * 40 * 1024;
+  const DiagGmmModel big = Model(1, 2048, 2048, 39, 24);
+  CheckAgainstReference("flush_chunks_global_D39_M2048", big, DrawModelFrames(big, 5000, 11), {}, 1, tiny);
+}
+
+TEST(CudaStatsBackendTest, FlushVariantDeterministicAndDriftFree) {
+  SKIP_WITHOUT_GPU();
+  CudaStatsOptions flush;
+  flush.flush_tiles = train_cuda::kStatsFlushTilesAlt;
+  const DiagGmmModel model = Model(1, 8, 8, 39, 29);
+  const FloatMatrix frames = DrawModelFrames(model, 10'000'000, 16);
+  auto cuda = NewCuda(flush);
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok()) << block.status();
+  GmmStats got = GmmStats::ForModel(model), again = GmmStats::ForModel(model);
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &got).ok());
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &again).ok());
+  ExpectBitIdentical(got, again);
+  auto want = ParallelReferenceStats(model, frames, {}, 1);
+  ASSERT_TRUE(want.ok());
+  ExpectClose("flush_drift_D39_M8_T1e7", got, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
+}
+
+// --- Determinism: the same request gives the same bits. -------------------
+
+void ExpectBitIdentical(const GmmStats& a, const GmmStats& b) {
+  auto same = [](const std::vector<double>& x, const std::vector<double>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+  };
+  EXPECT_TRUE(same(a.occupancy, b.occupancy));
+  EXPECT_TRUE(same(a.mean_acc, b.mean_acc));
+  EXPECT_TRUE(same(a.var_acc, b.var_acc));
+  EXPECT_EQ(std::memcmp(&a.total_loglike, &b.total_loglike, sizeof(double)), 0);
+}
+
+TEST(CudaStatsBackendTest, TwoRunsAreBitIdentical) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel model = Model(1, 2048, 2048, 39, 27);
+  const FloatMatrix frames = DrawModelFrames(model, 100000, 14);
+  auto cuda = NewCuda();
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok());
+  GmmStats a = GmmStats::ForModel(model), b = GmmStats::ForModel(model);
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &a).ok());
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &b).ok());
+  ExpectBitIdentical(a, b);
+  // A second backend (fresh scratch) too, and an alignment.
+  auto other = NewCuda();
+  ASSERT_TRUE(other->SetModel(model).ok());
+  auto other_block = other->LoadFrames(frames.view());
+  ASSERT_TRUE(other_block.ok());
+  GmmStats c = GmmStats::ForModel(model);
+  ASSERT_TRUE(other->Accumulate(**other_block, {}, &c).ok());
+  ExpectBitIdentical(a, c);
+
+  const DiagGmmModel hmm = Model(40, 1, 200, 39, 28);
+  const FloatMatrix hmm_frames = DrawModelFrames(hmm, 50000, 15);
+  const std::vector<StatsPair> pairs = Alignment(50000, 40, {}, 7);
+  ASSERT_TRUE(cuda->SetModel(hmm).ok());
+  auto hmm_block = cuda->LoadFrames(hmm_frames.view());
+  ASSERT_TRUE(hmm_block.ok());
+  GmmStats d = GmmStats::ForModel(hmm), e = GmmStats::ForModel(hmm);
+  ASSERT_TRUE(cuda->Accumulate(**hmm_block, pairs, &d).ok());
+  ASSERT_TRUE(cuda->Accumulate(**hmm_block, pairs, &e).ok());
+  ExpectBitIdentical(d, e);
+}
+
+// --- Drift over 10^7 frames against a float64 accumulation. ---------------
+
+TEST(CudaStatsBackendTest, DriftOverTenMillionFrames) {
+  SKIP_WITHOUT_GPU();
+  // M = 8 keeps the float64 reference affordable; D = 39 as in the benchmark.
+  const DiagGmmModel model = Model(1, 8, 8, 39, 29);
+  const int64_t frames_count = 10'000'000;
+  const FloatMatrix frames = DrawModelFrames(model, frames_count, 16);
+  auto cuda = NewCuda();
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok()) << block.status();
+  GmmStats got = GmmStats::ForModel(model);
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &got).ok());
+  auto want = ParallelReferenceStats(model, frames, {}, 1);
+  ASSERT_TRUE(want.ok());
+  // Over 10^7 frames the per-frame float32 rounding averages out: the sums
+  // must agree far tighter than a single frame does.
+  ExpectClose("drift_D39_M8_T1e7", got, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
+}
+
+// --- Bad requests change nothing and say why. ------------------------------
+
+TEST(CudaStatsBackendTest, RejectsBadInputs) {
+  SKIP_WITHOUT_GPU();
+  auto cuda = NewCuda();
+  const DiagGmmModel model = Model(3, 2, 4, 13, 30);
+  FloatMatrix frames = DrawModelFrames(model, 10, 17);
+
+  auto early = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(early.ok());
+  GmmStats stats = GmmStats::ForModel(model);
+  EXPECT_EQ(cuda->Accumulate(**early, {{0, 0, 1.0f}}, &stats).code(), absl::StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(), 1e20f}) {
+    FloatMatrix poisoned = frames;
+    poisoned.at(7, 5) = bad;
+    const auto loaded = cuda->LoadFrames(poisoned.view());
+    EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("frame 7"));
+  }
+
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok());
+  const GmmStats before = stats;
+  auto expect_invalid = [&](std::vector<StatsPair> pairs, GmmStats* target) {
+    EXPECT_EQ(cuda->Accumulate(**block, pairs, target).code(), absl::StatusCode::kInvalidArgument);
+  };
+  expect_invalid({}, &stats);                            // several states need pairs
+  expect_invalid({{10, 0, 1.0f}}, &stats);               // frame out of range
+  expect_invalid({{-1, 0, 1.0f}}, &stats);
+  expect_invalid({{0, 3, 1.0f}}, &stats);                // target beyond one set
+  expect_invalid({{0, -1, 1.0f}}, &stats);
+  expect_invalid({{0, 0, std::numeric_limits<float>::quiet_NaN()}}, &stats);
+  expect_invalid({{0, 0, std::numeric_limits<float>::infinity()}}, &stats);
+  GmmStats wrong = GmmStats::ForShape(13, {0, 2, 4}, 1);
+  expect_invalid({{0, 0, 1.0f}}, &wrong);               // not shaped for the model
+  EXPECT_EQ(stats.occupancy, before.occupancy);
+  EXPECT_EQ(stats.total_weight, before.total_weight);
+
+  // Frames of another dimension, and a block of another backend.
+  const DiagGmmModel model39 = Model(1, 2, 2, 39, 31);
+  auto block39 = cuda->LoadFrames(DrawModelFrames(model39, 5, 18).view());
+  ASSERT_TRUE(block39.ok());
+  EXPECT_EQ(cuda->Accumulate(**block39, {{0, 0, 1.0f}}, &stats).code(), absl::StatusCode::kInvalidArgument);
+  auto reference = CreateReferenceStatsBackend();
+  auto host_block = reference->LoadFrames(frames.view());
+  ASSERT_TRUE(host_block.ok());
+  EXPECT_EQ(cuda->Accumulate(**host_block, {{0, 0, 1.0f}}, &stats).code(), absl::StatusCode::kInvalidArgument);
+
+  // Dimensions beyond the kernels.
+  const DiagGmmModel model129 = Model(1, 1, 1, 129, 32);
+  const absl::Status too_wide = cuda->SetModel(model129);
+  EXPECT_EQ(too_wide.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_wide.message()), HasSubstr("128"));
+}
+
+TEST(CudaStatsBackendTest, FrameMemoryBudgetIsSomeOfTheDevice) {
+  SKIP_WITHOUT_GPU();
+  auto cuda = NewCuda();
+  EXPECT_GT(cuda->frame_memory_budget(), int64_t{1} << 30);
+  EXPECT_EQ(cuda->name(), "cuda");
+}
+
+}  // namespace
+}  // namespace gmmscore

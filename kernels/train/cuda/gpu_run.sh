@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a carried .devpack-train/ (device_bundle.sh):
+# the statistics test for real, the benchmark, then compute-sanitizer
+# (memcheck, racecheck) on small cases and one Nsight Compute profile of
+# each kernel. Logs and the CSV go to $OUT (or /tmp/stats-gpu). Each step has
+# its own time limit, so one slow step leaves the others' results.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=${OUT:-/tmp/stats-gpu}
+mkdir -p "$OUT"
+tar xJf .devpack-train/bundle.tar.xz
+cublas_dir=$(dirname "$(ls /usr/local/cuda/lib64/libcublas.so.13 /usr/local/cuda*/lib64/libcublas.so.13 \
+  2>/dev/null | head -1)" 2>/dev/null)
+if [ -z "$cublas_dir" ] || [ "$cublas_dir" = "." ]; then
+  cublas_dir=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))')
+fi
+export LD_LIBRARY_PATH="$PWD/.device-train/lib:$cublas_dir:${LD_LIBRARY_PATH:-}"
+bin=.device-train/bin
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+status=0
+
+echo "=== test"
+start=$SECONDS
+timeout ${TEST_LIMIT:-120} $bin/cuda_stats_backend_test --gtest_color=no > "$OUT/test.log" 2>&1 || status=1
+grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests ran' "$OUT/test.log"
+grep -E 'Failure|error:|Expected|Which is|actual' "$OUT/test.log" | head -30
+grep -E '^stats_error' "$OUT/test.log" | awk '{for (i = 3; i <= NF; i += 2) if ($(i+1) > w[$i]) w[$i] = $(i+1)}
+  END {printf "worst over all comparisons:"; for (k in w) printf " %s %.3g", k, w[k]; print ""}'
+grep -E '^stats_error (drift|global_D39_M2048_T100000|chunks)' "$OUT/test.log"
+echo "test seconds $((SECONDS - start))"
+
+echo "=== bench"
+start=$SECONDS
+timeout ${BENCH_LIMIT:-90} $bin/train_stats_bench --csv "$OUT/bench.csv" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "bench seconds $((SECONDS - start))"
+
+if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
+  small='Dims/*:*Alignment*:*Posteriors*:*SeveralSets*:*SmallChunks*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D13_M2048_T65'
+  for tool in memcheck racecheck; do
+    echo "=== compute-sanitizer $tool"
+    filter=$small
+    [ $tool = racecheck ] && filter='Dims/DimensionTest.MatchesFloat64Reference/3:*SeveralSets*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D39_M2048_T65'
+    timeout ${SANITIZER_LIMIT:-45} compute-sanitizer --tool $tool --print-limit 20 \
+      $bin/cuda_stats_backend_test --gtest_color=no --gtest_filter="$filter" > "$OUT/$tool.log" 2>&1
+    echo "exit $?"
+    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race|hazard|PASSED|FAILED' "$OUT/$tool.log" | head -12
+  done
+fi
+
+if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
+  echo "=== ncu"
+  # The statistics kernel's float32-flush variant (three CTAs per SM).
+  timeout ${NCU_LIMIT:-60} ncu --clock-control none --kernel-name-base demangled \
+    -k 'regex:StatsKernel<\(int\)64, \(int\)5, \(int\)8>' -c 1 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+    --section LaunchStats --section Occupancy --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum \
+    $bin/train_stats_bench --gaussians=2048 --frames=500000 --states=0 --estep=false --kernel_gaussians= \
+    --min_seconds=0 > "$OUT/ncu.log" 2>&1
+  echo "exit $?"
+  grep -E 'Kernel|LseKernel|StatsKernel|SM Busy|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible|Registers Per|Achieved Occupancy|Theoretical Occupancy|Executed Ipc A|bank_conflicts|op_shared_ld|Duration|Stall' "$OUT/ncu.log" | head -60
+fi
+if command -v cuobjdump >/dev/null; then
+  # SASS of the D = 39 instances (tile 64, 5 columns) for offline reading.
+  cuobjdump -sass .device-train/stats_kernels.cubin |
+    awk '/Function : /{f = ($0 ~ /StatsKernelILi64ELi5E|LseKernelILi64E/)} f' > "$OUT/sass.txt"
+  echo "=== SASS histogram (StatsKernel<64,5>, LseKernel<64>)"
+  grep -oE '^ +/\*[0-9a-f]+\*/ +[A-Z0-9.]+' "$OUT/sass.txt" | awk '{print $2}' | sort | uniq -c | sort -rn | head -25
+fi
+exit $status

@@ -1,0 +1,314 @@
+// The statistics kernels run on the host: each CTA as 256 std::threads with
+// a barrier for __syncthreads and per-warp barriers for the shuffles, the
+// dynamic shared memory an exact-size heap block (so AddressSanitizer builds
+// catch any access past the kernels' layout), scratch filled with NaN. The
+// kernels' own source (stats_kernels.cuh) is compiled as C++ with the few
+// device intrinsics defined below, and driven the way the backend drives
+// them (plan, LSE, statistics per batch, reduction, log-likelihood sum).
+// This checks indexing, tiling, planning and synchronisation structure on
+// machines without a GPU (CI); exponentials are exact here, so the errors
+// are the float32 arithmetic's alone.
+#include <cuda_runtime.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+// Device-only spellings, as the host compiler needs them.
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __shared__
+#undef __launch_bounds__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+
+namespace gmmscore {
+namespace train_cuda {
+
+thread_local uint3 threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+
+namespace emulation {
+std::unique_ptr<float4[]> shared;
+std::unique_ptr<std::barrier<>> block_barrier;
+std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+float warp_values[8][32];
+}  // namespace emulation
+
+inline float EmulatedExp(float x) { return std::exp2(x); }
+inline void EmulatedCopy(float* shared, const float* global, int floats, int thread, int threads) {
+  for (int i = thread * 4; i < floats; i += threads * 4) std::memcpy(shared + i, global + i, 16);
+}
+inline float* EmulatedShared() { return reinterpret_cast<float*>(emulation::shared.get()); }
+inline void __syncthreads() { emulation::block_barrier->arrive_and_wait(); }
+inline float __logf(float x) { return std::log(x); }
+template <typename T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+inline float __shfl_xor_sync(unsigned, float value, int mask) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  emulation::warp_values[warp][lane] = value;
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  const float other = emulation::warp_values[warp][lane ^ mask];
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  return other;
+}
+using std::min;
+
+}  // namespace train_cuda
+}  // namespace gmmscore
+
+#include "gtest/gtest.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/train/cuda/stats_kernels.cuh"
+#include "kernels/train/cuda/stats_plan.h"
+#include "kernels/train/cuda/stats_test_data.h"
+
+namespace gmmscore {
+namespace train_cuda {
+namespace {
+
+// Runs `kernel(args...)` over `grid` CTAs of kStatsThreads threads, one CTA
+// at a time, with `shared_bytes` of dynamic shared memory (NaN at each CTA's
+// start: the kernels must not read what they did not write).
+template <typename Kernel, typename... Args>
+void Launch(int grid, size_t shared_bytes, Kernel kernel, Args... args) {
+  if (grid == 0) return;
+  const size_t quads = (shared_bytes + 15) / 16;
+  emulation::shared.reset(quads > 0 ? new float4[quads] : nullptr);
+  emulation::block_barrier = std::make_unique<std::barrier<>>(kStatsThreads);
+  emulation::warp_barriers.clear();
+  for (int w = 0; w < kStatsThreads / 32; ++w) emulation::warp_barriers.push_back(std::make_unique<std::barrier<>>(32));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kStatsThreads; ++t) {
+    threads.emplace_back([=] {
+      threadIdx = {static_cast<unsigned>(t), 0, 0};
+      blockDim = dim3(kStatsThreads);
+      gridDim = dim3(grid);
+      for (int b = 0; b < grid; ++b) {
+        blockIdx = {static_cast<unsigned>(b), 0, 0};
+        if (t == 0 && quads > 0) std::memset(emulation::shared.get(), 0xFF, quads * 16);
+        __syncthreads();
+        kernel(args...);
+        __syncthreads();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+template <int N>
+using Int = std::integral_constant<int, N>;
+
+template <typename F>
+void DispatchEmulated(int dim, int tile, F&& f) {
+  const int columns = ColumnsPerThread(dim, tile);
+  if (tile == 64) {
+    switch (columns) {
+      case 1: return f(Int<64>(), Int<1>());
+      case 2: return f(Int<64>(), Int<2>());
+      case 5: return f(Int<64>(), Int<5>());
+      case 6: return f(Int<64>(), Int<6>());
+    }
+  } else {
+    switch (columns) {
+      case 1: return f(Int<32>(), Int<1>());
+      case 3: return f(Int<32>(), Int<3>());
+      case 4: return f(Int<32>(), Int<4>());
+      case 8: return f(Int<32>(), Int<8>());
+    }
+  }
+  FAIL() << "dimension " << dim << " tile " << tile << " not instantiated in the emulation";
+}
+
+struct Bounds {
+  int64_t chunk = int64_t{1} << 22;
+  int64_t target_items = 16;
+  int32_t max_items = 1 << 20;
+  int flush_tiles = 0;  // the statistics kernel's accumulation variant
+};
+
+// The backend's Accumulate, with emulated launches.
+GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, const std::vector<StatsPair>& pairs,
+                       int num_sets, int tile_gaussians, Bounds bounds) {
+  const int dim = model.dim();
+  const int num_states = model.num_states();
+  const StatsTiles tiles = BuildStatsTiles(model, tile_gaussians);
+  const int tile = tiles.tile_gaussians;
+  const std::vector<float> center(model.center().begin(), model.center().end());
+  std::vector<PairRecord> storage(pairs.size());
+  const GroupedPairs grouped =
+      GroupStatsPairs(pairs, frames.rows(), num_states * num_sets, absl::MakeSpan(storage));
+  const StatsModelView view{tiles.params.data(), tiles.single_tile.data(), center.data(), dim, tile};
+  const int row_doubles = StatsRowDoubles(dim);
+  const int64_t block_doubles = int64_t{tile} * row_doubles;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  GmmStats stats = GmmStats::ForModel(model, num_sets);
+  for (int64_t begin = 0; begin < grouped.num_pairs; begin += bounds.chunk) {
+    const int64_t end = std::min(grouped.num_pairs, begin + bounds.chunk);
+    const ChunkPlan plan =
+        PlanChunk(grouped, begin, end, tiles, model.state_offsets(), bounds.target_items, bounds.max_items);
+    PairsView pv;
+    pv.frames = frames.data();
+    pv.first_frame = begin;
+    if (!grouped.identity) pv.records = grouped.records + begin;
+    std::vector<float> lse_max(end - begin, nan), lse_log(end - begin, nan);
+    if (tile == 64) {
+      Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 64), LseKernel<64>,
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+    } else {
+      Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 32), LseKernel<32>,
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+    }
+    for (const StatsBatch& batch : plan.batches) {
+      std::vector<double> partials(batch.items.size() * block_doubles, std::nan(""));
+      DispatchEmulated(dim, tile, [&](auto t, auto c) {
+        constexpr int kTile = decltype(t)::value, kColumns = decltype(c)::value;
+        const size_t bytes = 4 * stats_detail::StatsSharedFloats(dim, kTile, kColumns);
+        if (bounds.flush_tiles == 0) {
+          Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, 0>, view, pv,
+                 batch.items.data(), lse_max.data(), lse_log.data(), partials.data());
+        } else {
+          ASSERT_EQ(bounds.flush_tiles, kStatsFlushTilesAlt);
+          Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, kStatsFlushTilesAlt>,
+                 view, pv, batch.items.data(), lse_max.data(), lse_log.data(), partials.data());
+        }
+      });
+      std::vector<double> out(batch.rows * row_doubles, std::nan(""));
+      const int chunks = (tile * row_doubles + kStatsThreads - 1) / kStatsThreads;
+      for (int y = 0; y < chunks; ++y) {  // the reduction's grid.y, one launch per value
+        Launch(static_cast<int>(batch.outputs.size()), 0,
+               [y](const double* p, const ItemRange* r, int t, int rd, double* o) {
+                 blockIdx.y = y;
+                 ReducePartialsKernel(p, r, t, rd, o);
+               },
+               static_cast<const double*>(partials.data()), static_cast<const ItemRange*>(batch.ranges.data()), tile,
+               row_doubles, out.data());
+      }
+      for (size_t o = 0; o < batch.outputs.size(); ++o) {
+        const int set = batch.outputs[o].target / num_states, state = batch.outputs[o].target % num_states;
+        const int64_t first = int64_t{batch.outputs[o].tile_in_state} * tile;
+        const int64_t valid = std::min<int64_t>(tile, model.num_gaussians_in_state(state) - first);
+        EXPECT_EQ(valid, batch.ranges[o].rows);
+        for (int64_t g = 0; g < valid; ++g) {
+          const double* row = &out[(batch.ranges[o].out_row + g) * row_doubles];
+          AddCentredRow(center.data(), row[0], row + 1, row + 1 + dim,
+                        set * model.num_gaussians() + model.state_offsets()[state] + first + g, &stats);
+        }
+      }
+    }
+    std::vector<double> sums(kLseSumBlocks, std::nan(""));
+    Launch(kLseSumBlocks, 0, WeightedLseSumKernel, static_cast<const float*>(lse_max.data()),
+           static_cast<const float*>(lse_log.data()), pv.records, end - begin, sums.data());
+    for (double s : sums) stats.total_loglike += s;
+  }
+  stats.total_weight += grouped.total_weight;
+  return stats;
+}
+
+double NormwiseError(const std::vector<double>& got, const std::vector<double>& want) {
+  double scale = 0.0, worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[i]));
+    worst = std::isfinite(got[i]) ? std::max(worst, std::fabs(got[i] - want[i])) : INFINITY;
+  }
+  return scale > 0.0 ? worst / scale : worst;
+}
+
+void Check(const std::string& name, const DiagGmmModel& model, const FloatMatrix& frames,
+           const std::vector<StatsPair>& pairs, int num_sets, int tile, Bounds bounds = {}) {
+  const GmmStats got = EmulatedStats(model, frames, pairs, num_sets, tile, bounds);
+  auto want = ParallelReferenceStats(model, frames, pairs, num_sets);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const double occ = NormwiseError(got.occupancy, want->occupancy);
+  const double mean = NormwiseError(got.mean_acc, want->mean_acc);
+  const double var = NormwiseError(got.var_acc, want->var_acc);
+  const double loglike = std::fabs(got.total_loglike - want->total_loglike) / std::max(1.0, std::fabs(want->total_loglike));
+  std::printf("emulated_error %-28s tile %d flush %d occ %.3g mean %.3g var %.3g loglike %.3g\n", name.c_str(), tile, bounds.flush_tiles, occ, mean, var, loglike);
+  EXPECT_LE(occ, 2e-5) << name;
+  EXPECT_LE(mean, 2e-5) << name;
+  EXPECT_LE(var, 2e-5) << name;
+  EXPECT_LE(loglike, 1e-5) << name;
+  EXPECT_DOUBLE_EQ(got.total_weight, want->total_weight);
+}
+
+DiagGmmModel Model(int states, int min_gaussians, int max_gaussians, int dim, uint64_t seed) {
+  auto model = GenerateSyntheticModel(
+      {.num_states = states, .min_gaussians = min_gaussians, .max_gaussians = max_gaussians, .dim = dim, .seed = seed});
+  EXPECT_TRUE(model.ok());
+  return std::move(*model);
+}
+
+TEST(StatsEmulationTest, GlobalGmmSingleAndMultiTile) {
+  // Dimensions of the instances DispatchEmulated builds: tile 64 with 1, 2,
+  // 5, 6 columns; tile 32 with 1, 3, 4, 8.
+  for (int dim : {1, 13, 39, 48, 49, 128}) {
+    for (int tile : {64, 32}) {
+      if (tile == 64 && dim > kMaxTile64Dim) continue;
+      for (int gaussians : {3, 70}) {
+        for (int64_t frames : {int64_t{130}}) {
+          const DiagGmmModel model = Model(1, gaussians, gaussians, dim, dim + gaussians);
+          Check("global_D" + std::to_string(dim) + "_M" + std::to_string(gaussians) + "_T" + std::to_string(frames),
+                model, DrawModelFrames(model, frames, 3), {}, 1, tile);
+        }
+      }
+    }
+  }
+}
+
+TEST(StatsEmulationTest, AlignmentPosteriorsSetsAndSmallBounds) {
+  const DiagGmmModel model = Model(6, 1, 140, 13, 9);
+  const FloatMatrix frames = DrawModelFrames(model, 400, 4);
+  std::mt19937 random(1);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < 400; ++t) {
+    if (t % 9 == 0) continue;  // frames in no pair
+    const int count = 1 + static_cast<int>(random() % 2);
+    for (int k = 0; k < count; ++k) {
+      const int state = static_cast<int>(random() % 5);  // state 5 gets nothing
+      const int set = static_cast<int>(random() % 3) == 0 ? 1 : 0;
+      const float weight = random() % 4 == 0 ? 0.0f : 0.25f + static_cast<float>(random() % 100) / 100.0f;
+      pairs.push_back({t, set * 6 + state, weight});
+    }
+  }
+  std::shuffle(pairs.begin(), pairs.end(), random);
+  for (int tile : {64, 32}) {
+    Check("pairs_D13_S6_K2", model, frames, pairs, 2, tile);
+    Check("pairs_small_bounds", model, frames, pairs, 2, tile, {.chunk = 100, .target_items = 3, .max_items = 4});
+  }
+  Check("pairs_small_bounds", model, frames, pairs, 2, 64,
+        {.chunk = 100, .target_items = 3, .max_items = 4, .flush_tiles = kStatsFlushTilesAlt});
+}
+
+// Items of many tiles: the float32 sums flushed several times per item
+// (and a last partial flush), against the float64 register variant.
+TEST(StatsEmulationTest, FlushVariantOverLongItems) {
+  for (int dim : {13, 39}) {
+    const DiagGmmModel model = Model(1, 70, 70, dim, 12);
+    const FloatMatrix frames = DrawModelFrames(model, 1500, 5);  // 24 pair tiles: 3 flushes of 8, or one of 8 and
+                                                                 // one of the rest per item below
+    for (int flush : {0, kStatsFlushTilesAlt}) {
+      Check("long_items_D" + std::to_string(dim), model, frames, {}, 1, 64, {.target_items = 1, .flush_tiles = flush});
+      Check("long_items_D" + std::to_string(dim), model, frames, {}, 1, 32, {.target_items = 2, .flush_tiles = flush});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace train_cuda
+}  // namespace gmmscore

@@ -1,0 +1,78 @@
+// Launchers of the CUDA statistics kernels (stats_kernels.cuh): everything
+// on the caller's stream, device pointers in and out, no host
+// synchronisation. The backend (cuda_stats_backend.cc) plans the items
+// (stats_plan.h) and calls these in order per chunk of pairs:
+//
+//   LaunchLse(...)             // states of several tiles: log-sum-exp per pair
+//   LaunchStats(...)           // per batch: float64 partial sums per item
+//   LaunchReducePartials(...)  // per batch: partials -> one block per output
+//   LaunchWeightedLseSum(...)  // sum of w * lse, per block, for total_loglike
+#ifndef GMMSCORE_KERNELS_TRAIN_CUDA_STATS_KERNELS_H_
+#define GMMSCORE_KERNELS_TRAIN_CUDA_STATS_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/train/cuda/stats_policy.h"
+#include "kernels/train/cuda/stats_work.h"
+
+namespace gmmscore {
+namespace train_cuda {
+
+// The model on the device (StatsTiles uploaded).
+struct StatsModelView {
+  const float* tiles = nullptr;          // num_tiles x TileFloats(dim, tile)
+  const int32_t* single_tile = nullptr;  // per tile: its state has one tile
+  const float* center = nullptr;         // dim
+  int dim = 0;
+  int tile = 0;                          // Gaussians per tile, 64 or 32
+};
+
+// The chunk's pairs on the device. Pair i (relative to the chunk) reads
+// frame records[i].frame with weight records[i].weight; null records mean
+// frame first_frame + i, weight 1 (a global GMM's pairs).
+struct PairsView {
+  const float* frames = nullptr;  // num_frames x dim, row-major
+  const PairRecord* records = nullptr;
+  int64_t first_frame = 0;
+};
+
+// True for the feature dimensions and tile widths the kernels are built for
+// (1..kMaxStatsDim; tile 32, or 64 up to kMaxTile64Dim).
+bool StatsShapeSupported(int dim, int tile);
+
+// Resident CTAs per SM of the statistics kernel for (dim, tile,
+// flush_tiles) (the planner's item target is a multiple of this times the
+// SM count). flush_tiles: 0 or kStatsFlushTilesAlt (stats_policy.h).
+absl::StatusOr<int> StatsCtasPerSm(int dim, int tile, int flush_tiles = kStatsFlushTiles);
+
+// lse_max[p], lse_log[p] (lse = max + log) of every pair of `items`.
+absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
+                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream);
+
+// partials[item.slot] = the float64 sums (tile x StatsRowDoubles(dim)) of
+// each item; reads lse_max/lse_log of pairs of
+// multi-tile states, writes them for single-tile states.
+absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
+                         int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
+                         int flush_tiles = kStatsFlushTiles);
+
+// For each output o: rows [out_row, out_row + rows) of `out` (row_doubles
+// each) = the sum over slots ranges[o] (in order) of the partials' first
+// `rows` rows (tile x row_doubles doubles per slot).
+absl::Status LaunchReducePartials(const double* partials, const ItemRange* ranges, int num_outputs, int tile,
+                                  int row_doubles, double* out, cudaStream_t stream);
+
+// block_sums[b] (kLseSumBlocks of them) = float64 sums of
+// weight * (lse_max + lse_log) over a fixed share of the `num_pairs` pairs
+// (weights from `records`, 1 where null).
+absl::Status LaunchWeightedLseSum(const float* lse_max, const float* lse_log, const PairRecord* records,
+                                  int64_t num_pairs, double* block_sums, cudaStream_t stream);
+
+}  // namespace train_cuda
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_TRAIN_CUDA_STATS_KERNELS_H_

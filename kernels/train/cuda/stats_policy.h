@@ -1,0 +1,116 @@
+// Tile shapes of the CUDA statistics kernels (stats_kernels.cuh) and the
+// limits their backend plans with, kept in one place as loglik_policy.h does
+// for the likelihood kernels: tuning is one edit here. Host and device code
+// both read it (no CUDA types).
+//
+// Work unit: a tile of kPairsPerTile pairs (frame-state pairs of one target)
+// against a tile of TileGaussians(dim) Gaussians of that target's state.
+//   scoring: 256 threads, each 4 pairs x kScoreGaussians Gaussians in registers;
+//   statistics GEMM: each thread 4 Gaussians x ColumnsPerThread(dim) columns
+//   of x~ = [y, y^2] (the occupancy column comes from a warp shuffle instead,
+//   so D = 40 needs 80 columns, 5 per thread, not 81).
+#ifndef GMMSCORE_KERNELS_TRAIN_CUDA_STATS_POLICY_H_
+#define GMMSCORE_KERNELS_TRAIN_CUDA_STATS_POLICY_H_
+
+#include <cstdint>
+
+namespace gmmscore {
+namespace train_cuda {
+
+inline constexpr int kStatsThreads = 256;
+inline constexpr int kPairsPerTile = 64;
+// Row pitch (floats) of the pair-major shared arrays [row][pair]: 64 + 4, so
+// the float4 reads of 16 different rows at one pair offset fall in 8
+// different bank quads (2 wavefronts for 256 bytes, the minimum) instead of
+// one (16 wavefronts) at pitch 64.
+inline constexpr int kPairPitch = kPairsPerTile + 4;
+
+// Largest feature dimension the kernels are built for.
+inline constexpr int kMaxStatsDim = 128;
+
+// Gaussians per tile, 64 or 32 (ChooseTileGaussians picks one per model).
+// 64 keeps the per-thread float64 accumulators (4 x ColumnsPerThread x 2
+// registers) under the 128-register cap of two 256-thread CTAs per SM up to
+// D = 48; beyond, only 32 (half the GEMM rows per thread group, twice the
+// column groups). 32 also suits models of small states (an HMM's 16..32
+// Gaussians), where a 64-wide tile would score padding half the time.
+inline constexpr int kMaxTile64Dim = 48;
+
+// Relative cost per tile Gaussian of 32-wide tiles against 64-wide ones
+// (less register reuse in the scoring loop: 3 loads per 16 FMAs instead of
+// per 32). It only decides between the two widths for models whose states
+// waste much of a 64-wide tile. Measured on the H100 (train_stats_bench
+// kernel rows, D = 39, one state of 2048, 2M frames): log-sum-exp 19.2 ms
+// vs 17.0 (1.13x), statistics 55.9 ms vs 39.9 (1.40x), so about 1.3 overall;
+// 1.15 is what the GPU tests ran with (an HMM-shaped sweep should set it).
+inline constexpr double kTile32RelativeCost = 1.15;
+
+// Column groups of the GEMM: (tile / 4) Gaussian groups x column groups = 256.
+constexpr int ColumnGroups(int tile_gaussians) { return kStatsThreads / (tile_gaussians / 4); }
+
+// Columns of x~ each thread accumulates (2D columns over the column groups).
+constexpr int ColumnsPerThread(int dim, int tile_gaussians) {
+  const int groups = ColumnGroups(tile_gaussians);
+  return (2 * dim + groups - 1) / groups;
+}
+
+// Floats of one tile of model parameters: [K (tile)] [u: dim x tile] [v: dim x tile].
+constexpr int64_t TileFloats(int dim, int tile_gaussians) {
+  return static_cast<int64_t>(tile_gaussians) * (1 + 2 * dim);
+}
+
+// Doubles of one Gaussian's statistics row in the partials and outputs:
+// [occupancy, sum gamma y (dim), sum gamma y^2 (dim)].
+constexpr int StatsRowDoubles(int dim) { return 1 + 2 * dim; }
+
+// Padding Gaussians of a state's last tile score -FLT_MAX: they never win
+// the maximum against a finite score and add exp(-huge) = 0.
+inline constexpr float kPaddingGconst = -3.402823466e38f;
+
+// Statistics work items aimed at per launch: this many per resident CTA, so
+// that the last wave's imbalance costs under a quarter of the pass. Measured
+// on the H100 (D = 39, 2M frames) for 2 / 4 / 8: M = 2048 statistics kernel
+// 40.2 / 39.9 / 39.6 ms; M = 64 reduction 0.08 / 0.20 / 0.40 ms beside a
+// 1.37 ms kernel (more items, more partials to add).
+inline constexpr int kItemsPerResidentCta = 4;
+// A work item covers at least this many pair tiles, so that loading its
+// Gaussian tile and writing its float64 partial (tile x (1 + 2D) doubles,
+// 40 KB at D = 39) are amortised over 2 x 650K FMAs.
+inline constexpr int kMinPairTilesPerItem = 2;
+
+// Where the statistics kernel keeps its sums between 64-pair tiles
+// (StatsKernel): 0 = float64 registers, each tile's float32 sums added (two
+// CTAs per SM); kStatsFlushTilesAlt = float32 over that many tiles, then
+// added into the float64 partial in global memory (three CTAs per SM up to
+// 5 columns per thread). The two compiled choices; kStatsFlushTiles is the
+// default. Measured on the H100 (train_stats_bench, D = 39, 2M frames),
+// default vs alternative: whole pass M = 2048 57.6 vs 55.9 ms, M = 512
+// 14.9 vs 14.2, M = 64 1.65 vs 1.67, HMM alignment (2000 states of 16..32)
+// 16.9 vs 18.2 ms; statistics kernel alone at M = 2048 39.9 vs 38.3 ms
+// (37.1 at 8 items per CTA). A mixed few percent: the default stays the
+// variant every GPU test ran with; the alternative has its own tests.
+inline constexpr int kStatsFlushTilesAlt = 8;
+inline constexpr int kStatsFlushTiles = 0;
+
+// Reduction: each thread sums this many partial slots per pass with
+// independent accumulators (loads in flight), combined in a fixed order.
+inline constexpr int kReduceLanes = 4;
+
+// Defaults of the backend's scratch bounds (CudaStatsOptions).
+inline constexpr int64_t kDefaultMaxChunkPairs = int64_t{1} << 22;      // 64 MB of pair arrays
+inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float64 partials
+
+// Grouping pairs by target (GroupStatsPairs): up to this many slices, each
+// on its own thread, of at least kGroupSlicePairs pairs. A fixed function
+// of the request's size (not of the machine), so sums come out alike.
+inline constexpr int kGroupSlices = 16;
+inline constexpr int64_t kGroupSlicePairs = 65536;
+
+// Blocks of the total-log-likelihood reduction: a fixed count, so that the
+// float64 sum is added in the same order on every run.
+inline constexpr int kLseSumBlocks = 128;
+
+}  // namespace train_cuda
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_TRAIN_CUDA_STATS_POLICY_H_

@@ -1,0 +1,36 @@
+// Data and float64 answers for the CUDA statistics test and benchmark at
+// sizes where GenerateSyntheticFeatures and the single-threaded reference
+// are too slow (10^7 frames): frames drawn from the model on many threads,
+// and the float64 reference run over slices of the pairs on many threads.
+//
+//   FloatMatrix frames = DrawModelFrames(model, /*frames=*/10'000'000, /*seed=*/3);
+//   GMM_ASSIGN_OR_RETURN(GmmStats want, ParallelReferenceStats(model, frames, pairs, /*num_sets=*/1));
+#ifndef GMMSCORE_KERNELS_TRAIN_CUDA_STATS_TEST_DATA_H_
+#define GMMSCORE_KERNELS_TRAIN_CUDA_STATS_TEST_DATA_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/core/matrix.h"
+#include "kernels/model/diag_gmm_model.h"
+#include "kernels/train/gmm_stats.h"
+#include "kernels/train/stats_backend.h"
+
+namespace gmmscore {
+
+// `frames` x dim frames, each from a uniformly chosen Gaussian of the model
+// (one in 20 with 4x the spread, as GenerateSyntheticFeatures). The same
+// model and seed give the same frames whatever the thread count (frames are
+// drawn in fixed slices, each with its own generator).
+FloatMatrix DrawModelFrames(const DiagGmmModel& model, int64_t frames, uint64_t seed);
+
+// The float64 reference (CreateReferenceStatsBackend) over `frames` and
+// `pairs` (empty: a global GMM), computed on hardware threads over slices of
+// the pairs (or frames) and added slice by slice.
+absl::StatusOr<GmmStats> ParallelReferenceStats(const DiagGmmModel& model, const FloatMatrix& frames,
+                                                absl::Span<const StatsPair> pairs, int num_sets);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_TRAIN_CUDA_STATS_TEST_DATA_H_
