@@ -244,11 +244,7 @@ class CpuStatsBackend : public StatsBackend {
       const int64_t row0 = set * stats->num_gaussians() + shape_.state_offsets[state];
       for (int64_t g = 0; g < StateSize(state); ++g) {
         const double* sums = &range.sums[g * stride];
-        stats->occupancy[row0 + g] += sums[0];
-        for (int d = 0; d < dim; ++d) {
-          stats->mean_acc[(row0 + g) * dim + d] += sums[1 + d];
-          stats->var_acc[(row0 + g) * dim + d] += sums[1 + dim + d];
-        }
+        AddStatsRow(sums[0], sums + 1, sums + 1 + dim, row0 + g, stats);
       }
       stats->total_loglike += range.loglike;
     }

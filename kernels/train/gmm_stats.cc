@@ -63,16 +63,14 @@ double GmmStats::StateOccupancy(int set, int state) const {
   return sum;
 }
 
-void AddCentredRow(const float* center, double occ, const double* s1, const double* s2,
-                   int64_t row, GmmStats* stats) {
+void AddStatsRow(double occ, const double* s1, const double* s2, int64_t row, GmmStats* stats) {
   const int dim = stats->dim;
   stats->occupancy[row] += occ;
   double* mean = &stats->mean_acc[row * dim];
   double* var = &stats->var_acc[row * dim];
   for (int d = 0; d < dim; ++d) {
-    const double c = center[d];
-    mean[d] += s1[d] + c * occ;
-    var[d] += s2[d] + 2.0 * c * s1[d] + c * c * occ;
+    mean[d] += s1[d];
+    var[d] += s2[d];
   }
 }
 

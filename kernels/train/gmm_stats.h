@@ -69,14 +69,9 @@ struct GmmStats {
   double StateOccupancy(int set, int state) const;
 };
 
-// Adds one Gaussian's sums gathered around `center` (occ = sum gamma,
-// s1 = sum gamma y, s2 = sum gamma y^2 with y = x - center, D values each)
-// to row `row` of *stats as Kaldi's raw sums, in float64:
-//   sum gamma x = s1 + c occ,   sum gamma x^2 = s2 + 2 c s1 + c^2 occ.
-// Backends sum around the model's centre because float32 products of
-// centred values keep their precision at any feature offset.
-void AddCentredRow(const float* center, double occ, const double* s1, const double* s2,
-                   int64_t row, GmmStats* stats);
+// Adds one Gaussian's sums (occ = sum gamma, s1 = sum gamma x, s2 = sum
+// gamma x^2, D values each, on raw features) to row `row` of *stats.
+void AddStatsRow(double occ, const double* s1, const double* s2, int64_t row, GmmStats* stats);
 
 }  // namespace gmmscore
 

@@ -156,7 +156,7 @@ class CudaStatsBackend : public StatsBackend {
     for (const PendingRows& rows : pending_rows_) {
       for (int g = 0; g < rows.rows; ++g) {
         const double* row = pending_.data() + rows.offset + static_cast<int64_t>(g) * row_doubles_;
-        AddCentredRow(center_.data(), row[0], row + 1, row + 1 + shape_.dim, rows.first_row + g, stats);
+        AddStatsRow(row[0], row + 1, row + 1 + shape_.dim, rows.first_row + g, stats);
       }
     }
     stats->total_loglike += loglike;

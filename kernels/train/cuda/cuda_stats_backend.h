@@ -9,7 +9,7 @@
 //   GMM_RETURN_IF_ERROR(cuda->Accumulate(*block, pairs, &stats));
 //
 // Results: per pair the log-sum-exp and posteriors in float32 from the
-// centred scoring form, each 64-pair tile's sums in float32, everything
+// centred scoring form, each 64-pair tile's moments (of raw features) in float32, everything
 // beyond in float64, added in an order fixed by the request and the device
 // (the same bits every run on one GPU model). Pairs are processed in device
 // chunks of at most options.max_chunk_pairs, so device scratch stays

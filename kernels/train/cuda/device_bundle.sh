@@ -10,11 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=${BUILD_DIR:-build-cuda-train}
-targets=(cuda_stats_backend_test train_stats_bench)
+targets=(cuda_stats_backend_test train_stats_bench gmmscore)
 cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" "${targets[@]}"
 rm -rf .device-train && mkdir -p .device-train/bin .device-train/lib
-for t in "${targets[@]}"; do cp "$build/kernels/train/cuda/$t" .device-train/bin/; done
+for t in "${targets[@]}"; do find "$build" -type f -name "$t" -perm -u+x -exec cp {} .device-train/bin/ \;; done
+# Real speech for train-gmm on the GPU (pocketsphinx-testdata cepstra).
+data=/usr/share/pocketsphinx/test/data
+if [ -f "$data/goforward.mfc" ]; then
+  mkdir -p .device-train/demo
+  tools/sphinx_mfc_to_ark.sh .device-train/demo/feats.ark "$data/goforward.mfc" "$data"/tidigits/*.mfc >/dev/null
+fi
 for b in .device-train/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device-train/lib/; done

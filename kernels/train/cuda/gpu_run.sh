@@ -35,6 +35,23 @@ timeout ${BENCH_LIMIT:-90} $bin/train_stats_bench --csv "$OUT/bench.csv" ${BENCH
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "bench seconds $((SECONDS - start))"
 
+if [ -f .device-train/demo/feats.ark ]; then
+  echo "=== train-gmm on real speech: cuda, then cpu"
+  for backend in cuda cpu; do
+    timeout 120 $bin/gmmscore train-gmm --features ark:.device-train/demo/feats.ark --num_gauss 64 \
+      --num_gauss_init 8 --iterations 12 --backend $backend --output "$OUT/real_$backend.txt" \
+      > "$OUT/train_$backend.log" 2>&1 || status=1
+    grep -E "iteration (1|6|12)/|backend|wrote|error" "$OUT/train_$backend.log"
+  done
+fi
+
+if [ -z "${SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
+  echo "=== PyTorch, same machine"
+  timeout ${TORCH_LIMIT:-200} python3 tools/bench_train_pytorch.py --tf32 --impls ${TORCH_IMPLS:-fused,em} \
+    --out "$OUT/torch.csv" > "$OUT/torch.log" 2>&1 || status=1
+  tail -n 20 "$OUT/torch.log"
+fi
+
 if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   small='Dims/*:*Alignment*:*Posteriors*:*SeveralSets*:*SmallChunks*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D13_M2048_T65'
   for tool in memcheck racecheck; do

@@ -207,7 +207,7 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
         EXPECT_EQ(valid, batch.ranges[o].rows);
         for (int64_t g = 0; g < valid; ++g) {
           const double* row = &out[(batch.ranges[o].out_row + g) * row_doubles];
-          AddCentredRow(center.data(), row[0], row + 1, row + 1 + dim,
+          AddStatsRow(row[0], row + 1, row + 1 + dim,
                         set * model.num_gaussians() + model.state_offsets()[state] + first + g, &stats);
         }
       }

@@ -15,7 +15,8 @@
 //   gamma = w exp(score - lse) into shared memory [Gaussian][pair];
 //   occupancy: each thread's 4 pairs summed, then across the 16 threads of
 //     the same Gaussians by warp shuffle;
-//   GEMM: acc[g][k] += sum_p gamma[g][p] x~[k][p], x~ = [y; y^2] (2D rows,
+//   GEMM: acc[g][k] += sum_p gamma[g][p] x~[k][p], x~ = [x; x^2] (2D rows,
+//     raw features restaged over the scoring rows, see StageFrames;
 //     [row][pair] in shared memory), each thread 4 Gaussians x C columns,
 //     four pairs per step (float4 loads of gamma and x~: 4 + C loads per 16C FFMAs);
 //   the tile's float32 sums are then added into float64 registers, so the
@@ -124,9 +125,12 @@ __device__ __forceinline__ void LoadVector(const float* p, float (&out)[N]) {
 }
 
 // y[d][p] = frames[frame_s[p]][d] - center[d] for the tile's 64 pairs (four
-// threads per pair, four loads in flight each), and with kSquares
-// y[dim + d][p] = y^2: the GEMM's x~ rows. Pairs without a frame (-1) stage 0.
-template <bool kSquares>
+// threads per pair, four loads in flight each), for scoring. With kRaw, the
+// GEMM's x~ rows instead: y[d][p] = x and y[dim + d][p] = x^2, uncentred,
+// so that sum g x^2 is a sum of positive terms (converting centred sums to
+// Kaldi's raw ones cancels where x is near 0 and the centre is not). Pairs
+// without a frame (-1) stage 0.
+template <bool kRaw>
 __device__ __forceinline__ void StageFrames(const float* __restrict__ frames, int dim, const int* frame_s,
                                             const float* center, float* y, int thread) {
   const int p = thread >> 2;
@@ -134,9 +138,10 @@ __device__ __forceinline__ void StageFrames(const float* __restrict__ frames, in
   const float* row = frames + static_cast<int64_t>(frame < 0 ? 0 : frame) * dim;
 #pragma unroll 4
   for (int d = thread & 3; d < dim; d += 4) {
-    const float value = frame >= 0 ? __ldg(row + d) - center[d] : 0.0f;
+    const float x = frame >= 0 ? __ldg(row + d) : 0.0f;
+    const float value = kRaw || frame < 0 ? x : x - center[d];
     y[d * kPairPitch + p] = value;
-    if constexpr (kSquares) y[(dim + d) * kPairPitch + p] = value * value;
+    if constexpr (kRaw) y[(dim + d) * kPairPitch + p] = value * value;
   }
 }
 
@@ -301,7 +306,7 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   const int dim = model.dim;
   const int tile_floats = kTile * (1 + 2 * dim);
   float* tile = shared;
-  float* xt = tile + tile_floats;            // [kRows][pitch]: y, y^2, zero rows
+  float* xt = tile + tile_floats;            // [kRows][pitch]: y (scoring), then x, x^2; zero rows
   float* gam = xt + kRows * kPairPitch;      // [kTile][pitch]
   float* center = gam + kTile * kPairPitch;
   int* frame_s = reinterpret_cast<int*>(center + Round4(dim));
@@ -388,7 +393,7 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
       }
     }
     __syncthreads();
-    StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
+    StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
     __syncthreads();
 
     float score[4][kS];
@@ -442,6 +447,8 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
       *reinterpret_cast<float4*>(gam + (sgg * kS + i) * kPairPitch + 4 * pg) =
           make_float4(gamma[0][i], gamma[1][i], gamma[2][i], gamma[3][i]);
     }
+    __syncthreads();  // scoring is done with xt, the posteriors are in gam
+    StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
     __syncthreads();
 
     // The tile GEMM over the valid pairs, four at a time.
