@@ -272,12 +272,13 @@ void ExpectBitIdentical(const GmmStats& a, const GmmStats& b);
 
 // --- The other accumulation variant of the statistics kernel. ------------
 
-// Float32 sums over kStatsFlushTilesAlt tiles, then float64 in the partial
-// slot (stats_policy.h): the cases of the default variant that exercise it.
-TEST(CudaStatsBackendTest, FlushVariantMatchesFloat64Reference) {
+// The variant that is not the default (stats_policy.h: float64 registers,
+// or float32 over kStatsFlushTilesAlt tiles then float64 in the partial
+// slot): the cases of the default variant that exercise it.
+TEST(CudaStatsBackendTest, OtherSumVariantMatchesFloat64Reference) {
   SKIP_WITHOUT_GPU();
   CudaStatsOptions flush;
-  flush.flush_tiles = train_cuda::kStatsFlushTilesAlt;
+  flush.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   for (const GlobalCase c : {GlobalCase{39, 2048, 100000}, GlobalCase{40, 64, 100000}, GlobalCase{13, 3, 65},
                              GlobalCase{39, 128, 1}}) {
     const DiagGmmModel model = Model(1, c.gaussians, c.gaussians, c.dim, 11 + c.gaussians);
@@ -302,10 +303,10 @@ TEST(CudaStatsBackendTest, FlushVariantMatchesFloat64Reference) {
   CheckAgainstReference("flush_chunks_global_D39_M2048", big, DrawModelFrames(big, 5000, 11), {}, 1, tiny);
 }
 
-TEST(CudaStatsBackendTest, FlushVariantDeterministicAndDriftFree) {
+TEST(CudaStatsBackendTest, OtherSumVariantDeterministicAndDriftFree) {
   SKIP_WITHOUT_GPU();
   CudaStatsOptions flush;
-  flush.flush_tiles = train_cuda::kStatsFlushTilesAlt;
+  flush.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   const DiagGmmModel model = Model(1, 8, 8, 39, 29);
   const FloatMatrix frames = DrawModelFrames(model, 10'000'000, 16);
   auto cuda = NewCuda(flush);

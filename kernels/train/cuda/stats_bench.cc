@@ -214,7 +214,7 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
 int Main() {
   auto created = CreateCudaStatsBackend(0);
   CudaStatsOptions alt_options;
-  alt_options.flush_tiles = train_cuda::kStatsFlushTiles == 0 ? train_cuda::kStatsFlushTilesAlt : 0;
+  alt_options.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   auto created_alt = CreateCudaStatsBackend(0, alt_options);
   if (!created.ok() || !created_alt.ok()) {
     std::fprintf(stderr, "%s\n", created.status().ToString().c_str());

@@ -83,14 +83,17 @@ inline constexpr int kMinPairTilesPerItem = 2;
 // CTAs per SM); kStatsFlushTilesAlt = float32 over that many tiles, then
 // added into the float64 partial in global memory (three CTAs per SM up to
 // 5 columns per thread). The two compiled choices; kStatsFlushTiles is the
-// default. Measured on the H100 (train_stats_bench, D = 39, 2M frames),
-// default vs alternative: whole pass M = 2048 57.6 vs 55.9 ms, M = 512
-// 14.9 vs 14.2, M = 64 1.65 vs 1.67, HMM alignment (2000 states of 16..32)
-// 16.9 vs 18.2 ms; statistics kernel alone at M = 2048 39.9 vs 38.3 ms
-// (37.1 at 8 items per CTA). A mixed few percent: the default stays the
-// variant every GPU test ran with; the alternative has its own tests.
+// default. Measured on the H100 (train_stats_bench, D = 39, 2M frames,
+// 2026-11-24, after the moments moved to raw features, which adds a barrier
+// and a reload per tile), registers vs flush-8, whole pass: M = 2048 61.9 vs
+// 58.7 ms, M = 512 16.2 vs 15.1, M = 256 8.39 vs 7.82, M = 64 1.88 vs 1.86,
+// HMM-style alignment (2000 states of 16..32) 17.3 vs 13.5 ms. Before that
+// change the two were within a few percent either way. Both have their own
+// GPU tests against the float64 reference.
 inline constexpr int kStatsFlushTilesAlt = 8;
-inline constexpr int kStatsFlushTiles = 0;
+inline constexpr int kStatsFlushTiles = kStatsFlushTilesAlt;
+// The variant that is not the default (tested and benchmarked beside it).
+inline constexpr int kStatsOtherFlushTiles = kStatsFlushTiles == 0 ? kStatsFlushTilesAlt : 0;
 
 // Reduction: each thread sums this many partial slots per pass with
 // independent accumulators (loads in flight), combined in a fixed order.
