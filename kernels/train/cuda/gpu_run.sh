@@ -19,6 +19,7 @@ bin=.device-train/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
 status=0
 
+if [ -z "${SKIP_TEST:-}" ]; then
 echo "=== test"
 start=$SECONDS
 timeout ${TEST_LIMIT:-120} $bin/cuda_stats_backend_test --gtest_color=no > "$OUT/test.log" 2>&1 || status=1
@@ -28,21 +29,35 @@ grep -E '^stats_error' "$OUT/test.log" | awk '{for (i = 3; i <= NF; i += 2) if (
   END {printf "worst over all comparisons:"; for (k in w) printf " %s %.3g", k, w[k]; print ""}'
 grep -E '^stats_error (drift|global_D39_M2048_T100000|chunks)' "$OUT/test.log"
 echo "test seconds $((SECONDS - start))"
+fi
 
+if [ -z "${SKIP_BENCH:-}" ]; then
 echo "=== bench"
 start=$SECONDS
 timeout ${BENCH_LIMIT:-90} $bin/train_stats_bench --csv "$OUT/bench.csv" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "bench seconds $((SECONDS - start))"
+fi
 
 if [ -f .device-train/demo/feats.ark ]; then
-  echo "=== train-gmm on real speech: cuda, then cpu"
+  echo "=== train-gmm on real speech: cuda, then cpu; then acc-stats of one model on each"
+  feats=ark:.device-train/demo/feats.ark
   for backend in cuda cpu; do
-    timeout 120 $bin/gmmscore train-gmm --features ark:.device-train/demo/feats.ark --num_gauss 64 \
-      --num_gauss_init 8 --iterations 12 --backend $backend --output "$OUT/real_$backend.txt" \
-      > "$OUT/train_$backend.log" 2>&1 || status=1
+    timeout 120 $bin/gmmscore train-gmm --features $feats --num_gauss 64 --num_gauss_init 8 --iterations 12 \
+      --backend $backend --output "$OUT/real_$backend.txt" > "$OUT/train_$backend.log" 2>&1 || status=1
     grep -E "iteration (1|6|12)/|backend|wrote|error" "$OUT/train_$backend.log"
   done
+  for backend in cuda cpu; do
+    timeout 60 $bin/gmmscore acc-stats --model "$OUT/real_cpu.txt" --features $feats --backend $backend \
+      --binary=false --output "$OUT/acc_$backend.txt" 2>&1 | grep -E "acc-stats|error"
+  done
+  python3 - "$OUT/acc_cuda.txt" "$OUT/acc_cpu.txt" <<'PY'
+import re, sys
+nums = [[float(x) for x in re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", open(p).read())] for p in sys.argv[1:]]
+a, b = nums
+worst = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(a, b)) if len(a) == len(b) else float("nan")
+print(f"acc-stats cuda vs cpu: {len(a)} numbers, max relative difference {worst:.3g}")
+PY
 fi
 
 if [ -z "${SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
