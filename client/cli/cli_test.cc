@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "client/cli/cli_test_util.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/model_loader.h"
 #include "kernels/score/reference_scorer.h"
@@ -24,56 +25,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::string Fixture(absl::string_view name) { return absl::StrCat(GMMSCORE_IO_TESTDATA, "/", name); }
-
-std::string Temp(absl::string_view name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return absl::StrCat(::testing::TempDir(), "/gmmscore_cli_", info->name(), "_", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
-}
-
-// Runs gmmscore with `args`; `stdin_path` (if any) becomes standard input.
-RunResult Gmmscore(const std::vector<std::string>& args, const std::string& stdin_path = "") {
-  std::vector<std::string> quoted;
-  for (const std::string& arg : args) quoted.push_back(Quote(arg));
-  const std::string out = Temp("stdout"), err = Temp("stderr");
-  std::string command = absl::StrCat(GMMSCORE_CLI_BINARY, " ", absl::StrJoin(quoted, " "), " >",
-                                     Quote(out), " 2>", Quote(err));
-  if (!stdin_path.empty()) absl::StrAppend(&command, " <", Quote(stdin_path));
-  const int raw = std::system(command.c_str());
-  RunResult run;
-  run.exit_code = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  run.out = ReadFile(out);
-  run.err = ReadFile(err);
-  return run;
-}
-
-// An error run: the exit code and exactly one "gmmscore: error:" line.
-void ExpectOneLineError(const RunResult& run, int exit_code, absl::string_view mentions) {
-  EXPECT_EQ(run.exit_code, exit_code) << run.err;
-  EXPECT_THAT(run.err, StartsWith("gmmscore: error: "));
-  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  EXPECT_THAT(run.err, HasSubstr(std::string(mentions)));
-}
 
 // Checks an output archive against the float64 reference for the fixture.
 void ExpectMatchesReference(const std::string& rspecifier) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "client/cli/cli_test_util.h"
 #include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/wav_reader.h"
@@ -38,41 +39,6 @@ bool Exists(const std::string& path) {
   if (!Exists(path)) GTEST_SKIP() << path << " is missing: run tools/install_deps.sh"
 
 std::string Fixture(absl::string_view name) { return absl::StrCat(GMMSCORE_IO_TESTDATA, "/", name); }
-
-std::string Temp(absl::string_view name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return absl::StrCat(::testing::TempDir(), "/gmmscore_feature_cli_", info->name(), "_", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-struct RunResult {
-  int exit_code = -1;
-  std::string err;
-};
-
-RunResult Gmmscore(const std::vector<std::string>& args) {
-  std::vector<std::string> quoted;
-  for (const std::string& arg : args) quoted.push_back(absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'"));
-  const std::string err = Temp("stderr");
-  const std::string command = absl::StrCat(GMMSCORE_CLI_BINARY, " ", absl::StrJoin(quoted, " "), " >/dev/null 2>'", err, "'");
-  const int raw = std::system(command.c_str());
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ReadFile(err)};
-}
-
-void ExpectOneLineError(const RunResult& run, int exit_code, absl::string_view mentions) {
-  EXPECT_EQ(run.exit_code, exit_code) << run.err;
-  EXPECT_THAT(run.err, StartsWith("gmmscore: error: "));
-  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-  EXPECT_THAT(run.err, HasSubstr(std::string(mentions)));
-}
 
 std::vector<KaldiMatrixEntry> ReadArchive(const std::string& rspecifier) {
   absl::StatusOr<std::vector<KaldiMatrixEntry>> entries = ReadKaldiMatrixArchive(rspecifier);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "client/cli/cli_test_util.h"
 #include "kernels/io/kaldi_gmm_accs.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/model_loader.h"
@@ -27,32 +28,6 @@ namespace gmmscore {
 namespace {
 
 const std::string kTestData = "/usr/share/pocketsphinx/test/data";
-
-std::string Temp(absl::string_view name) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return absl::StrCat(::testing::TempDir(), "/gmmscore_train_cli_", info->name(), "_", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-struct RunResult {
-  int exit_code = -1;
-  std::string err;
-};
-
-RunResult Gmmscore(const std::vector<std::string>& args) {
-  std::vector<std::string> quoted;
-  for (const std::string& arg : args) quoted.push_back(absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'"));
-  const std::string err = Temp("stderr");
-  const std::string command = absl::StrCat(GMMSCORE_CLI_BINARY, " ", absl::StrJoin(quoted, " "), " >/dev/null 2>'", err, "'");
-  const int raw = std::system(command.c_str());
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ReadFile(err)};
-}
 
 // The testdata's tidigits and goforward cepstra (13-d, as Sphinx wrote
 // them) in two Kaldi archives of alternate utterances; empty when absent.

@@ -11,6 +11,7 @@
 
 #include "kernels/core/fast_math.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/train/host_frame_block.h"
 #include "kernels/core/thread_pool.h"
 #include "kernels/train/pair_segments.h"
 
@@ -22,17 +23,6 @@ namespace {
 constexpr int64_t kCpuStatsBlock = 128;
 // A state's frames are split across threads only beyond this many.
 constexpr int64_t kMinPairsPerRange = 4 * kCpuStatsBlock;
-
-class HostBlock : public FrameBlock {
- public:
-  explicit HostBlock(FloatMatrix frames) : frames_(std::move(frames)) {}
-  int64_t num_frames() const override { return frames_.rows(); }
-  int dim() const override { return static_cast<int>(frames_.cols()); }
-  const FloatMatrix& frames() const { return frames_; }
-
- private:
-  FloatMatrix frames_;
-};
 
 // A range of one segment's pairs, and the float64 sums it produced:
 // per Gaussian [sum g, sum g x (D), sum g x^2 (D)].
@@ -90,17 +80,14 @@ class CpuStatsBackend : public StatsBackend {
   }
 
   absl::StatusOr<std::unique_ptr<FrameBlock>> LoadFrames(ConstMatrixView frames) override {
-    GMM_RETURN_IF_ERROR(ValidateFrames(frames));
-    FloatMatrix copy(frames.rows, frames.cols);
-    for (int64_t t = 0; t < frames.rows; ++t) std::copy_n(frames.row(t), frames.cols, copy.row(t));
-    return std::unique_ptr<FrameBlock>(new HostBlock(std::move(copy)));
+    return LoadHostFrames(frames);
   }
 
   absl::Status Accumulate(const FrameBlock& block, absl::Span<const StatsPair> pairs,
                           GmmStats* stats) override {
     GMM_RETURN_IF_ERROR(ValidateStatsRequest(has_model_ ? &shape_ : nullptr, block.num_frames(),
                                              block.dim(), pairs, *stats));
-    const FloatMatrix& frames = static_cast<const HostBlock&>(block).frames();
+    const FloatMatrix& frames = static_cast<const HostFrameBlock&>(block).frames();
     const PairSegments grouped = GroupPairsByTarget(pairs, block.num_frames());
     std::vector<Range> ranges = SplitIntoRanges(grouped);
     pool_.ParallelFor(static_cast<int64_t>(ranges.size()),

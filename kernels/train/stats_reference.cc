@@ -6,21 +6,10 @@
 #include <vector>
 
 #include "kernels/core/status_macros.h"
+#include "kernels/train/host_frame_block.h"
 
 namespace gmmscore {
 namespace {
-
-// Frames kept on the host, as given.
-class HostBlock : public FrameBlock {
- public:
-  explicit HostBlock(FloatMatrix frames) : frames_(std::move(frames)) {}
-  int64_t num_frames() const override { return frames_.rows(); }
-  int dim() const override { return static_cast<int>(frames_.cols()); }
-  const FloatMatrix& frames() const { return frames_; }
-
- private:
-  FloatMatrix frames_;
-};
 
 class ReferenceStatsBackend : public StatsBackend {
  public:
@@ -44,17 +33,12 @@ class ReferenceStatsBackend : public StatsBackend {
   }
 
   absl::StatusOr<std::unique_ptr<FrameBlock>> LoadFrames(ConstMatrixView frames) override {
-    GMM_RETURN_IF_ERROR(ValidateFrames(frames));
-    FloatMatrix copy(frames.rows, frames.cols);
-    for (int64_t t = 0; t < frames.rows; ++t) {
-      std::copy(frames.row(t), frames.row(t) + frames.cols, copy.row(t));
-    }
-    return std::unique_ptr<FrameBlock>(new HostBlock(std::move(copy)));
+    return LoadHostFrames(frames);
   }
 
   absl::Status Accumulate(const FrameBlock& block, absl::Span<const StatsPair> pairs,
                           GmmStats* stats) override {
-    const auto& host = static_cast<const HostBlock&>(block);
+    const auto& host = static_cast<const HostFrameBlock&>(block);
     GMM_RETURN_IF_ERROR(ValidateStatsRequest(has_model_ ? &shape_ : nullptr, block.num_frames(),
                                              block.dim(), pairs, *stats));
     const int num_states = static_cast<int>(offsets_.size()) - 1;
