@@ -20,6 +20,8 @@
 #include "gtest/gtest.h"
 #include "client/cli/cli_test_util.h"
 #include "kernels/io/kaldi_gmm_accs.h"
+#include "kernels/io/kaldi_int_vector_archive.h"
+#include "kernels/io/kaldi_posterior_archive.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/model_loader.h"
 #include "kernels/io/sphinx_features.h"
@@ -146,6 +148,67 @@ TEST_F(TrainCliTest, AdaptMapWritesOneModelPerSpeaker) {
   run = Gmmscore({"acc-stats", "--model", ubm, "--features", "ark:" + all_, "--output", Temp("x"),
                   "--alignments", "ark:/nonexistent", "--posteriors", "ark:/nonexistent"});
   EXPECT_EQ(run.exit_code, 2) << run.err;
+}
+
+
+TEST_F(TrainCliTest, AcousticModelFromAlignmentsOrPosteriors) {
+  const std::string am = Temp("am.gmm");
+  ASSERT_EQ(Gmmscore({"synth", "--states", "6", "--gaussians", "2", "--dim", "13", "--output", am}).exit_code, 0);
+  // Every frame to a state that depends on its position; the posteriors say
+  // the same with weight 1, so both files must hold the same statistics.
+  std::vector<KaldiIntVectorEntry> alignments;
+  std::vector<KaldiPosteriorEntry> posteriors;
+  for (const KaldiMatrixEntry& entry : entries_) {
+    KaldiIntVectorEntry& ali = alignments.emplace_back();
+    KaldiPosteriorEntry& post = posteriors.emplace_back();
+    ali.key = post.key = entry.key;
+    for (int64_t t = 0; t < entry.matrix.rows(); ++t) {
+      const int32_t pdf = static_cast<int32_t>((t / 7) % 5);  // state 5 gets nothing
+      ali.value.push_back(pdf);
+      post.value.push_back({{pdf, 1.0f}});
+    }
+  }
+  alignments.pop_back();  // the last utterance has no alignment: skipped with a warning
+  const std::string ali = Temp("ali.ark"), post = Temp("post.ark");
+  ASSERT_TRUE(WriteKaldiIntVectorArchive("ark:" + ali, alignments).ok());
+  ASSERT_TRUE(WriteKaldiPosteriorArchive("ark,t:" + post, posteriors).ok());
+  const std::string by_ali = Temp("ali.acc"), by_post = Temp("post.acc");
+  RunResult run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--alignments", "ark:" + ali,
+                            "--output", by_ali, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, testing::HasSubstr("has no alignment: skipped"));
+  posteriors.pop_back();
+  ASSERT_TRUE(WriteKaldiPosteriorArchive("ark,t:" + post, posteriors).ok());
+  run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--posteriors", "ark:" + post,
+                  "--output", by_post, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  absl::StatusOr<KaldiAccs> a = ReadKaldiAccs(by_ali), p = ReadKaldiAccs(by_post);
+  ASSERT_TRUE(a.ok() && p.ok());
+  EXPECT_TRUE(a->is_am);
+  EXPECT_EQ(a->stats.num_states(), 6);
+  EXPECT_EQ(a->stats.occupancy, p->stats.occupancy);
+  EXPECT_EQ(a->stats.StateOccupancy(0, 5), 0.0);
+  // Estimation with mixing-up: state 5 (no data) stays as it was, with a warning.
+  const std::string next = Temp("next.gmm");
+  run = Gmmscore({"est", "--model", am, "--stats", by_ali, "--output", next, "--mix_up", "16",
+                  "--min_count", "5"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, testing::HasSubstr("state 5 has no data"));
+  absl::StatusOr<DiagGmmModel> model = LoadModel(next);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->num_states(), 6);
+  EXPECT_GT(model->num_gaussians(), 12);
+  // A pdf id beyond the model is an error naming the utterance.
+  alignments[0].value[3] = 6;
+  ASSERT_TRUE(WriteKaldiIntVectorArchive("ark:" + ali, alignments).ok());
+  run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--alignments", "ark:" + ali,
+                  "--output", by_ali});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, testing::HasSubstr(alignments[0].key));
+  // An acoustic model without alignments is a usage error, not a silent UBM.
+  run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--output", by_ali});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, testing::HasSubstr("needs alignments or posteriors"));
 }
 
 }  // namespace
