@@ -294,12 +294,13 @@ absl::Status RunAdaptMap(const SpecifiedFlags& specified) {
   // One pass for every speaker: each speaker's frames feed its own set.
   GMM_ASSIGN_OR_RETURN(const GmmStats stats, Accumulate(*backend, model, data, static_cast<int>(speakers.size())));
   const NaturalGmm prior = NaturalGmm::FromModel(model);
-  std::string format = "native";
   if (per_speaker) std::filesystem::create_directories(absl::GetFlag(FLAGS_output_dir));
+  // Per-speaker files are named SPEAKER.gmm (native), .txt or .mdl (Kaldi).
+  GMM_ASSIGN_OR_RETURN(const std::string format, ResolveModelFormat(absl::GetFlag(FLAGS_output_format), ""));
+  const char* extension = format == "kaldi-text" ? ".txt" : format == "kaldi-binary" ? ".mdl" : ".gmm";
   for (int set = 0; set < static_cast<int>(speakers.size()); ++set) {
     GMM_ASSIGN_OR_RETURN(const NaturalGmm adapted, MapUpdate(prior, stats, options, set));
-    const std::string path = per_speaker ? absl::StrCat(absl::GetFlag(FLAGS_output_dir), "/", speakers[set],
-                                                        absl::GetFlag(FLAGS_output_format) == "kaldi-text" ? ".txt" : ".gmm")
+    const std::string path = per_speaker ? absl::StrCat(absl::GetFlag(FLAGS_output_dir), "/", speakers[set], extension)
                                          : absl::GetFlag(FLAGS_output);
     GMM_RETURN_IF_ERROR(WriteModel(adapted, path));
   }
