@@ -10,43 +10,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/hmm/dense_hmm.h"
+#include "kernels/hmm/hmm_test_util.h"
 
 namespace gmmscore {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-uint64_t FreshSeed() { return std::random_device()() * 2654435761ull + std::random_device()(); }
-
-// A random N-state HMM over E emission states; about a third of the
-// transitions and one initial probability are zero (never all of a row).
-DenseHmm RandomHmm(int n, int emission_states, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> unit(0.05, 1.0);
-  std::vector<int32_t> emissions(n);
-  for (int32_t& e : emissions) e = static_cast<int32_t>(rng() % emission_states);
-  std::vector<double> initial(n), transitions(n * n);
-  for (int i = 0; i < n; ++i) initial[i] = (n > 1 && i == 0) ? 0.0 : unit(rng);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) transitions[i * n + j] = (j != i && rng() % 3 == 0) ? 0.0 : unit(rng);
-  }
-  auto normalise = [](double* p, int count) {
-    double sum = 0;
-    for (int i = 0; i < count; ++i) sum += p[i];
-    for (int i = 0; i < count; ++i) p[i] /= sum;
-  };
-  normalise(initial.data(), n);
-  for (int i = 0; i < n; ++i) normalise(&transitions[i * n], n);
-  return *MakeDenseHmm(emissions, initial, transitions);
-}
-
-FloatMatrix RandomLoglikes(int64_t frames, int states, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> value(-30.0f, -1.0f);
-  FloatMatrix out(frames, states);
-  for (int64_t t = 0; t < frames; ++t) {
-    for (int s = 0; s < states; ++s) out.row(t)[s] = value(rng);
-  }
-  return out;
-}
 
 double LogAdd(double a, double b) {
   if (a < b) std::swap(a, b);
@@ -95,12 +64,12 @@ BruteForce Enumerate(const DenseHmm& hmm, const FloatMatrix& loglikes) {
 }
 
 TEST(HmmReferenceTest, MatchesEveryPathEnumerated) {
-  const uint64_t seed = FreshSeed();
+  const uint64_t seed = FreshTestSeed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   for (const auto& [n, frames] : {std::pair{1, 1}, {1, 5}, {2, 1}, {2, 2}, {2, 9}, {3, 6}, {4, 5}, {7, 3}}) {
     SCOPED_TRACE(testing::Message() << "N " << n << " T " << frames);
-    const DenseHmm hmm = RandomHmm(n, 5, rng);
+    const DenseHmm hmm = RandomDenseHmm(n, 5, rng);
     const FloatMatrix loglikes = RandomLoglikes(frames, 5, rng);
     const BruteForce want = Enumerate(hmm, loglikes);
     auto post = ForwardBackwardReference(hmm, loglikes.view());
@@ -134,7 +103,7 @@ TEST(HmmReferenceTest, NoPathAndBadInputAreErrors) {
 
 TEST(DenseHmmTest, FileRoundTripsAndErrorsNameTheLine) {
   std::mt19937_64 rng(5);
-  const DenseHmm hmm = RandomHmm(7, 9, rng);
+  const DenseHmm hmm = RandomDenseHmm(7, 9, rng);
   const std::string text = FormatDenseHmm(hmm);
   auto back = ParseDenseHmm(text, "x.hmm");
   ASSERT_TRUE(back.ok()) << back.status();
