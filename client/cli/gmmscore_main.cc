@@ -21,6 +21,7 @@
 #include "client/cli/offline_commands.h"
 #include "client/cli/remote_commands.h"
 #include "client/cli/train_commands.h"
+#include "client/cli/hmm_commands.h"
 #include "client/cli/admin_commands.h"
 #include "kernels/core/mutex_mode.h"
 
@@ -30,7 +31,7 @@ namespace {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
-       {OfflineCommands(), FeatureCommands(), TrainCommands(), RemoteCommands(), AdminCommands()}) {
+       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;

@@ -19,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "client/cli/cli_test_util.h"
+#include "kernels/hmm/dense_hmm.h"
 #include "kernels/io/kaldi_gmm_accs.h"
 #include "kernels/io/kaldi_int_vector_archive.h"
 #include "kernels/io/kaldi_posterior_archive.h"
@@ -209,6 +210,35 @@ TEST_F(TrainCliTest, AcousticModelFromAlignmentsOrPosteriors) {
   run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--output", by_ali});
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.err, testing::HasSubstr("needs alignments or posteriors"));
+}
+
+TEST_F(TrainCliTest, DenseHmmForwardAndBaumWelch) {
+  const std::string am = Temp("am.gmm"), hmm = Temp("three.hmm"), next = Temp("next.hmm"), gmms = Temp("next.gmm");
+  ASSERT_EQ(Gmmscore({"synth", "--states", "3", "--gaussians", "2", "--dim", "13", "--output", am}).exit_code, 0);
+  WriteFile(hmm,
+            "gmmscore-dense-hmm 1\nstates 3\nemissions 0 1 2\ninitial 0.34 0.33 0.33\ntransitions\n"
+            "0.34 0.33 0.33\n0.33 0.34 0.33\n0.33 0.33 0.34\n");
+  RunResult run = Gmmscore({"hmm-forward", "--hmm", hmm, "--model", am, "--features", "ark:" + all_, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), static_cast<long>(entries_.size()));
+  EXPECT_THAT(run.out, testing::HasSubstr(entries_[0].key + " -"));
+  run = Gmmscore({"hmm-train", "--hmm", hmm, "--model", am, "--features", "ark:" + all_, "--iterations", "4",
+                  "--output", next, "--output-model", gmms, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::vector<double> loglikes = LoglikesPerIteration(run.err);
+  ASSERT_EQ(loglikes.size(), 4u) << run.err;
+  for (size_t i = 1; i < loglikes.size(); ++i) EXPECT_GE(loglikes[i], loglikes[i - 1] - 1e-4) << run.err;
+  EXPECT_GT(loglikes.back(), loglikes.front());
+  absl::StatusOr<DenseHmm> trained = ReadDenseHmm(next);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  EXPECT_TRUE(LoadModel(gmms).ok());
+  // Emissions beyond the model, and a malformed file: one clear error each.
+  WriteFile(hmm, "gmmscore-dense-hmm 1\nstates 1\nemissions 7\ninitial 1\ntransitions\n1\n");
+  ExpectOneLineError(Gmmscore({"hmm-forward", "--hmm", hmm, "--model", am, "--features", "ark:" + all_}), 1,
+                     "need 8 GMM states");
+  WriteFile(hmm, "gmmscore-dense-hmm 1\nstates 1\nemissions 0\ninitial 0.5\ntransitions\n1\n");
+  ExpectOneLineError(Gmmscore({"hmm-forward", "--hmm", hmm, "--model", am, "--features", "ark:" + all_}), 1,
+                     "initial distribution sums to 0.5");
 }
 
 }  // namespace
