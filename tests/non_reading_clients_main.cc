@@ -33,25 +33,36 @@ using gmmscore::v1::StreamScoreResponse;
 
 // One stream on a thread of its own (a blocking Write is how the daemon's
 // pause reaches this client): the config, then chunks until `chunks` are
-// written or a write fails because the daemon ended the stream.
+// written or a write fails because the daemon ended the stream. A stream
+// that could not connect at all (UNAVAILABLE before its config was taken,
+// seen on a loaded 2-core machine) is tried again on a fresh connection, so
+// that every attacker does arrive.
 void RunStream(const std::string& address, int index, const StreamScoreRequest& config,
                const StreamScoreRequest& chunk, int chunks, std::atomic<int>* ended) {
-  grpc::ChannelArguments args;
-  args.SetInt("gmmscore.test.connection", index);  // a connection of its own
-  auto stub = gmmscore::v1::AcousticScorer::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
-  grpc::ClientContext context;
-  auto stream = stub->StreamScore(&context);
-  bool open = stream->Write(config);
-  for (int c = 0; open && c < chunks; ++c) open = stream->Write(chunk);
-  if (!open) {
-    const grpc::Status status = stream->Finish();
-    std::fprintf(stderr, "stream %d ended: %d %s\n", index, status.error_code(),
-                 status.error_message().c_str());
-    ended->fetch_add(1);
+  constexpr int kConnectAttempts = 5;
+  for (int attempt = 0; attempt < kConnectAttempts; ++attempt) {
+    grpc::ChannelArguments args;
+    args.SetInt("gmmscore.test.connection", index * kConnectAttempts + attempt);  // a connection of its own
+    auto stub = gmmscore::v1::AcousticScorer::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    auto context = std::make_unique<grpc::ClientContext>();
+    auto stream = stub->StreamScore(context.get());
+    bool open = stream->Write(config);
+    const bool connected = open;
+    for (int c = 0; open && c < chunks; ++c) open = stream->Write(chunk);
+    if (!open) {
+      const grpc::Status status = stream->Finish();
+      if (!connected && status.error_code() == grpc::StatusCode::UNAVAILABLE && attempt + 1 < kConnectAttempts) {
+        std::fprintf(stderr, "stream %d could not connect (%s): trying again\n", index, status.error_message().c_str());
+        usleep(200 * 1000);
+        continue;
+      }
+      std::fprintf(stderr, "stream %d ended: %d %s\n", index, status.error_code(), status.error_message().c_str());
+      ended->fetch_add(1);
+    }
+    // Never reads: the answers stay unread until the process is killed.
+    while (true) pause();
   }
-  // Never reads: the answers stay unread until the process is killed.
-  while (true) pause();
 }
 
 }  // namespace
