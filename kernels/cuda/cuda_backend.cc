@@ -190,15 +190,6 @@ class CudaBackend : public ScoringBackend {
 
 }  // namespace
 
-int CudaDeviceCount() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return count;
-}
-
 absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateCudaBackend(int device) {
   const int count = CudaDeviceCount();
   if (device < 0 || device >= count) {

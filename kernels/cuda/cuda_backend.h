@@ -18,12 +18,12 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/score/scoring_backend.h"
 
 namespace gmmscore {
 
-// Number of CUDA devices that answer (0 when there is no driver or device).
-int CudaDeviceCount();
+// CudaDeviceCount() (device_info.h) says whether any device answers.
 
 // UNAVAILABLE when `device` does not exist or no driver answers.
 absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateCudaBackend(int device);

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/gpu_test_util.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/loglik_launch.h"
@@ -27,9 +28,6 @@ namespace gmmscore {
 namespace {
 
 using ::testing::HasSubstr;
-
-#define SKIP_WITHOUT_GPU() \
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
 
 struct Shape {
   int states, min_gaussians, max_gaussians, dim;

@@ -65,4 +65,13 @@ absl::Status AllowDynamicSharedMemory(const void* kernel, size_t bytes) {
   return absl::OkStatus();
 }
 
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 }  // namespace gmmscore

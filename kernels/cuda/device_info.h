@@ -22,6 +22,9 @@ struct DeviceInfo {
   int sms = 0;    // multiprocessors
 };
 
+// Number of CUDA devices that answer (0 when there is no driver or device).
+int CudaDeviceCount();
+
 // The current device's (cudaGetDevice); read from the driver the first time.
 absl::StatusOr<DeviceInfo> CurrentDeviceInfo();
 

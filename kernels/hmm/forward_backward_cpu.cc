@@ -9,28 +9,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/hmm/length_batch.h"
 
 namespace gmmscore {
 namespace {
 
-// The batch in length order, and the per-frame arrays of the recursions:
-// row r of frame t belongs to utterance order[r] (rows with length > t).
-struct Batch {
-  int n = 0;
-  std::vector<int> order;        // utterance indices, longest first
-  std::vector<int64_t> lengths;  // in that order
-  int64_t frames = 0;            // the longest
-  int Active(int64_t t) const {  // rows with a frame t
-    return static_cast<int>(std::lower_bound(lengths.begin(), lengths.end(), t, std::greater<>()) -
-                            lengths.begin());
-  }
-};
-
 // Emission probabilities of frame t for the active rows, scaled by each
 // row's max: b[r][j] = exp(loglik - max_r); the max goes to `offset`.
-void Emissions(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances, const Batch& batch, int64_t t,
-               int active, double* b, double* offset) {
-  const int n = batch.n;
+void Emissions(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances, const LengthOrderedBatch& batch,
+               int64_t t, int active, double* b, double* offset) {
+  const int n = hmm.num_states;
   for (int r = 0; r < active; ++r) {
     const float* row = utterances[batch.order[r]].row(t);
     float best = -std::numeric_limits<float>::infinity();
@@ -46,18 +34,8 @@ void Emissions(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances
 absl::StatusOr<std::vector<HmmPosteriors>> ForwardBackwardCpu(const DenseHmm& hmm,
                                                               absl::Span<const ConstMatrixView> utterances) {
   const int n = hmm.num_states;
-  Batch batch;
-  batch.n = n;
-  batch.order.resize(utterances.size());
-  std::iota(batch.order.begin(), batch.order.end(), 0);
-  for (size_t u = 0; u < utterances.size(); ++u) {
-    absl::Status status = ValidateEmissions(hmm, utterances[u]);
-    if (!status.ok()) return absl::Status(status.code(), absl::StrCat("utterance ", u, ": ", status.message()));
-  }
-  std::stable_sort(batch.order.begin(), batch.order.end(),
-                   [&](int a, int b) { return utterances[a].rows > utterances[b].rows; });
-  for (int u : batch.order) batch.lengths.push_back(utterances[u].rows);
-  batch.frames = batch.lengths.empty() ? 0 : batch.lengths.front();
+  GMM_RETURN_IF_ERROR(ValidateUtterances(hmm, utterances));
+  const LengthOrderedBatch batch = LengthOrderedBatch::Of(utterances);
   const int rows = static_cast<int>(utterances.size());
 
   std::vector<double> transitions(int64_t{n} * n), initial(n);
@@ -66,11 +44,11 @@ absl::StatusOr<std::vector<HmmPosteriors>> ForwardBackwardCpu(const DenseHmm& hm
 
   // alpha[t] (rows x N, scaled to sum 1 per row) kept for every frame;
   // log_scale[t][r] = log of what row r of frame t was divided by.
-  std::vector<std::vector<double>> alpha(batch.frames), emissions(batch.frames);
-  std::vector<std::vector<double>> log_scale(batch.frames, std::vector<double>(rows, 0.0));
+  std::vector<std::vector<double>> alpha(batch.frames()), emissions(batch.frames());
+  std::vector<std::vector<double>> log_scale(batch.frames(), std::vector<double>(rows, 0.0));
   std::vector<double> offset(rows);
   std::vector<double> log_likelihood(rows, 0.0);
-  for (int64_t t = 0; t < batch.frames; ++t) {
+  for (int64_t t = 0; t < batch.frames(); ++t) {
     const int active = batch.Active(t);
     emissions[t].resize(int64_t{active} * n);
     Emissions(hmm, utterances, batch, t, active, emissions[t].data(), offset.data());
@@ -105,9 +83,9 @@ absl::StatusOr<std::vector<HmmPosteriors>> ForwardBackwardCpu(const DenseHmm& hm
   // Backward with the forward's scales: beta_t = A (b_{t+1} beta_{t+1}) /
   // scale_{t+1}; gamma_t = alpha_t beta_t (both scaled, product sums to 1).
   std::vector<double> beta(int64_t{rows} * n, 1.0), weighted(int64_t{rows} * n), counts(int64_t{n} * n);
-  for (int64_t t = batch.frames - 1; t >= 0; --t) {
+  for (int64_t t = batch.frames() - 1; t >= 0; --t) {
     const int active = batch.Active(t);
-    const int next_active = t + 1 < batch.frames ? batch.Active(t + 1) : 0;
+    const int next_active = t + 1 < batch.frames() ? batch.Active(t + 1) : 0;
     if (next_active > 0) {
       // weighted = b_{t+1} beta_{t+1} / scale_{t+1}, rows that go on.
       for (int r = 0; r < next_active; ++r) {

@@ -21,10 +21,9 @@ TEST(ForwardBackwardCpuTest, MatchesTheReferenceOnABatchOfMixedLengths) {
   for (int n : {1, 2, 7, 64}) {
     SCOPED_TRACE(testing::Message() << "N " << n);
     const DenseHmm hmm = RandomDenseHmm(n, 40, rng);
-    std::vector<FloatMatrix> data;
-    for (int64_t frames : {2, 320, 1, 17, 320, 2}) data.push_back(RandomLoglikes(frames, 40, rng));
-    std::vector<ConstMatrixView> views;
-    for (const FloatMatrix& m : data) views.push_back(m.view());
+    const MixedLengthBatch batch = RandomMixedLengthBatch(40, rng);
+    const std::vector<FloatMatrix>& data = batch.data;
+    const std::vector<ConstMatrixView>& views = batch.views;
     auto got = ForwardBackwardCpu(hmm, views);
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), data.size());

@@ -46,6 +46,14 @@ absl::Status ValidateEmissions(const DenseHmm& hmm, ConstMatrixView loglikes) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateUtterances(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances) {
+  for (size_t u = 0; u < utterances.size(); ++u) {
+    const absl::Status status = ValidateEmissions(hmm, utterances[u]);
+    if (!status.ok()) return absl::Status(status.code(), absl::StrCat("utterance ", u, ": ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HmmPosteriors> ForwardBackwardReference(const DenseHmm& hmm, ConstMatrixView loglikes) {
   GMM_RETURN_IF_ERROR(ValidateEmissions(hmm, loglikes));
   const int n = hmm.num_states;

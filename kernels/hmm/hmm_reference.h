@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "kernels/core/matrix.h"
 #include "kernels/hmm/dense_hmm.h"
 
@@ -47,6 +48,8 @@ absl::StatusOr<ViterbiPath> ViterbiReference(const DenseHmm& hmm, ConstMatrixVie
 
 // The checks both apply (see Errors above), before the "no path" one.
 absl::Status ValidateEmissions(const DenseHmm& hmm, ConstMatrixView loglikes);
+// ValidateEmissions for each of a batch, the error naming the utterance.
+absl::Status ValidateUtterances(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances);
 
 }  // namespace gmmscore
 

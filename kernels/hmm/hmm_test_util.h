@@ -50,6 +50,20 @@ inline FloatMatrix RandomLoglikes(int64_t frames, int states, std::mt19937_64& r
   return out;
 }
 
+// Emissions of a batch of utterances of mixed lengths (1, 2, 17, 320
+// frames, two of some), and views of them for the batched recursions.
+struct MixedLengthBatch {
+  std::vector<FloatMatrix> data;
+  std::vector<ConstMatrixView> views;
+};
+
+inline MixedLengthBatch RandomMixedLengthBatch(int states, std::mt19937_64& rng) {
+  MixedLengthBatch batch;
+  for (int64_t frames : {2, 320, 1, 17, 320, 2}) batch.data.push_back(RandomLoglikes(frames, states, rng));
+  for (const FloatMatrix& m : batch.data) batch.views.push_back(m.view());
+  return batch;
+}
+
 }  // namespace gmmscore
 
 #endif  // GMMSCORE_KERNELS_HMM_HMM_TEST_UTIL_H_

@@ -32,12 +32,6 @@ GmmStats GmmStats::ForModel(const DiagGmmModel& model, int num_sets) {
   return ForShape(model.dim(), std::vector<int64_t>(offsets.begin(), offsets.end()), num_sets);
 }
 
-bool GmmStats::Matches(const DiagGmmModel& model) const {
-  const absl::Span<const int64_t> offsets = model.state_offsets();
-  return dim == model.dim() && state_offsets.size() == offsets.size() &&
-         std::equal(offsets.begin(), offsets.end(), state_offsets.begin());
-}
-
 absl::Status GmmStats::Add(const GmmStats& other) {
   if (dim != other.dim || num_sets != other.num_sets || state_offsets != other.state_offsets ||
       occupancy.size() != other.occupancy.size() || mean_acc.size() != other.mean_acc.size() ||

@@ -60,8 +60,6 @@ struct GmmStats {
   int64_t num_gaussians() const { return state_offsets.back(); }
   int64_t num_rows() const { return num_sets * num_gaussians(); }
 
-  // True when `model` has this dimension and these state sizes.
-  bool Matches(const DiagGmmModel& model) const;
   // Adds `other` element by element. INVALID_ARGUMENT (naming both shapes)
   // when dimension, state sizes or set counts differ; stats stays unchanged.
   absl::Status Add(const GmmStats& other);

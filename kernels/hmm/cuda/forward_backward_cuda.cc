@@ -13,36 +13,17 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/hmm/cuda/hmm_kernels.h"
+#include "kernels/hmm/length_batch.h"
 #include "kernels/hmm/hmm_reference.h"
 
 namespace gmmscore {
 namespace {
 
-// The batch in length order (longest first): row r is utterance order[r];
-// at frame t the rows with a frame t are a prefix, Active(t) of them.
-struct Batch {
-  std::vector<int> order;
-  std::vector<int64_t> lengths;
-  int Active(int64_t t) const {
-    return static_cast<int>(std::lower_bound(lengths.begin(), lengths.end(), t, std::greater<>()) - lengths.begin());
-  }
-  int64_t frames() const { return lengths.empty() ? 0 : lengths.front(); }
-};
-
-Batch Order(absl::Span<const ConstMatrixView> utterances) {
-  Batch batch;
-  batch.order.resize(utterances.size());
-  std::iota(batch.order.begin(), batch.order.end(), 0);
-  std::stable_sort(batch.order.begin(), batch.order.end(),
-                   [&](int a, int b) { return utterances[a].rows > utterances[b].rows; });
-  for (int u : batch.order) batch.lengths.push_back(utterances[u].rows);
-  return batch;
-}
-
+// ValidateUtterances, and one log-likelihood row width for the whole batch
+// (the kernels take one stride).
 absl::Status Validate(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances) {
+  GMM_RETURN_IF_ERROR(ValidateUtterances(hmm, utterances));
   for (size_t u = 0; u < utterances.size(); ++u) {
-    const absl::Status status = ValidateEmissions(hmm, utterances[u]);
-    if (!status.ok()) return absl::Status(status.code(), absl::StrCat("utterance ", u, ": ", status.message()));
     if (utterances[u].cols != utterances[0].cols) {
       return absl::InvalidArgumentError(absl::StrCat("utterance ", u, " has ", utterances[u].cols,
                                                      " log-likelihood columns, utterance 0 has ", utterances[0].cols));
@@ -67,7 +48,7 @@ struct DeviceBatch {
 };
 
 absl::StatusOr<DeviceBatch> Prepare(const DenseHmm& hmm, absl::Span<const ConstMatrixView> utterances,
-                                    const Batch& batch, bool want_gamma) {
+                                    const LengthOrderedBatch& batch, bool want_gamma) {
   const int n = hmm.num_states, rows = static_cast<int>(utterances.size());
   const int64_t stride = utterances[0].cols;
   DeviceBatch d;
@@ -127,7 +108,7 @@ absl::Status Gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int m, int 
   return absl::OkStatus();
 }
 
-absl::Status Forward(cublasHandle_t handle, cudaStream_t stream, int n, const Batch& batch, DeviceBatch& d) {
+absl::Status Forward(cublasHandle_t handle, cudaStream_t stream, int n, const LengthOrderedBatch& batch, DeviceBatch& d) {
   for (int64_t t = 0; t < batch.frames(); ++t) {
     const int active = batch.Active(t);
     double* alpha = d.alpha.data() + d.alpha_at[t];
@@ -146,7 +127,7 @@ absl::Status Forward(cublasHandle_t handle, cudaStream_t stream, int n, const Ba
   return absl::OkStatus();
 }
 
-absl::Status Backward(cublasHandle_t handle, cudaStream_t stream, int n, const Batch& batch, bool want_gamma,
+absl::Status Backward(cublasHandle_t handle, cudaStream_t stream, int n, const LengthOrderedBatch& batch, bool want_gamma,
                       DeviceBatch& d) {
   for (int64_t t = batch.frames() - 1; t >= 0; --t) {
     const int active = batch.Active(t);
@@ -195,7 +176,7 @@ absl::StatusOr<BatchPosteriors> ForwardBackwardCuda(const DenseHmm& hmm, absl::S
     cudaGetLastError();
     return absl::UnavailableError(absl::StrCat("no CUDA device ", device));
   }
-  const Batch batch = Order(utterances);
+  const LengthOrderedBatch batch = LengthOrderedBatch::Of(utterances);
   GMM_ASSIGN_OR_RETURN(DeviceBatch d, Prepare(hmm, utterances, batch, want_gamma));
   GMM_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   GMM_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());

@@ -9,23 +9,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/gpu_test_util.h"
 #include "kernels/hmm/hmm_reference.h"
 #include "kernels/hmm/hmm_test_util.h"
 
 namespace gmmscore {
 namespace {
-
-bool GpuAvailable() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!GpuAvailable()) GTEST_SKIP() << "no CUDA device"
 
 TEST(ForwardBackwardCudaTest, MatchesTheReferenceOnABatchOfMixedLengths) {
   SKIP_WITHOUT_GPU();
@@ -35,10 +24,9 @@ TEST(ForwardBackwardCudaTest, MatchesTheReferenceOnABatchOfMixedLengths) {
   for (int n : {1, 2, 7, 64, 300}) {
     SCOPED_TRACE(testing::Message() << "N " << n);
     const DenseHmm hmm = RandomDenseHmm(n, 40, rng);
-    std::vector<FloatMatrix> data;
-    for (int64_t frames : {2, 320, 1, 17, 320, 2}) data.push_back(RandomLoglikes(frames, 40, rng));
-    std::vector<ConstMatrixView> views;
-    for (const FloatMatrix& m : data) views.push_back(m.view());
+    const MixedLengthBatch batch = RandomMixedLengthBatch(40, rng);
+    const std::vector<FloatMatrix>& data = batch.data;
+    const std::vector<ConstMatrixView>& views = batch.views;
     auto got = ForwardBackwardCuda(hmm, views);
     ASSERT_TRUE(got.ok()) << got.status();
     std::vector<double> counts(int64_t{n} * n, 0.0);

@@ -20,6 +20,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/gpu_test_util.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/stats_policy.h"
 #include "kernels/train/cuda/stats_test_data.h"
@@ -29,18 +30,6 @@ namespace gmmscore {
 namespace {
 
 using ::testing::HasSubstr;
-
-bool GpuAvailable() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!GpuAvailable()) GTEST_SKIP() << "no CUDA device"
 
 std::unique_ptr<StatsBackend> NewCuda(CudaStatsOptions options = {}) {
   options.poison_scratch = true;
