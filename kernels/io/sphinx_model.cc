@@ -167,16 +167,27 @@ absl::StatusOr<SphinxMdef> DecodeTextMdef(absl::string_view bytes, const std::st
     if (words.size() < 8 || words.back() != "N") {
       return error(absl::StrCat("expected \"base lft rt pos attrib tmat state-ids... N\", got \"", Quote(line), "\""));
     }
-    int base = -1;
+    SphinxPhone phone;
     if (rows < counts["n_base"]) {
       if (words[1] != "-" || words[2] != "-") return error("a base phone line has a context");
-      base = static_cast<int>(mdef.base_phones.size());
-      base_ids[std::string(words[0])] = base;
+      phone.base = static_cast<int>(mdef.base_phones.size());
+      base_ids[std::string(words[0])] = phone.base;
       mdef.base_phones.emplace_back(words[0]);
+      phone.filler = words[4] == "filler";
     } else {
-      const auto it = base_ids.find(std::string(words[0]));
-      if (it == base_ids.end()) return error(absl::StrCat("unknown base phone \"", Quote(words[0]), "\""));
-      base = it->second;
+      int* ids[3] = {&phone.base, &phone.left, &phone.right};
+      for (int k = 0; k < 3; ++k) {
+        const auto it = base_ids.find(std::string(words[k]));
+        if (it == base_ids.end()) return error(absl::StrCat("unknown base phone \"", Quote(words[k]), "\""));
+        *ids[k] = it->second;
+      }
+      if (words[3].size() != 1 || !absl::StrContains("beis", words[3][0])) {
+        return error(absl::StrCat("word position \"", Quote(words[3]), "\" is not one of b, e, i, s"));
+      }
+      phone.position = words[3][0];
+    }
+    if (!absl::SimpleAtoi(words[5], &phone.tmat) || phone.tmat < 0 || phone.tmat >= counts["n_tied_tmat"]) {
+      return error(absl::StrCat("tmat \"", Quote(words[5]), "\" is not in [0, n_tied_tmat)"));
     }
     for (size_t i = 6; i + 1 < words.size(); ++i) {
       int senone = 0;
@@ -184,8 +195,10 @@ absl::StatusOr<SphinxMdef> DecodeTextMdef(absl::string_view bytes, const std::st
         return error(absl::StrCat("state id \"", Quote(words[i]), "\" is not a senone in [0, ",
                                   mdef.num_senones, ")"));
       }
-      if (mdef.senone_base_phone[senone] < 0) mdef.senone_base_phone[senone] = base;
+      if (mdef.senone_base_phone[senone] < 0) mdef.senone_base_phone[senone] = phone.base;
+      phone.senones.push_back(senone);
     }
+    mdef.phones.push_back(std::move(phone));
     ++rows;
   }
   if (!have_version) return absl::DataLossError(absl::StrCat(name, ": empty mdef (no version line)"));
@@ -195,6 +208,7 @@ absl::StatusOr<SphinxMdef> DecodeTextMdef(absl::string_view bytes, const std::st
                                             expected_rows, " (truncated?)"));
   }
   mdef.num_phones = rows;
+  mdef.num_tmats = counts["n_tied_tmat"];
   return mdef;
 }
 
@@ -241,15 +255,30 @@ absl::StatusOr<SphinxMdef> DecodeBinaryMdef(absl::string_view bytes, const std::
   // otherwise ask for gigabytes (found by fuzzing).
   GMM_RETURN_IF_ERROR(in.Need(int64_t{12} * n_phone, "the phone table"));
   std::vector<int32_t> ssid(n_phone);
-  std::vector<int> base(n_phone);
+  mdef.phones.resize(n_phone);
+  mdef.num_tmats = header[5];
   for (int p = 0; p < n_phone; ++p) {
+    SphinxPhone& phone = mdef.phones[p];
     GMM_ASSIGN_OR_RETURN(ssid[p], in.ReadInt32("a phone's senone sequence id"));
-    GMM_RETURN_IF_ERROR(in.Skip(4, "a phone's transition matrix id"));
+    GMM_ASSIGN_OR_RETURN(phone.tmat, in.ReadInt32("a phone's transition matrix id"));
+    // pocketsphinx's mdef_entry_t: CI phones {filler, 3 reserved}, CD
+    // phones {wpos, base, left, right}, wpos 0..3 = internal, begin, end, single.
     GMM_ASSIGN_OR_RETURN(const absl::string_view info, in.ReadBytes(4, "a phone's attributes"));
-    base[p] = p < n_ciphone ? p : static_cast<unsigned char>(info[1]);
-    if (ssid[p] < 0 || ssid[p] >= n_sseq || base[p] >= n_ciphone) {
-      return in.Error(absl::StrCat("phone ", p, " has senone sequence ", ssid[p], " of ", n_sseq,
-                                   " and base phone ", base[p], " of ", n_ciphone));
+    const auto byte = [&](int k) { return static_cast<int>(static_cast<unsigned char>(info[k])); };
+    if (p < n_ciphone) {
+      phone.base = p;
+      phone.filler = byte(0) != 0;
+    } else {
+      phone.base = byte(1);
+      phone.left = byte(2);
+      phone.right = byte(3);
+      phone.position = byte(0) < 4 ? "ibes"[byte(0)] : '?';
+    }
+    if (ssid[p] < 0 || ssid[p] >= n_sseq || phone.base >= n_ciphone || phone.left >= n_ciphone ||
+        phone.right >= n_ciphone || phone.position == '?' || phone.tmat < 0 || phone.tmat >= header[5]) {
+      return in.Error(absl::StrCat("phone ", p, " has senone sequence ", ssid[p], " of ", n_sseq, ", base phone ",
+                                   phone.base, " (contexts ", phone.left, ", ", phone.right, ") of ", n_ciphone,
+                                   ", word position ", byte(0), ", tmat ", phone.tmat, " of ", header[5]));
     }
   }
   GMM_ASSIGN_OR_RETURN(const int32_t sseq_size, in.ReadInt32("the senone sequence size"));
@@ -276,7 +305,8 @@ absl::StatusOr<SphinxMdef> DecodeBinaryMdef(absl::string_view bytes, const std::
       if (senone < 0 || senone >= mdef.num_senones) {
         return in.Error(absl::StrCat("phone ", p, " uses senone ", senone, " of ", mdef.num_senones));
       }
-      if (mdef.senone_base_phone[senone] < 0) mdef.senone_base_phone[senone] = base[p];
+      if (mdef.senone_base_phone[senone] < 0) mdef.senone_base_phone[senone] = mdef.phones[p].base;
+      mdef.phones[p].senones.push_back(senone);
     }
   }
   return mdef;
@@ -514,6 +544,50 @@ absl::StatusOr<SphinxWeights> DecodeSphinxMixtureWeights(absl::string_view bytes
   return out;
 }
 
+absl::StatusOr<SphinxTransitions> DecodeSphinxTransitions(absl::string_view bytes, const std::string& name,
+                                                          float floor) {
+  ByteReader in(bytes, name, false);
+  GMM_ASSIGN_OR_RETURN(const S3Header header, ReadS3Header(bytes, in));
+  S3Body body(in);
+  SphinxTransitions out;
+  GMM_ASSIGN_OR_RETURN(out.num_tmats, body.Count("the matrix count"));
+  GMM_ASSIGN_OR_RETURN(out.num_emit, body.Count("the source state count"));
+  GMM_ASSIGN_OR_RETURN(const int32_t num_to, body.Count("the destination state count"));
+  if (num_to != out.num_emit + 1) {
+    return in.Error(absl::StrCat(out.num_emit, " source states but ", num_to, " destinations (expected one more)"));
+  }
+  const int64_t at = in.offset();
+  GMM_ASSIGN_OR_RETURN(const int32_t count, body.Count("the value count"));
+  const double expected = static_cast<double>(out.num_tmats) * out.num_emit * num_to;
+  if (count != expected) {
+    return in.ErrorAt(at, absl::StrCat("value count ", count, " disagrees with the header: ", out.num_tmats, " x ",
+                                       out.num_emit, " x ", num_to, " = ", expected));
+  }
+  GMM_RETURN_IF_ERROR(body.Floats(count, "the transition probabilities", &out.probs));
+  GMM_RETURN_IF_ERROR(body.Finish(header.checksum));
+  for (int64_t row = 0; row < expected / num_to; ++row) {
+    float* p = &out.probs[row * num_to];
+    const int from = static_cast<int>(row % out.num_emit);
+    double sum = 0.0;
+    for (int to = 0; to < num_to; ++to) {
+      if (!std::isfinite(p[to]) || p[to] < 0.0f || (to < from && p[to] != 0.0f)) {
+        return in.Error(absl::StrCat("matrix ", row / out.num_emit, ", state ", from, " -> ", to, ": probability ",
+                                     p[to], to < from ? " goes backwards (not left-to-right)" : " is not a probability"));
+      }
+      if (p[to] > 0.0f) p[to] = std::max(p[to], floor);
+      sum += p[to];
+    }
+    if (!(sum > 0.0)) return in.Error(absl::StrCat("matrix ", row / out.num_emit, ", state ", from, " has no way out"));
+    for (int to = 0; to < num_to; ++to) p[to] = static_cast<float>(p[to] / sum);
+  }
+  return out;
+}
+
+absl::StatusOr<SphinxTransitions> ReadSphinxTransitions(const std::string& path, float floor) {
+  GMM_ASSIGN_OR_RETURN(const std::string bytes, ReadRequired(path, "transition matrices"));
+  return DecodeSphinxTransitions(bytes, path, floor);
+}
+
 absl::StatusOr<SphinxWeights> ReadSphinxMixtureWeights(const std::string& path, float weight_floor) {
   GMM_ASSIGN_OR_RETURN(const std::string bytes, ReadRequired(path, "mixture weights"));
   return DecodeSphinxMixtureWeights(bytes, absl::StrCat("Sphinx file '", path, "'"), weight_floor);
@@ -717,6 +791,12 @@ std::string EncodeSphinxGaussianFile(const SphinxGaussianFile& file) {
   }
   out.append(reinterpret_cast<const char*>(&sum), 4);
   return out;
+}
+
+std::string EncodeSphinxTransitions(const SphinxTransitions& transitions) {
+  // The same 3-d float array layout as mixture_weights.
+  return EncodeSphinxMixtureWeights(transitions.num_tmats, transitions.num_emit, transitions.num_emit + 1,
+                                    transitions.probs);
 }
 
 std::string EncodeSphinxMixtureWeights(int num_senones, int num_streams, int num_densities,

@@ -85,12 +85,27 @@ struct SphinxWeights {
   double quantisation_step = 0.0;  // nats per quantisation step (sendump only)
 };
 
+// One mdef phone: a base (CI) phone, or a triphone of it in a left and
+// right context at a word position. Contexts are base phone ids, -1 for a
+// base phone's "-".
+struct SphinxPhone {
+  int base = 0;
+  int left = -1;
+  int right = -1;
+  char position = '-';          // 'b'egin, 'e'nd, 'i'nternal, 's'ingle, '-' (base)
+  bool filler = false;          // base phones marked "filler" (SIL, +NSN+, ...)
+  int tmat = 0;                 // transition matrix id
+  std::vector<int32_t> senones;  // one per emitting state, in order
+};
+
 struct SphinxMdef {
   std::vector<std::string> base_phones;  // CI phone names, by id
   int num_senones = 0;
   int num_ci_senones = 0;
   int num_phones = 0;                    // base + context-dependent
+  int num_tmats = 0;                     // transition matrices the phones use
   std::vector<int> senone_base_phone;    // sen2cimap, num_senones entries
+  std::vector<SphinxPhone> phones;       // num_phones, base phones first
   bool binary = false;
 };
 
@@ -150,6 +165,25 @@ bool LooksLikeSphinxModelDirectory(const std::string& directory);
 // The whole model directory (see the file comment).
 absl::StatusOr<SphinxModel> ReadSphinxModel(const std::string& directory,
                                             const SphinxReadOptions& options = {});
+
+// transition_matrices: per matrix, the probabilities from each emitting
+// state to each state, the last (index num_emit) the non-emitting exit.
+// Read as pocketsphinx's tmat_init does: non-zero values floored at
+// `floor` (-tmatfloor, 1e-4), each row renormalised; zeros stay
+// impossible. A matrix must be upper triangular (left-to-right).
+struct SphinxTransitions {
+  int num_tmats = 0;
+  int num_emit = 0;          // emitting states; rows per matrix
+  std::vector<float> probs;  // [tmat][from][to], to in [0, num_emit]
+
+  float at(int tmat, int from, int to) const {
+    return probs[(static_cast<int64_t>(tmat) * num_emit + from) * (num_emit + 1) + to];
+  }
+};
+absl::StatusOr<SphinxTransitions> DecodeSphinxTransitions(absl::string_view bytes, const std::string& name,
+                                                          float floor = 1e-4f);
+absl::StatusOr<SphinxTransitions> ReadSphinxTransitions(const std::string& path, float floor = 1e-4f);
+std::string EncodeSphinxTransitions(const SphinxTransitions& transitions);
 
 // The s3 header + magic + payload + checksum, byte for byte as sphinxbase's
 // bio_writehdr/bio_fwrite write it (little-endian), for Gaussian files: used
