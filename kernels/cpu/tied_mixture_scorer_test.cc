@@ -130,6 +130,33 @@ TEST(TiedMixtureScorerTest, SingleStreamAgreesWithDiagGmmBackend) {
   }
 }
 
+TEST(TiedMixtureScorerTest, StateSubsetScoresLikeTheWholeModel) {
+  // An aligner scores only its graph's senones: a subset model, states in
+  // any order, codebooks dropped, must give the whole model's scores.
+  const auto tied = RandomModel(Shape{{{0, 13}, {13, 13}, {26, 13}}, 6, 32, 40}, 11);
+  const std::vector<int32_t> keep = {39, 3, 17, 0, 22};
+  absl::StatusOr<TiedMixtureModel> subset = tied->SubsetStates(keep);
+  ASSERT_TRUE(subset.ok()) << subset.status();
+  EXPECT_EQ(subset->num_states(), 5);
+  EXPECT_LT(subset->num_codebooks(), tied->num_codebooks());
+  const FloatMatrix features = RandomFeatures(30, 39, 12);
+  const std::vector<double> whole = TiedMixtureReferenceLogLikelihoods(*tied, features.view());
+  const std::vector<double> part = TiedMixtureReferenceLogLikelihoods(*subset, features.view());
+  for (int64_t t = 0; t < 30; ++t) {
+    for (size_t i = 0; i < keep.size(); ++i) EXPECT_EQ(part[t * keep.size() + i], whole[t * 40 + keep[i]]) << t;
+  }
+  TiedMixtureCpuScorer scorer(std::make_shared<const TiedMixtureModel>(*std::move(subset)), {.num_threads = 1});
+  FloatMatrix loglikes;
+  ASSERT_TRUE(scorer.Score(features.view(), &loglikes).ok());
+  std::vector<double> want;
+  for (int64_t t = 0; t < 30; ++t) {
+    for (int32_t s : keep) want.push_back(whole[t * 40 + s]);
+  }
+  EXPECT_LT(MaxError(loglikes, want), 2e-3);
+  EXPECT_EQ(tied->SubsetStates({}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tied->SubsetStates({40}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TiedMixtureScorerTest, FarFramesFallBackToLogDomain) {
   // A frame ~1000 sigma away from a state's only weighted Gaussian while
   // another of the codebook (weight 0 for this state) sits on it: the linear

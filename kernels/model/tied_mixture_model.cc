@@ -22,6 +22,49 @@ int64_t TiedMixtureModel::total_gaussians() const {
   return total;
 }
 
+absl::StatusOr<TiedMixtureModel> TiedMixtureModel::SubsetStates(absl::Span<const int32_t> states) const {
+  if (states.empty()) return absl::InvalidArgumentError("no states to keep");
+  std::vector<int> new_codebook(num_codebooks_, -1), kept_codebooks;
+  for (const int32_t s : states) {
+    if (s < 0 || s >= num_states()) {
+      return absl::InvalidArgumentError(absl::StrCat("state ", s, " is not one of the model's ", num_states()));
+    }
+    int& c = new_codebook[state_codebook_[s]];
+    if (c < 0) {
+      c = static_cast<int>(kept_codebooks.size());
+      kept_codebooks.push_back(state_codebook_[s]);
+    }
+  }
+  TiedMixtureModel out;
+  out.dim_ = dim_;
+  out.num_codebooks_ = static_cast<int>(kept_codebooks.size());
+  out.streams_ = streams_;
+  out.stream_weights_ = stream_weights_;
+  out.centers_ = centers_;
+  const int num_streams = this->num_streams();
+  out.codebook_offsets_.assign(num_streams, std::vector<int64_t>{0});
+  out.params_.resize(num_streams);
+  for (int f = 0; f < num_streams; ++f) {
+    const int64_t cols = 1 + 2 * streams_[f].dim;
+    for (const int c : kept_codebooks) {
+      out.codebook_offsets_[f].push_back(out.codebook_offsets_[f].back() + codebook_size(c, f));
+      out.max_codebook_size_ = std::max(out.max_codebook_size_, codebook_size(c, f));
+      out.params_[f].insert(out.params_[f].end(), params_[f].begin() + codebook_begin(c, f) * cols,
+                            params_[f].begin() + codebook_end(c, f) * cols);
+    }
+  }
+  out.weight_offsets_ = {0};
+  for (const int32_t s : states) {
+    out.state_codebook_.push_back(new_codebook[state_codebook_[s]]);
+    for (int f = 0; f < num_streams; ++f) {
+      const absl::Span<const float> w = log_weights(s, f);
+      out.log_weights_.insert(out.log_weights_.end(), w.begin(), w.end());
+      out.weight_offsets_.push_back(static_cast<int64_t>(out.log_weights_.size()));
+    }
+  }
+  return out;
+}
+
 NaturalGaussian TiedMixtureModel::Natural(int f, int64_t g) const {
   const int dim = streams_[f].dim;
   const float* row = &params_[f][g * (1 + 2 * dim)];

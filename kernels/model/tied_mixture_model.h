@@ -108,6 +108,13 @@ class TiedMixtureModel {
     return absl::MakeConstSpan(log_weights_.data() + begin, end - begin);
   }
 
+  // The model of states `states` only (in that order: state i of the
+  // result is states[i]) with only the codebooks they use: an aligner scores
+  // just the senones an utterance's graph needs. The scoring form is copied,
+  // not recomputed (the centres stay), so scores are bit-identical to the
+  // whole model's. INVALID_ARGUMENT for an empty list or a state out of range.
+  absl::StatusOr<TiedMixtureModel> SubsetStates(absl::Span<const int32_t> states) const;
+
   // Mean and variance of row g of stream f, in float64.
   NaturalGaussian Natural(int f, int64_t g) const;
 
