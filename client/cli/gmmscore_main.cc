@@ -23,6 +23,7 @@
 #include "client/cli/train_commands.h"
 #include "client/cli/hmm_commands.h"
 #include "client/cli/admin_commands.h"
+#include "client/cli/align_commands.h"
 #include "kernels/core/mutex_mode.h"
 
 namespace gmmscore::cli {
@@ -31,7 +32,7 @@ namespace {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
-       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), RemoteCommands(), AdminCommands()}) {
+       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(), RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;

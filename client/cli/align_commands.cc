@@ -1,0 +1,166 @@
+#include "client/cli/align_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/cli/common_flags.h"
+#include "kernels/backends/backend_factory.h"
+#include "kernels/core/status_macros.h"
+#include "kernels/frontend/sphinx_front_end.h"
+#include "kernels/hmm/sphinx_aligner.h"
+#include "kernels/io/kaldi_int_vector_archive.h"
+#include "kernels/io/kaldi_script_table.h"
+#include "kernels/io/kaldi_text_table.h"
+#include "kernels/io/transcripts.h"
+#include "kernels/io/wav_reader.h"
+
+ABSL_FLAG(std::string, dict, "", "pronunciation dictionary (cmudict format, word(2) alternatives)");
+ABSL_FLAG(std::string, transcripts, "",
+          "transcripts: Sphinx '<s> words </s> (uttid)' lines or Kaldi 'uttid words' lines");
+ABSL_FLAG(std::string, audio, "", "Kaldi wav.scp: 'uttid path' lines (WAV PCM16 mono or raw PCM16)");
+ABSL_FLAG(bool, phones, false, "align: write phone segments to the CTM instead of words");
+ABSL_FLAG(std::string, frames, "", "align: also write each frame's senone id (Kaldi int-vector archive)");
+
+namespace gmmscore::cli {
+namespace {
+
+// Utterances per Align call: bounds the memory of scores and graphs.
+constexpr size_t kBatchUtterances = 256;
+
+using FeatureMap = std::map<std::string, FloatMatrix>;
+
+absl::StatusOr<FeatureMap> ReadFeatures(const std::string& model_dir) {
+  FeatureMap out;
+  if (!absl::GetFlag(FLAGS_features).empty()) {
+    GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixTable(absl::GetFlag(FLAGS_features)));
+    for (KaldiMatrixEntry& e : entries) out[e.key] = std::move(e.matrix);
+    return out;
+  }
+  std::string scp = absl::GetFlag(FLAGS_audio);
+  if (!absl::StrContains(scp, ':')) scp = "ark,t:" + scp;
+  GMM_ASSIGN_OR_RETURN(const auto paths, ReadKaldiTokenTable(scp));
+  GMM_ASSIGN_OR_RETURN(const FeaturePipeline pipeline, FeaturePipelineForModel(model_dir));
+  for (const auto& [key, path] : paths) {
+    GMM_ASSIGN_OR_RETURN(const PcmAudio audio, ReadSpeechFile(path, static_cast<int>(pipeline.front_end.sample_rate)));
+    GMM_ASSIGN_OR_RETURN(out[key], ComputeFeatures(audio, pipeline, path));
+  }
+  return out;
+}
+
+// "ctm:FILE" or "ctm:-" -> FILE / "-".
+absl::StatusOr<std::string> CtmPath(const std::string& output) {
+  if (!absl::StartsWith(output, "ctm:") || output.size() == 4) {
+    return UsageError(absl::StrCat("--output must be ctm:FILE (or ctm:- for stdout), not '", output, "'"));
+  }
+  return output.substr(4);
+}
+
+struct Totals {
+  int aligned = 0, failed = 0;
+  int64_t frames = 0;
+};
+
+// Aligns one batch, appending CTM text and frame alignments, printing an
+// error line for each utterance that fails.
+void AlignBatch(SphinxAligner& aligner, const std::vector<AlignInput>& batch, bool phones, std::string* ctm,
+                std::vector<KaldiIntVectorEntry>* frames, Totals* totals) {
+  const auto results = aligner.Align(batch);
+  for (size_t u = 0; u < batch.size(); ++u) {
+    if (!results[u].ok()) {
+      ++totals->failed;
+      std::fprintf(stderr, "gmmscore: error: utterance '%s': %s\n", batch[u].utterance.c_str(),
+                   std::string(results[u].status().message()).c_str());
+      continue;
+    }
+    ++totals->aligned;
+    totals->frames += batch[u].features.rows;
+    *ctm += phones ? PhoneCtm(batch[u].utterance, *results[u], aligner.frame_seconds())
+                   : WordCtm(batch[u].utterance, *results[u], aligner.frame_seconds());
+    if (frames != nullptr) frames->push_back({batch[u].utterance, results[u]->senones});
+  }
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return absl::OkStatus();
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+absl::Status RunAlign(const SpecifiedFlags& specified) {
+  GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "dict", "transcripts", "output"}, "align"));
+  if (specified.contains("features") == specified.contains("audio")) {
+    return UsageError("align needs exactly one of --features ark:F and --audio wav.scp");
+  }
+  GMM_ASSIGN_OR_RETURN(const std::string ctm_path, CtmPath(absl::GetFlag(FLAGS_output)));
+  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  GMM_ASSIGN_OR_RETURN(const std::vector<Transcript> transcripts, ReadTranscripts(absl::GetFlag(FLAGS_transcripts)));
+  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(absl::GetFlag(FLAGS_backend));
+  if (backend.status().code() == absl::StatusCode::kInvalidArgument) return UsageError(backend.status().message());
+  GMM_RETURN_IF_ERROR(backend.status());
+  GMM_ASSIGN_OR_RETURN(auto aligner, SphinxAligner::Create(model_dir, absl::GetFlag(FLAGS_dict), backend->get()));
+  const auto start = std::chrono::steady_clock::now();
+  GMM_ASSIGN_OR_RETURN(const FeatureMap features, ReadFeatures(model_dir));
+
+  const bool want_frames = specified.contains("frames");
+  std::string ctm;
+  std::vector<KaldiIntVectorEntry> frames;
+  Totals totals;
+  std::vector<AlignInput> batch;
+  for (const Transcript& t : transcripts) {
+    const auto it = features.find(t.utterance);
+    if (it == features.end()) {
+      ++totals.failed;
+      std::fprintf(stderr, "gmmscore: error: utterance '%s': no features or audio for it\n", t.utterance.c_str());
+      continue;
+    }
+    batch.push_back({t.utterance, it->second.view(), t.words});
+    if (batch.size() == kBatchUtterances) {
+      AlignBatch(*aligner, batch, absl::GetFlag(FLAGS_phones), &ctm, want_frames ? &frames : nullptr, &totals);
+      batch.clear();
+    }
+  }
+  AlignBatch(*aligner, batch, absl::GetFlag(FLAGS_phones), &ctm, want_frames ? &frames : nullptr, &totals);
+  GMM_RETURN_IF_ERROR(WriteText(ctm_path, ctm));
+  if (want_frames) GMM_RETURN_IF_ERROR(WriteKaldiIntVectorArchive(absl::GetFlag(FLAGS_frames), frames));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double speech = totals.frames * aligner->frame_seconds();
+  std::fprintf(stderr, "gmmscore: aligned %d of %d utterances, %.1f s of speech in %.2f s (%.0fx real time, %s)\n",
+               totals.aligned, totals.aligned + totals.failed, speech, seconds, speech / std::max(seconds, 1e-9),
+               (*backend)->name().c_str());
+  if (totals.failed == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(totals.failed, " of ", totals.aligned + totals.failed, " utterances could not be aligned"));
+}
+
+}  // namespace
+
+std::vector<Command> AlignCommands() {
+  return {
+      {"align", "forced alignment of transcripts with a CMU Sphinx model: word (or phone) times as CTM",
+       "gmmscore align --model SPHINX_DIR --dict DICT --transcripts FILE\n"
+       "               (--features ark:F | --audio wav.scp) --output ctm:FILE\n"
+       "               [--phones] [--frames ark,t:F] [--backend auto|cpu|cuda]\n\n"
+       "Each transcript becomes an HMM of its words (all pronunciations; optional silence and\n"
+       "noise between words, as pocketsphinx's FSG search has them); Viterbi over the model's\n"
+       "senone scores gives 'utt 1 start duration word' lines, in seconds. --audio computes the\n"
+       "model's features from speech (feat.params). An utterance that cannot be aligned (a word\n"
+       "not in the dictionary, an empty transcript, too few frames) gets an error line and the\n"
+       "rest go on; the exit status is then 1.",
+       {"model", "dict", "transcripts", "features", "audio", "output", "phones", "frames", "backend"},
+       RunAlign},
+  };
+}
+
+}  // namespace gmmscore::cli
