@@ -10,7 +10,7 @@ packages=(
   libopenblas-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libmicrohttpd-dev openssl
-  libsphinxbase-dev pocketsphinx-testdata pocketsphinx-en-us
+  libsphinxbase-dev pocketsphinx-testdata pocketsphinx-en-us pocketsphinx
 )
 missing=()
 for p in "${packages[@]}"; do
