@@ -90,6 +90,30 @@ TEST_F(AlignCliTest, BadUtterancesGetAnErrorLineEachAndTheRestAlign) {
   EXPECT_THAT(run.out, HasSubstr(" man\n"));
 }
 
+TEST(BwCliTest, ReestimatesAn4OnCardsAndReportsBadUtterances) {
+  const std::string an4 = "/usr/share/pocketsphinx/test/data/an4_ci_cont";
+  const std::string cards = "/usr/share/pocketsphinx/test/data/cards";
+  struct stat info;
+  if (::stat(an4.c_str(), &info) != 0 || ::stat(cards.c_str(), &info) != 0) GTEST_SKIP() << "pocketsphinx data missing";
+  const std::string scp = Temp("wav.scp"), transcripts = Temp("transcripts"), out = Temp("an4_bw");
+  WriteFile(scp, absl::StrCat("001 ", cards, "/001.wav\n002 ", cards, "/002.wav\n003 ", cards, "/003.wav\n"));
+  WriteFile(transcripts, "<s> ten of clubs </s> (001)\n<s> four queen of clubs </s> (002)\n"
+                         "<s> seven of clubz </s> (003)\n<s> five five </s> (004)\n");
+  const RunResult run = Gmmscore({"bw", "--model", an4, "--dict", kDict, "--transcripts", transcripts, "--audio", scp,
+                                  "--iterations", "2", "--output-dir", out, "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("iteration 2/2: log-likelihood"));
+  EXPECT_THAT(run.err, HasSubstr("of 2 utterances"));
+  EXPECT_THAT(run.err, HasSubstr("utterance '003': \"clubz\" (word 3) is not in the dictionary"));
+  EXPECT_THAT(run.err, HasSubstr("utterance '004': no features or audio for it"));
+  for (const char* file : {"means", "variances", "mixture_weights", "transition_matrices", "mdef", "feat.params"}) {
+    EXPECT_EQ(::stat(absl::StrCat(out, "/", file).c_str(), &info), 0) << file;
+  }
+  ExpectOneLineError(Gmmscore({"bw", "--model", an4, "--dict", kDict, "--transcripts", transcripts, "--audio", scp,
+                               "--output-dir", out, "--update_flags", "mq"}),
+                     2, "q");
+}
+
 TEST_F(AlignCliTest, UsageErrors) {
   std::vector<std::string> both = Args(kLibrivox + "/transcription", "ctm:-");
   both.insert(both.end(), {"--features", "ark:/dev/null"});

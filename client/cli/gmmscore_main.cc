@@ -24,6 +24,7 @@
 #include "client/cli/hmm_commands.h"
 #include "client/cli/admin_commands.h"
 #include "client/cli/align_commands.h"
+#include "client/cli/bw_command.h"
 #include "kernels/core/mutex_mode.h"
 
 namespace gmmscore::cli {
@@ -32,7 +33,8 @@ namespace {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
-       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(), RemoteCommands(), AdminCommands()}) {
+       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(),
+        std::vector<Command>{BwCommand()}, RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;
