@@ -14,6 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/hmm/graph_test_util.h"
+#include "kernels/hmm/sparse_hmm_cpu.h"
 #include "kernels/io/transcripts.h"
 
 namespace gmmscore {
@@ -142,6 +144,44 @@ TEST(UtteranceGraphTest, ArcsBetweenPhonesAgreeWithTheirContexts) {
     }
   }
   EXPECT_GT(checked, 20);
+}
+
+TEST(UtteranceGraphTest, FastRecursionsMatchTheReferenceOnUtteranceGraphs) {
+  // Optional silences and noise, alternative pronunciations, context copies:
+  // the CPU path against the float64 reference on compiled graphs.
+  const uint64_t seed = FreshTestSeed();
+  SCOPED_TRACE(testing::Message() << "GMMSCORE_TEST_SEED=" << seed);
+  std::mt19937_64 rng(seed);
+  const SphinxLexicon lexicon = TinyLexicon();
+  std::vector<UtteranceGraph> graphs;
+  std::vector<FloatMatrix> scores;
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"x"}, {"ab", "x"}, {"x", "c", "ab", "x", "x"}}) {
+    graphs.push_back(*CompileUtteranceGraph(lexicon, words));
+    for (int64_t frames : {int64_t{graphs.back().hmm.MinFrames()}, int64_t{40}, int64_t{320}}) {
+      scores.push_back(RandomLoglikes(frames, static_cast<int>(graphs.back().hmm.columns.size()), rng));
+    }
+  }
+  std::vector<const HmmGraph*> graph_ptrs;
+  std::vector<ConstMatrixView> views;
+  for (size_t k = 0; k < scores.size(); ++k) {
+    graph_ptrs.push_back(&graphs[k / 3].hmm);
+    views.push_back(scores[k].view());
+  }
+  ThreadPool pool(1);
+  const auto paths = GraphViterbiCpu(graph_ptrs, views, &pool);
+  const auto posts = GraphForwardBackwardCpu(graph_ptrs, views, true, &pool);
+  for (size_t k = 0; k < views.size(); ++k) {
+    const auto want_path = GraphViterbiReference(*graph_ptrs[k], views[k]);
+    const auto want_post = GraphForwardBackwardReference(*graph_ptrs[k], views[k]);
+    ASSERT_TRUE(want_path.ok() && paths[k].ok() && posts[k].ok()) << k << " " << want_path.status();
+    EXPECT_EQ(paths[k]->states, want_path->states);
+    EXPECT_NEAR(posts[k]->log_likelihood, want_post->log_likelihood, 1e-9 * std::abs(want_post->log_likelihood));
+    for (size_t i = 0; i < want_post->gamma.size(); ++i) EXPECT_NEAR(posts[k]->gamma[i], want_post->gamma[i], 1e-9);
+    for (size_t a = 0; a < want_post->arc_counts.size(); ++a) {
+      EXPECT_NEAR(posts[k]->arc_counts[a], want_post->arc_counts[a], 1e-9 * std::max(1.0, want_post->arc_counts[a]));
+    }
+  }
 }
 
 TEST(UtteranceGraphTest, ErrorsNameTheWord) {
