@@ -1,9 +1,9 @@
 // Forced alignment with a CMU Sphinx model: features and a transcript in,
 // word and phone segments out. The pieces are kernels/hmm's: a graph per
-// utterance (utterance_graph.h), its senones scored by a scoring backend
-// (only those, through TiedMixtureModel::SubsetStates), Viterbi over the
-// batch (the CPU recursions by default, or the caller's, e.g. CUDA's), and
-// the segments read off the paths (alignment.h).
+// utterance (utterance_graph.h), its senones scored and Viterbi run over
+// the batch by an AlignEngine (align_engine.h: a scoring backend and the
+// CPU recursions by default, or the GPU's), and the segments read off the
+// paths (alignment.h).
 //
 //   std::unique_ptr<ScoringBackend> cpu = CreateCpuBackend({});
 //   GMM_ASSIGN_OR_RETURN(auto aligner, SphinxAligner::Create(model_dir, dict, cpu.get()));
@@ -29,6 +29,7 @@
 #include "absl/types/span.h"
 #include "kernels/core/matrix.h"
 #include "kernels/core/thread_pool.h"
+#include "kernels/hmm/align_engine.h"
 #include "kernels/hmm/alignment.h"
 #include "kernels/hmm/sphinx_lexicon.h"
 #include "kernels/hmm/utterance_graph.h"
@@ -43,24 +44,17 @@ struct AlignInput {
   std::vector<std::string> words;  // the transcript
 };
 
-// Viterbi over a batch, one status per utterance (sparse_hmm_cpu.h's shape).
-using GraphViterbiBatch = std::function<std::vector<absl::StatusOr<ViterbiPath>>(
-    absl::Span<const HmmGraph* const>, absl::Span<const ConstMatrixView>)>;
-
 struct SphinxAlignerOptions {
   UtteranceGraphOptions graph;
-  GraphViterbiBatch viterbi;  // empty: GraphViterbiCpu over the aligner's pool
-  int threads = 0;            // the CPU recursions' threads; 0: hardware concurrency
-};
-
-// Where an Align call spent its time, seconds.
-struct AlignTiming {
-  double graphs = 0, scoring = 0, viterbi = 0, segments = 0;
+  // Empty: the host engine over the `scorer` given to Create.
+  AlignEngineFactory engine;
+  int threads = 0;  // graph compilation and CPU recursions; 0: hardware concurrency
 };
 
 class SphinxAligner {
  public:
-  // `scorer` scores the senones; it must outlive the aligner.
+  // `scorer` scores the senones (host engine); it must outlive the aligner.
+  // It may be null when options.engine is set.
   static absl::StatusOr<std::unique_ptr<SphinxAligner>> Create(const std::string& model_dir,
                                                                const std::string& dictionary, ScoringBackend* scorer,
                                                                SphinxAlignerOptions options = {});
@@ -72,17 +66,16 @@ class SphinxAligner {
   int feature_dim() const { return model_.model.dim(); }
   double frame_seconds() const { return frame_seconds_; }
   const AlignTiming& last_timing() const { return timing_; }
+  std::string engine_name() const { return engine_->name(); }
 
  private:
-  SphinxAligner(SphinxLexicon lexicon, SphinxModel model, ScoringBackend* scorer, SphinxAlignerOptions options);
-  // The emission scores of one utterance: T x graph.hmm.columns.size().
-  absl::StatusOr<FloatMatrix> ScoreGraphSenones(const HmmGraph& graph, ConstMatrixView features);
+  SphinxAligner(SphinxLexicon lexicon, SphinxModel model, SphinxAlignerOptions options);
 
   SphinxLexicon lexicon_;
   SphinxModel model_;
-  ScoringBackend* scorer_;
   SphinxAlignerOptions options_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<AlignEngine> engine_;
   double frame_seconds_ = 0.01;
   AlignTiming timing_;
 };
