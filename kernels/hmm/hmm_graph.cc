@@ -46,9 +46,9 @@ absl::Status CheckArcs(const HmmGraph& g) {
     if (g.arc_begin[s + 1] < g.arc_begin[s]) return absl::InvalidArgumentError("arc_begin decreases");
     for (int32_t a = g.arc_begin[s]; a < g.arc_begin[s + 1]; ++a) {
       const int32_t from = g.arc_source[a];
-      if (from < 0 || from > s) {
-        return absl::InvalidArgumentError(absl::StrCat("arc ", a, " goes from state ", from, " to ", s,
-                                                       ": sources must not come after their destination"));
+      if (from < 0 || from >= n) {
+        return absl::InvalidArgumentError(absl::StrCat("arc ", a, " into state ", s, " comes from state ", from,
+                                                       ", not one of the ", n));
       }
       if (a > g.arc_begin[s] && from <= g.arc_source[a - 1]) {
         return absl::InvalidArgumentError(absl::StrCat("arcs into state ", s, " are not sorted by distinct source"));
@@ -115,6 +115,36 @@ int32_t HmmGraph::MinFrames() const {
   int32_t best = std::numeric_limits<int32_t>::max();
   for (int32_t f : final_states) best = std::min(best, frames[f]);
   return best;
+}
+
+absl::StatusOr<HmmGraph> GraphOfDenseHmm(const DenseHmm& hmm) {
+  if (hmm.num_states < 1) return absl::InvalidArgumentError("the HMM has no states");
+  std::vector<int32_t> columns = hmm.emissions;
+  std::sort(columns.begin(), columns.end());
+  columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+  HmmGraphBuilder builder;
+  for (int32_t e : hmm.emissions) {
+    builder.AddState(static_cast<int32_t>(std::lower_bound(columns.begin(), columns.end(), e) - columns.begin()));
+  }
+  for (int i = 0; i < hmm.num_states; ++i) {
+    if (std::isfinite(hmm.log_initial[i])) builder.AddInitial(i, static_cast<float>(hmm.log_initial[i]));
+    builder.AddFinal(i, 0.0f);
+    for (int j = 0; j < hmm.num_states; ++j) {
+      const double w = hmm.log_transition(i, j);
+      if (std::isfinite(w)) builder.AddArc(i, j, static_cast<float>(w), i * hmm.num_states + j);
+    }
+  }
+  HmmGraph graph;
+  GMM_RETURN_IF_ERROR(builder.Finish(std::move(columns), &graph));
+  return graph;
+}
+
+FloatMatrix GatherColumns(ConstMatrixView scores, const std::vector<int32_t>& columns) {
+  FloatMatrix out(scores.rows, static_cast<int64_t>(columns.size()));
+  for (int64_t t = 0; t < scores.rows; ++t) {
+    for (size_t c = 0; c < columns.size(); ++c) out.row(t)[c] = scores.at(t, columns[c]);
+  }
+  return out;
 }
 
 int32_t HmmGraphBuilder::AddState(int32_t column) {

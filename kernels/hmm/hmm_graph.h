@@ -14,9 +14,9 @@
 // holds model state columns[c]'s log-likelihoods. Only the model states a
 // graph uses are scored.
 //
-// Order: every arc goes from a state to itself (a self-loop) or to a later
-// state, so one frame's forward step can visit states in index order and a
-// backward step in reverse; the compiler numbers states that way.
+// Order: the recursions read frame t - 1 to make frame t, so arcs may go
+// anywhere (a dense HMM as a graph has arcs back). Utterance graphs are
+// left-to-right, and the compiler numbers their states in that order.
 //
 // Weights are natural logs; -infinity is never stored (an impossible arc is
 // left out). Weights need not be normalised: a graph's branch points (an
@@ -35,6 +35,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/core/matrix.h"
+#include "kernels/hmm/dense_hmm.h"
 
 namespace gmmscore {
 
@@ -42,7 +45,7 @@ struct HmmGraph {
   std::vector<int32_t> columns;   // emission column -> model state (senone), distinct
   std::vector<int32_t> emission;  // per state: its column, in [0, columns.size())
 
-  // Incoming arcs of state s: [arc_begin[s], arc_begin[s + 1]), sources <= s.
+  // Incoming arcs of state s: [arc_begin[s], arc_begin[s + 1]), by source.
   std::vector<int32_t> arc_begin = {0};  // num_states() + 1
   std::vector<int32_t> arc_source;
   std::vector<float> arc_log_weight;
@@ -62,10 +65,20 @@ struct HmmGraph {
 };
 
 // INVALID_ARGUMENT naming the first broken rule: sizes that disagree, a
-// column out of range, a source after its destination, duplicate arcs into
-// a state from one source, a non-finite or NaN weight, no initial or no
-// final state, a state listed twice as initial or final.
+// column or source out of range, arcs into a state not sorted by distinct
+// source, a non-finite or NaN weight, no initial or no final state, a state
+// listed twice as initial or final.
 absl::Status ValidateHmmGraph(const HmmGraph& graph);
+
+// A dense HMM as a graph: an arc for every non-zero transition (weights
+// rounded to float), its non-zero initial probabilities as entries, every
+// state an exit (weight 1). Columns are the distinct emission states,
+// ascending: gather them from a T x GMM-states matrix with GatherColumns.
+// INVALID_ARGUMENT for an HMM without states.
+absl::StatusOr<HmmGraph> GraphOfDenseHmm(const DenseHmm& hmm);
+
+// The columns `columns` of `scores`, in that order (T x columns.size()).
+FloatMatrix GatherColumns(ConstMatrixView scores, const std::vector<int32_t>& columns);
 
 // Builds a graph from states, arcs in any order, entries and exits.
 class HmmGraphBuilder {
