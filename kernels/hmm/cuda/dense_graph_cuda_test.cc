@@ -1,7 +1,10 @@
 // Dense HMMs through the CUDA graph recursions: N in {1, 2, 7, 1024} and T
 // in {1, 2, 320}, zero initial probabilities and forbidden transitions; as
 // graphs (GraphOfDenseHmm, arcs back included) Viterbi gives the float64
-// reference's path and forward-backward its posteriors. Skips without a GPU.
+// reference's path. Forward-backward of the small ones too; a 1024-state
+// dense graph's arc counts (8 MB) do not fit a CTA's shared memory, and
+// dense forward-backward has its own DGEMM path (forward_backward_cuda.h,
+// tested at 1024 states in forward_backward_cuda_test). Skips without a GPU.
 #include <cmath>
 #include <random>
 
@@ -39,13 +42,16 @@ TEST(DenseGraphCudaTest, ViterbiAndPosteriorsMatchTheReference) {
   }
   const auto paths = GraphViterbiCuda(ptrs, views);
   ASSERT_TRUE(paths.ok()) << paths.status();
-  const auto posts = GraphForwardBackwardCuda(ptrs, views, {.want_gamma = true});
+  const size_t small = 9;  // the graphs of 1, 2 and 7 states come first
+  const auto posts = GraphForwardBackwardCuda(absl::MakeSpan(ptrs).first(small), absl::MakeSpan(views).first(small),
+                                              {.want_gamma = true});
   ASSERT_TRUE(posts.ok()) << posts.status();
   for (size_t k = 0; k < graphs.size(); ++k) {
     SCOPED_TRACE(testing::Message() << graphs[k].num_states() << " states, " << views[k].rows << " frames");
     const auto want = GraphViterbiReference(graphs[k], views[k]);
     ASSERT_TRUE(want.ok());
     EXPECT_EQ(paths->utterances[k].states, want->states);
+    if (k >= small) continue;
     const auto want_post = GraphForwardBackwardReference(graphs[k], views[k]);
     ASSERT_TRUE(want_post.ok());
     const GraphPosteriors& got = posts->utterances[k];

@@ -21,7 +21,7 @@ TEST(ForwardBackwardCudaTest, MatchesTheReferenceOnABatchOfMixedLengths) {
   const uint64_t seed = FreshTestSeed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  for (int n : {1, 2, 7, 64, 300}) {
+  for (int n : {1, 2, 7, 64, 300, 1024}) {
     SCOPED_TRACE(testing::Message() << "N " << n);
     const DenseHmm hmm = RandomDenseHmm(n, 40, rng);
     const MixedLengthBatch batch = RandomMixedLengthBatch(40, rng);
