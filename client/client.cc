@@ -67,6 +67,16 @@ absl::StatusOr<v1::ScoreResponse> Client::Score(const v1::ScoreRequest& request)
   return response;
 }
 
+absl::StatusOr<v1::AlignResponse> Client::Align(const v1::AlignRequest& request) {
+  grpc::ClientContext context;
+  Authorize(&context);
+  context.set_deadline(DeadlineIn(options_.call_timeout));
+  v1::AlignResponse response;
+  absl::Status status = ToAbslStatus(stub_->Align(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::StatusOr<std::unique_ptr<StreamSession>> Client::StartStream(
     const v1::StreamConfig& config) {
   auto context = std::make_unique<grpc::ClientContext>();

@@ -7,6 +7,8 @@
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StreamSession> stream, client->StartStream(config));
 //   GMM_RETURN_IF_ERROR(stream->Push(frames.view()));            // stream_session.h
 //   GMM_ASSIGN_OR_RETURN(StreamAnswer answer, stream->Next());
+//   v1::AlignRequest align;   // model, words, features or audio
+//   GMM_ASSIGN_OR_RETURN(v1::AlignResponse segments, client->Align(align));
 //
 // Thread safety: a Client may be shared by threads; each StreamSession has
 // its own rules (stream_session.h).
@@ -30,7 +32,7 @@ namespace gmmscore {
 struct ClientOptions {
   // How long Connect waits for the server to answer.
   absl::Duration connect_timeout = absl::Seconds(10);
-  // Deadline of unary calls (ListModels, Score).
+  // Deadline of unary calls (ListModels, Score, Align).
   absl::Duration call_timeout = absl::Seconds(60);
   // Largest message received; answers of big models are large. -1: no limit.
   int max_receive_message_bytes = -1;
@@ -59,6 +61,15 @@ class Client {
   // One window, offline. The RPC's status on failure (INVALID_ARGUMENT,
   // NOT_FOUND, ... as documented in scorer.proto).
   absl::StatusOr<v1::ScoreResponse> Score(const v1::ScoreRequest& request);
+
+  // Forced alignment of one utterance (scorer.proto's Align: word and,
+  // if asked, phone segments). The RPC's status on failure: NOT_FOUND,
+  // FAILED_PRECONDITION (the model cannot align), INVALID_ARGUMENT (a word
+  // not in the dictionary, bad input), OUT_OF_RANGE (too short for its
+  // transcript), RESOURCE_EXHAUSTED (the server's align queue is full), as
+  // documented there. Blocks; call from several threads to keep several
+  // utterances in flight (the server batches them).
+  absl::StatusOr<v1::AlignResponse> Align(const v1::AlignRequest& request);
 
   // Opens a StreamScore stream and sends `config` as its first message.
   // Does not wait for the server: a bad config, an unknown model or an

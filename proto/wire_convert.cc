@@ -42,6 +42,17 @@ void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out) {
   }
 }
 
+void PcmToProto(absl::Span<const int16_t> samples, int sample_rate, v1::PcmAudio* out) {
+  out->set_sample_rate(static_cast<uint32_t>(sample_rate));
+  std::string* bytes = out->mutable_pcm16();
+  bytes->resize(2 * samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto value = static_cast<uint16_t>(samples[i]);
+    (*bytes)[2 * i] = static_cast<char>(value & 0xff);
+    (*bytes)[2 * i + 1] = static_cast<char>(value >> 8);
+  }
+}
+
 namespace {
 
 void CopyTotals(absl::Span<const float> frame_totals, v1::StateScores* out) {

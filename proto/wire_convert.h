@@ -6,6 +6,8 @@
 #ifndef GMMSCORE_PROTO_WIRE_CONVERT_H_
 #define GMMSCORE_PROTO_WIRE_CONVERT_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -22,6 +24,10 @@ absl::StatusOr<FloatMatrix> FeaturesFromProto(const v1::FeatureMatrix& features)
 
 // Overwrites *out with `frames`.
 void FeaturesToProto(ConstMatrixView frames, v1::FeatureMatrix* out);
+
+// Overwrites *out with `samples` (mono, `sample_rate` Hz) as 16-bit
+// little-endian PCM bytes (AlignRequest.audio), whatever the host's order.
+void PcmToProto(absl::Span<const int16_t> samples, int sample_rate, v1::PcmAudio* out);
 
 // How an answer's values travel (OutputOptions.float16).
 enum class ValueEncoding {

@@ -40,6 +40,14 @@ TEST(WireConvertTest, FramesWithoutDimAreRejected) {
   EXPECT_EQ(FeaturesFromProto(proto).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(WireConvertTest, PcmSamplesAreLittleEndianBytes) {
+  const std::vector<int16_t> samples = {0, 1, -2, 258, -32768, 32767};
+  v1::PcmAudio audio;
+  PcmToProto(samples, 16000, &audio);
+  EXPECT_EQ(audio.sample_rate(), 16000u);
+  EXPECT_EQ(audio.pcm16(), std::string("\x00\x00\x01\x00\xfe\xff\x02\x01\x00\x80\xff\x7f", 12));
+}
+
 TEST(WireConvertTest, ScoresRoundTrip) {
   FloatMatrix scores(2, 3);
   for (int i = 0; i < 6; ++i) scores.data()[i] = -1.0f * i;

@@ -48,6 +48,14 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
         "--max_chunks_in_flight, --max_streams, --max_request_frames and --max_message_mb must "
         "be >= 1 (see --help)");
   }
+  const AlignSchedulerOptions& align = options.align;
+  if (align.max_batch < 1 || align.num_workers < 1 || align.max_queued_frames < 1) {
+    return absl::InvalidArgumentError(
+        "--align_max_batch, --align_workers and --max_align_queued_frames must be >= 1 (see --help)");
+  }
+  if (align.max_queue_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--align_queue_delay_us must be >= 0");
+  }
   if (options.stream_threads < 0) {
     return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: half the cores)");
   }
@@ -91,8 +99,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   };
   daemon->scheduler_ =
       std::make_unique<BatchScheduler>(daemon->backend_.get(), std::move(scheduler_options));
-  daemon->service_ = std::make_unique<ScorerService>(
-      daemon->repository_.get(), daemon->scheduler_.get(), LimitsOf(options), options.stream_api);
+  AlignSchedulerOptions align_options = options.align;
+  align_options.on_batch = [metrics, chained = options.align.on_batch](const AlignBatchReport& report) {
+    metrics->ObserveAlignBatch(report);
+    if (chained) chained(report);
+  };
+  daemon->align_scheduler_ = std::make_unique<AlignScheduler>(std::move(align_options));
+  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(), daemon->scheduler_.get(),
+                                                     LimitsOf(options), options.stream_api,
+                                                     daemon->align_scheduler_.get());
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);
@@ -117,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
       daemon->server_.get(), {.repository = daemon->repository_.get(),
                               .service = daemon->service_.get(),
                               .scheduler = daemon->scheduler_.get(),
+                              .aligner = daemon->align_scheduler_.get(),
                               .backend = daemon->backend_->name()});
   if (!ops_started.ok()) {
     daemon->Drain(absl::ZeroDuration());
@@ -132,6 +148,7 @@ void Daemon::StopUnstarted() {
   }
   if (cq_streams_ != nullptr) cq_streams_->Stop();
   if (scheduler_ != nullptr) scheduler_->Stop();
+  if (align_scheduler_ != nullptr) align_scheduler_->Stop();
 }
 
 Daemon::~Daemon() { Drain(absl::ZeroDuration()); }
@@ -144,6 +161,7 @@ void Daemon::Drain(absl::Duration timeout) {
   service_->Drain();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
   scheduler_->Stop();
+  align_scheduler_->Stop();
   server_->Wait();
   if (cq_streams_ != nullptr) cq_streams_->Stop();  // every call has ended
   ops_->Stop();

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "kernels/score/scoring_backend.h"
+#include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
 #include "server/cq_stream_server.h"
 #include "server/daemon_ops.h"
@@ -31,6 +32,9 @@ struct DaemonOptions {
   // HOST:PORT to listen on (insecure credentials); port 0 picks a free one.
   std::string listen_address = "127.0.0.1:50051";
   BatchSchedulerOptions scheduler;
+  // The Align RPC's queue and batches (models align when their repository
+  // gave them an aligner: RepositoryOptions::align).
+  AlignSchedulerOptions align;
   ServiceLimits limits;
   // Largest request or response message, bytes.
   int max_message_bytes = 256 << 20;
@@ -44,7 +48,8 @@ struct DaemonOptions {
 };
 
 // OK, or INVALID_ARGUMENT naming the flag behind the first bad option: batch,
-// queue, stream and message limits and the scheduler's workers below 1,
+// queue, stream and message limits, the scheduler's workers and the align
+// queue's batch, workers and frame bound below 1, a negative align delay,
 // negative stream threads or timeouts, a stream's answer memory below 1 byte
 // or the server's below 0. Daemon::Start checks it first.
 absl::Status ValidateDaemonOptions(const DaemonOptions& options);
@@ -69,7 +74,8 @@ class Daemon {
 
   // Stops accepting RPCs, lets live streams answer what they accepted (they
   // end with UNAVAILABLE), waits up to `timeout` for RPCs in flight, cancels
-  // the rest, then finishes the scheduler's queue. Idempotent, thread-safe.
+  // the rest, then finishes the scheduler's and the align queue. Idempotent,
+  // thread-safe.
   void Drain(absl::Duration timeout);
 
   const ModelRepository& repository() const { return *repository_; }
@@ -77,12 +83,13 @@ class Daemon {
   DaemonOps& ops() { return *ops_; }
   const ScorerService& service() const { return *service_; }
   BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
+  AlignSchedulerStats align_stats() const { return align_scheduler_->stats(); }
   // Completion-queue threads serving StreamScore; 0 on the callback API.
   int stream_threads() const { return cq_streams_ == nullptr ? 0 : cq_streams_->threads(); }
 
  private:
   Daemon() = default;
-  // A Start that failed before the server ran: stops the scheduler.
+  // A Start that failed before the server ran: stops the schedulers.
   void StopUnstarted();
 
   // Destroyed in reverse order: the server first, the backend last.
@@ -90,6 +97,9 @@ class Daemon {
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<DaemonOps> ops_;  // its admin service outlives server_
   std::unique_ptr<BatchScheduler> scheduler_;
+  // Holds aligners of model versions while their requests run; goes before
+  // the repository and the backend they use.
+  std::unique_ptr<AlignScheduler> align_scheduler_;
   std::unique_ptr<ScorerService> service_;
   // StreamScore's queues (completion-queue API only); the server, declared
   // after them, goes first.

@@ -28,6 +28,10 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
        [](DaemonOptions* o) { o->limits.stream_write_timeout = absl::Seconds(-1); }},
       {"--stream_answer_memory_mb", [](DaemonOptions* o) { o->limits.max_stream_answer_bytes = 0; }},
       {"--answer_memory_mb", [](DaemonOptions* o) { o->limits.max_answer_memory_bytes = -1; }},
+      {"--align_max_batch", [](DaemonOptions* o) { o->align.max_batch = 0; }},
+      {"--align_workers", [](DaemonOptions* o) { o->align.num_workers = 0; }},
+      {"--max_align_queued_frames", [](DaemonOptions* o) { o->align.max_queued_frames = 0; }},
+      {"--align_queue_delay_us", [](DaemonOptions* o) { o->align.max_queue_delay = absl::Microseconds(-1); }},
   };
   for (const Case& c : cases) {
     DaemonOptions options;

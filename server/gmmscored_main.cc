@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "kernels/core/mutex_mode.h"
+#include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
 #include "server/auth_token.h"
 #include "server/daemon.h"
@@ -27,8 +28,8 @@ ABSL_FLAG(std::string, config, "",
           "proto/gmmscore/v1/server_config.proto; example deploy/gmmscored.textproto). Each "
           "field sets the flag of its name; flags given on the command line override the file. "
           "Its `models` entries set per-model backend (must be this daemon's), precision (exact or fast), "
-          "max_batch_frames and load_on_demand. A bad file stops the start, naming file, line "
-          "and column.");
+          "max_batch_frames, load_on_demand and dictionary (a Sphinx model's, for Align). A bad "
+          "file stops the start, naming file, line and column.");
 ABSL_FLAG(std::string, model_repository, "",
           "Directory of models to serve (required). Every regular file in it is one model, "
           "named by its file name without the extension (spk1.mdl -> 'spk1'), in any format "
@@ -123,6 +124,23 @@ ABSL_FLAG(std::string, scoring_token_file, "",
           "ListModels, GetServerStats) must carry ('authorization: Bearer <token>'); missing "
           "or wrong: UNAUTHENTICATED. May be the --admin_token_file. grpc.health.v1 and "
           "reflection stay open (probes). Empty: none. The token is never logged.");
+// Forced alignment (the Align RPC).
+ABSL_FLAG(std::string, align_dictionary, "",
+          "Pronunciation dictionary (cmudict format) of every CMU Sphinx model directory in the "
+          "repository whose config entry names none (ModelConfig.dictionary): such models serve "
+          "Align. Empty: only models with their own dictionary align.");
+ABSL_FLAG(int32_t, align_max_batch, 16, "Align: most utterances of one model aligned in one batch.");
+ABSL_FLAG(int64_t, align_queue_delay_us, 2000,
+          "Align: the longest a request waits for others of its model before its batch starts, "
+          "in microseconds (while the model's aligner is busy, requests wait for it anyway).");
+ABSL_FLAG(int64_t, max_align_queued_frames, 262144,
+          "Align: most frames (sent, or audio at the model's frame rate) waiting in the align "
+          "queue; more: RESOURCE_EXHAUSTED at once.");
+ABSL_FLAG(int32_t, align_workers, 1,
+          "Align: threads running batches (one model's batches run one at a time; more workers "
+          "align several models at once).");
+ABSL_FLAG(int32_t, align_threads, 0,
+          "Align: threads of each aligner's graph building and Viterbi; 0: all cores.");
 ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
           "Resident MiB all model versions together may hold (device memory on a GPU); a "
           "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
@@ -144,6 +162,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
 
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20};
+  repository_options.align.default_dictionary = absl::GetFlag(FLAGS_align_dictionary);
+  repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
+  // Alignment scores and decodes where the daemon scores: on a GPU backend
+  // the CUDA engine keeps a batch's scores on the device.
+  absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor((*backend)->name());
+  if (!engine.ok()) return engine.status();
+  repository_options.align.aligner.engine = *std::move(engine);
   if (absl::Status status = ApplyModelConfigs(config, (*backend)->name(),
                                               absl::GetFlag(FLAGS_max_batch_frames),
                                               &repository_options);
@@ -162,6 +187,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
             model.host_bytes() / 1048576.0,
             served.prepared->device_bytes() / 1048576.0, (*repository)->device(),
             absl::FormatDuration(served.load_time));
+    if (served.aligner != nullptr) {
+      LogInfo("model '%s' aligns (Align) with dictionary %s", served.name, served.aligner->dictionary());
+    }
   }
 
   DaemonOptions options;
@@ -173,6 +201,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
     options.scheduler.num_workers = (*backend)->concurrent_calls();
   }
   options.scheduler.num_answer_threads = absl::GetFlag(FLAGS_answer_threads);
+  options.align.max_batch = absl::GetFlag(FLAGS_align_max_batch);
+  options.align.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_align_queue_delay_us));
+  options.align.max_queued_frames = absl::GetFlag(FLAGS_max_align_queued_frames);
+  options.align.num_workers = absl::GetFlag(FLAGS_align_workers);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);
@@ -226,7 +258,8 @@ int Main(int argc, char** argv) {
       "  gmmscored --config FILE [--flag=value ...]   (flags override the file)\n\n"
       "Serves every model file in DIR. Clients stream feature chunks (StreamScore) and get "
       "per-state log-likelihoods back, fused over several models if asked; chunks of all "
-      "streams are batched into one backend call. SIGTERM/SIGINT: stop accepting, "
+      "streams are batched into one backend call. Sphinx models with a dictionary also serve "
+      "forced alignment (Align; --align_dictionary). SIGTERM/SIGINT: stop accepting, "
       "answer what is in flight, exit 0.");
   // The config file first, so that the command line parsed after it wins.
   v1::ServerConfig config;

@@ -34,11 +34,33 @@ std::string ModelNameOf(const fs::directory_entry& entry) {
   return "";
 }
 
-// Reads and prepares the model at `path`, to be served as `name`.
-// `fits(host_bytes)` is asked before preparing, with the host size as the
-// estimate of what the backend will hold.
+// The aligner of the model at `path` (a `format` model) when `align` gives
+// it a dictionary; null when none applies.
+absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path, const std::string& name,
+                                                         ModelFormat format, ScoringBackend* backend,
+                                                         const AlignDictionaries& align) {
+  bool own = false;
+  const std::string dictionary = align.For(name, &own);
+  if (dictionary.empty()) return nullptr;
+  if (format != ModelFormat::kSphinx) {
+    if (!own) return nullptr;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model '%s' has a dictionary (%s), but only a CMU Sphinx model directory can align; this "
+        "model is %s",
+        name, dictionary, ModelFormatName(format)));
+  }
+  absl::StatusOr<std::unique_ptr<ModelAligner>> aligner =
+      ModelAligner::Create(path, dictionary, backend, align.aligner);
+  if (!aligner.ok()) return PrefixStatus(absl::StrFormat("aligner with dictionary %s", dictionary), aligner.status());
+  return std::shared_ptr<ModelAligner>(*std::move(aligner));
+}
+
+// Reads and prepares the model at `path`, to be served as `name`, with its
+// aligner if `align` gives it a dictionary. `fits(host_bytes)` is asked
+// before preparing, with the host size as the estimate of what the backend
+// will hold.
 absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
-                                           ScoringBackend* backend,
+                                           ScoringBackend* backend, const AlignDictionaries& align,
                                            const std::function<absl::Status(int64_t)>& fits) {
   const absl::Time start = absl::Now();
   absl::StatusOr<ModelFormat> format = DetectModelFormat(path);
@@ -53,11 +75,14 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
   }
   auto prepared = model->tied != nullptr ? backend->PrepareTied(model->tied) : backend->Prepare(model->untied);
   if (!prepared.ok()) return WithPath(prepared.status(), path);
+  absl::StatusOr<std::shared_ptr<ModelAligner>> aligner = AlignerFor(path, name, *format, backend, align);
+  if (!aligner.ok()) return WithPath(aligner.status(), path);
   return ServedModel{.name = name,
                      .source = path,
                      .format = std::string(ModelFormatName(*format)),
                      .load_time = absl::Now() - start,
-                     .prepared = *std::move(prepared)};
+                     .prepared = *std::move(prepared),
+                     .aligner = *std::move(aligner)};
 }
 
 absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
@@ -68,6 +93,12 @@ absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
 }
 
 }  // namespace
+
+std::string AlignDictionaries::For(const std::string& name, bool* own) const {
+  auto it = per_model.find(name);
+  *own = it != per_model.end() && !it->second.empty();
+  return *own ? it->second : default_dictionary;
+}
 
 int64_t ServedModel::resident_bytes() const {
   const int64_t device = prepared->device_bytes();
@@ -82,6 +113,7 @@ ModelRepository::ModelRepository(Snapshot models, std::string device, std::strin
       budget_bytes_(options.memory_budget_bytes),
       max_batch_frames_(options.max_batch_frames),
       precision_(options.precision),
+      align_(options.align),
       models_(std::move(models)) {}
 
 int64_t ModelRepository::MaxBatchFramesOf(const std::string& name) const {
@@ -155,7 +187,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
 
   std::vector<ServedModel> models;
   for (const auto& [file, name] : files) {
-    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, nullptr);
+    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, options.align, nullptr);
     if (!served.ok()) return served.status();
     models.push_back(*std::move(served));
   }
@@ -270,7 +302,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
     return held + adding > budget_bytes_ ? OverBudget(held, adding, budget_bytes_)
                                          : absl::OkStatus();
   };
-  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, fits);
+  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, align_, fits);
   if (!served.ok()) return served.status();
   // The backend's real size may differ from the host estimate.
   if (absl::Status status = fits(served->resident_bytes()); !status.ok()) {

@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/score/scoring_backend.h"
+#include "server/model_aligner.h"
 
 namespace gmmscore {
 
@@ -45,6 +46,11 @@ struct ServedModel {
   int64_t max_batch_frames = 0;
   // How exactly it is scored (the config file's per-model precision).
   Precision precision = Precision::kExact;
+  // Forced alignment with this version (the Align RPC): set for a CMU
+  // Sphinx model directory loaded with a pronunciation dictionary, null
+  // otherwise. Built over the repository's backend with the version, and
+  // released with it (by the last request still aligning with it).
+  std::shared_ptr<ModelAligner> aligner;
 
   // Untied models only (prepared->tied() is false); dim, states and sizes
   // of any model are on `prepared`.
@@ -52,6 +58,20 @@ struct ServedModel {
   // Bytes the backend holds for it: device bytes on a GPU, the host scoring
   // form on the CPU backend (which scores from it in place).
   int64_t resident_bytes() const;
+};
+
+// Which models can align (ServedModel::aligner): pronunciation
+// dictionaries for CMU Sphinx model directories.
+struct AlignDictionaries {
+  // Per model name; overrides `default_dictionary`.
+  std::map<std::string, std::string> per_model;
+  // For every Sphinx model directory without its own; empty: none.
+  std::string default_dictionary;
+  ModelAlignerOptions aligner;
+
+  // The dictionary for `name` ("" for none); *own: whether it is the
+  // model's own (per_model) rather than the default.
+  std::string For(const std::string& name, bool* own) const;
 };
 
 struct RepositoryOptions {
@@ -64,6 +84,11 @@ struct RepositoryOptions {
   std::map<std::string, int64_t> max_batch_frames;
   // Per model name: ServedModel::precision of every version loaded.
   std::map<std::string, Precision> precision;
+  // The dictionaries that give Sphinx model directories an aligner. A
+  // model's own dictionary on a model that is not a Sphinx directory fails
+  // its load (INVALID_ARGUMENT); the default applies to Sphinx directories
+  // only.
+  AlignDictionaries align;
 };
 
 class ModelRepository {
@@ -74,7 +99,8 @@ class ModelRepository {
   // subdirectory that holds a CMU Sphinx model, named by the directory
   // (read with LoadAnyModel: tied-mixture models are prepared tied);
   // other subdirectories and names starting with '.' are skipped. Each is
-  // prepared on `backend`, which must outlive the repository.
+  // prepared on `backend`, which must outlive the repository, and given an
+  // aligner when a dictionary applies to it (RepositoryOptions::dictionary).
   // NOT_FOUND if `dir` is not a directory; INVALID_ARGUMENT if it holds no
   // model or two files give the same name; a file's load or Prepare error
   // (its code kept, the message prefixed with the path) otherwise.
@@ -108,7 +134,8 @@ class ModelRepository {
   // no file in the directory has that name; FAILED_PRECONDITION without a
   // directory; RESOURCE_EXHAUSTED if it would not fit the memory budget
   // (counted with every version still held, the replaced one included);
-  // the reader's or Prepare's error otherwise. On error nothing changes.
+  // the reader's, Prepare's or the aligner's error otherwise (a bad
+  // dictionary fails the load). On error nothing changes.
   absl::StatusOr<LoadResult> Load(const std::string& name);
   // Stops serving `name`; holders keep their version. NOT_FOUND if not
   // served; FAILED_PRECONDITION for the last model served.
@@ -142,6 +169,7 @@ class ModelRepository {
   const int64_t budget_bytes_;
   const std::map<std::string, int64_t> max_batch_frames_;
   const std::map<std::string, Precision> precision_;
+  const AlignDictionaries align_;
 
   absl::Mutex load_mu_;  // serialises Load and Unload
   mutable absl::Mutex mu_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
+#include "server/align_request.h"
 #include "server/auth_token.h"
 #include "server/callback_stream_call.h"
 #include "server/scoring_plan.h"
@@ -192,6 +193,47 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   std::optional<FusedScores> results_fused_;
 };
 
+// One Align RPC in flight: its utterance waits in the align queue; answers
+// when the job completes and deletes itself once the RPC is done too.
+class AlignCall final : public grpc::ServerUnaryReactor {
+ public:
+  // `request` and `response` are the RPC's; gRPC keeps them until OnDone.
+  AlignCall(AlignScheduler* scheduler, const v1::AlignRequest* request, v1::AlignResponse* response)
+      : scheduler_(scheduler), request_(request), response_(response) {}
+
+  void Submit(AlignJob job, absl::Time deadline) {
+    frame_seconds_ = job.aligner->frame_seconds();
+    job.cancelled = cancelled_;
+    job.deadline = deadline;
+    job.done = [this](absl::StatusOr<AlignOutcome> outcome) { OnAligned(std::move(outcome)); };
+    scheduler_->Submit(std::move(job));  // may complete (not delete) this call before it returns
+  }
+
+  void OnCancel() override {
+    cancelled_->store(true, std::memory_order_release);
+    scheduler_->PurgeDead();
+  }
+  void OnDone() override { Unref(); }
+
+ private:
+  void OnAligned(absl::StatusOr<AlignOutcome> outcome) {
+    if (outcome.ok()) FillAlignResponse(*request_, *outcome, frame_seconds_, response_);
+    Finish(ToGrpcStatus(outcome.status()));
+    Unref();
+  }
+
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  AlignScheduler* const scheduler_;
+  const v1::AlignRequest* const request_;
+  v1::AlignResponse* const response_;
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  double frame_seconds_ = 0.01;  // set by Submit, before the job can complete
+  std::atomic<int> refs_{2};     // the job, and the RPC until OnDone
+};
+
 // A method's index among AcousticScorer's methods, as gRPC's generated code
 // numbers them (the order of the proto).
 int MethodIndex(const char* method) {
@@ -224,9 +266,11 @@ absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name) {
 }
 
 ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
-                             const ServiceLimits& limits, StreamApi stream_api)
+                             const ServiceLimits& limits, StreamApi stream_api,
+                             AlignScheduler* aligner)
     : repository_(repository),
       scheduler_(scheduler),
+      aligner_(aligner),
       limits_(limits),
       registry_(limits.max_streams),
       answer_budget_(limits.max_answer_memory_bytes),
@@ -239,6 +283,13 @@ ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* 
           [this](grpc::CallbackServerContext* context,
                  const DecodedMessage<v1::ScoreRequest>* request, v1::ScoreResponse* response) {
             return Score(context, request, response);
+          }));
+  MarkMethodCallback(
+      MethodIndex("Align"),
+      new grpc::internal::CallbackUnaryHandler<DecodedMessage<v1::AlignRequest>, v1::AlignResponse>(
+          [this](grpc::CallbackServerContext* context,
+                 const DecodedMessage<v1::AlignRequest>* request, v1::AlignResponse* response) {
+            return Align(context, request, response);
           }));
   // The base left StreamScore a synchronous method: mark it for the API
   // chosen (as the generated WithAsyncMethod_/WithCallbackMethod_ would).
@@ -308,6 +359,22 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
   }
   auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
   call->Submit(*std::move(frames), DeadlineOf(*context));
+  return call;
+}
+
+grpc::ServerUnaryReactor* ScorerService::Align(grpc::CallbackServerContext* context,
+                                               const DecodedMessage<v1::AlignRequest>* decoded,
+                                               v1::AlignResponse* response) {
+  if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
+  if (!decoded->status.ok()) return Refuse(context, decoded->status);
+  if (aligner_ == nullptr) {
+    return Refuse(context, absl::UnimplementedError("this server was started without an align queue"));
+  }
+  absl::StatusOr<AlignJob> job =
+      AlignJobForRequest(decoded->message, *repository_, {.max_frames = limits_.max_request_frames});
+  if (!job.ok()) return Refuse(context, job.status());
+  auto* call = new AlignCall(aligner_, &decoded->message, response);
+  call->Submit(*std::move(job), DeadlineOf(*context));
   return call;
 }
 

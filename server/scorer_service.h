@@ -1,7 +1,8 @@
 // ScorerService: the gmmscore.v1.AcousticScorer service. ListModels answers
 // from the repository; Score and StreamScore send their frames through the
 // shared BatchScheduler, so unary requests and live streams are batched
-// together. The unary methods run on gRPC's callback API; StreamScore, which
+// together; Align sends its utterance through the AlignScheduler, which
+// aligns the requests waiting for one model as one batch. The unary methods run on gRPC's callback API; StreamScore, which
 // carries nearly every message, on the completion-queue API by default
 // (served by a CqStreamServer, cq_stream_server.h) or on the callback API.
 //
@@ -11,8 +12,9 @@
 //   service.Drain();  // live streams answer what they accepted, then UNAVAILABLE
 //
 // Every RPC is refused with UNAUTHENTICATED when limits.required_token is
-// set and the call does not carry it. Score and StreamScore jobs carry the
-// RPC's deadline, and a cancelled RPC's queued jobs are dropped at once.
+// set and the call does not carry it. Score, StreamScore and Align jobs
+// carry the RPC's deadline, and a cancelled RPC's queued jobs are dropped at
+// once.
 //
 // Thread safety: all methods are thread-safe.
 #ifndef GMMSCORE_SERVER_SCORER_SERVICE_H_
@@ -29,6 +31,7 @@
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/async_stream.h"
+#include "server/align_scheduler.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 #include "server/idle_watchdog.h"
@@ -43,7 +46,7 @@ struct ServiceLimits {
   int64_t max_chunk_frames = 1000;     // frames in one stream chunk
   int max_chunks_in_flight = 8;        // per stream, accepted but unanswered
   int64_t max_streams = 4096;          // live StreamScore RPCs
-  int64_t max_request_frames = 100000;  // frames in one Score request
+  int64_t max_request_frames = 100000;  // frames in one Score request or Align utterance
   // A stream with nothing read or written for this long ends with
   // DEADLINE_EXCEEDED (it was idle); zero: never.
   absl::Duration stream_idle_timeout = absl::ZeroDuration();
@@ -77,9 +80,9 @@ enum class StreamApi {
 // "cq" or "callback"; INVALID_ARGUMENT otherwise.
 absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name);
 
-// The unary methods on the callback API. The constructor marks Score
-// (callback, decoding its request itself: decoded_message.h) and StreamScore
-// (callback or async).
+// The unary methods on the callback API. The constructor marks Score and
+// Align (callback, decoding their requests themselves: decoded_message.h)
+// and StreamScore (callback or async).
 using ScorerServiceBase = v1::AcousticScorer::WithCallbackMethod_ListModels<
     v1::AcousticScorer::WithCallbackMethod_GetServerStats<v1::AcousticScorer::Service>>;
 
@@ -88,10 +91,12 @@ class ScorerService final : public ScorerServiceBase {
   using StreamScoreReaderWriter =
       grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, StreamRequestIn>;
 
-  // `repository` and `scheduler` must outlive the service and every RPC.
-  // With StreamApi::kCompletionQueue the server needs a CqStreamServer.
+  // `repository`, `scheduler` and `aligner` must outlive the service and
+  // every RPC. With StreamApi::kCompletionQueue the server needs a
+  // CqStreamServer. Without an `aligner`, Align answers UNIMPLEMENTED.
   ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
-                const ServiceLimits& limits, StreamApi stream_api);
+                const ServiceLimits& limits, StreamApi stream_api,
+                AlignScheduler* aligner = nullptr);
 
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
@@ -103,6 +108,13 @@ class ScorerService final : public ScorerServiceBase {
   grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* context,
                                            const v1::GetServerStatsRequest* request,
                                            v1::GetServerStatsResponse* response) override;
+  // The request checked here (align_request.h: NOT_FOUND, FAILED_PRECONDITION,
+  // INVALID_ARGUMENT, OUT_OF_RANGE), then aligned in the align queue
+  // (RESOURCE_EXHAUSTED when it is full); INVALID_ARGUMENT when the
+  // request's bytes did not decode.
+  grpc::ServerUnaryReactor* Align(grpc::CallbackServerContext* context,
+                                  const DecodedMessage<v1::AlignRequest>* request,
+                                  v1::AlignResponse* response);
 
   // New streams are refused with UNAVAILABLE; live ones stop reading, answer
   // what they accepted and end with UNAVAILABLE. The idle watchdog stops.
@@ -133,6 +145,7 @@ class ScorerService final : public ScorerServiceBase {
 
   const ModelRepository* const repository_;
   BatchScheduler* const scheduler_;
+  AlignScheduler* const aligner_;  // null: Align is UNIMPLEMENTED
   const ServiceLimits limits_;
   StreamRegistry registry_;
   AnswerBudget answer_budget_;  // before the watchdog and every stream

@@ -153,6 +153,7 @@ absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string
       options->max_batch_frames[model.name()] = model.max_batch_frames();
     }
     if (model.load_on_demand()) options->skip_at_start.push_back(model.name());
+    if (!model.dictionary().empty()) options->align.per_model[model.name()] = model.dictionary();
   }
   return absl::OkStatus();
 }

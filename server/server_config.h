@@ -41,7 +41,8 @@ absl::Status ApplyConfigToFlags(const v1::ServerConfig& config, const std::strin
 
 // Checks `config.models` against the server (`backend`: its name, e.g.
 // "cpu", "cuda:0"; `max_batch_frames`: the server's) and records them in
-// *options (skip_at_start, max_batch_frames). INVALID_ARGUMENT naming the
+// *options (skip_at_start, max_batch_frames, precision, the dictionaries
+// that let Sphinx models align). INVALID_ARGUMENT naming the
 // model for an empty or repeated name, another backend, a precision other
 // than fp32, or a batch limit outside [0, max_batch_frames].
 absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,

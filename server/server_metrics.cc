@@ -133,7 +133,10 @@ ServerMetrics::ServerMetrics()
       score_time(Histogram::ExponentialBounds(0.00005, 2, 16)),
       batch_frames(Histogram::ExponentialBounds(1, 2, 17)),  // 1 .. 65536 frames
       batch_jobs(Histogram::ExponentialBounds(1, 2, 13)),     // 1 .. 4096 chunks
-      batch_streams(Histogram::ExponentialBounds(1, 2, 13)) {}
+      batch_streams(Histogram::ExponentialBounds(1, 2, 13)),
+      align_batch_utterances(Histogram::ExponentialBounds(1, 2, 10)),  // 1 .. 512 utterances
+      align_batch_seconds(Histogram::ExponentialBounds(0.001, 2, 16)),  // 1 ms .. 33 s
+      align_queue_wait(Histogram::ExponentialBounds(0.0005, 2, 16)) {}  // 0.5 ms .. 16 s
 
 std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 ServerMetrics::InterceptorFactories() {
@@ -148,6 +151,12 @@ void ServerMetrics::ObserveGroup(const GroupReport& report) {
   batch_streams.Observe(static_cast<double>(report.origins));
   score_time.Observe(absl::ToDoubleSeconds(report.score_time));
   for (absl::Duration wait : report.queue_waits) queue_wait.Observe(absl::ToDoubleSeconds(wait));
+}
+
+void ServerMetrics::ObserveAlignBatch(const AlignBatchReport& report) {
+  align_batch_utterances.Observe(static_cast<double>(report.utterances));
+  align_batch_seconds.Observe(absl::ToDoubleSeconds(report.align_time));
+  for (absl::Duration wait : report.queue_waits) align_queue_wait.Observe(absl::ToDoubleSeconds(wait));
 }
 
 std::string ServerMetrics::Render(const MetricsSources& sources) const {
@@ -208,6 +217,39 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Counter(&out, "gmmscore_jobs_expired_total",
             "Queued jobs dropped unscored because their RPC's deadline had passed.",
             static_cast<double>(stats.expired_jobs));
+  }
+  out.Family("gmmscore_align_batch_utterances", "Utterances aligned per Align call (batch).",
+             "histogram");
+  align_batch_utterances.WriteTo(&out, "gmmscore_align_batch_utterances", {});
+  out.Family("gmmscore_align_batch_seconds",
+             "Time of one Align call: graphs, senone scoring, Viterbi, segments of its batch.",
+             "histogram");
+  align_batch_seconds.WriteTo(&out, "gmmscore_align_batch_seconds", {});
+  out.Family("gmmscore_align_queue_wait_seconds",
+             "An Align request's wait in the align queue (for its model's aligner and company).",
+             "histogram");
+  align_queue_wait.WriteTo(&out, "gmmscore_align_queue_wait_seconds", {});
+  if (sources.aligner != nullptr) {
+    const AlignSchedulerStats stats = sources.aligner->stats();
+    Counter(&out, "gmmscore_align_utterances_total", "Align requests aligned successfully.",
+            static_cast<double>(stats.aligned));
+    Counter(&out, "gmmscore_align_frames_total", "Frames of the utterances aligned successfully.",
+            static_cast<double>(stats.frames_aligned));
+    Counter(&out, "gmmscore_align_batches_total", "Align calls (batches of one model's requests).",
+            static_cast<double>(stats.batches));
+    Gauge(&out, "gmmscore_align_queued_requests", "Align requests waiting in the align queue.",
+          static_cast<double>(stats.queued));
+    Gauge(&out, "gmmscore_align_queued_frames", "Frames of the Align requests waiting.",
+          static_cast<double>(stats.queued_frames));
+    Counter(&out, "gmmscore_align_rejected_total",
+            "Align requests refused with RESOURCE_EXHAUSTED because the align queue was full.",
+            static_cast<double>(stats.rejected));
+    Counter(&out, "gmmscore_align_cancelled_total",
+            "Align requests dropped unaligned because their RPC was cancelled.",
+            static_cast<double>(stats.cancelled));
+    Counter(&out, "gmmscore_align_expired_total",
+            "Align requests dropped unaligned because their deadline had passed.",
+            static_cast<double>(stats.expired));
   }
   if (sources.service != nullptr) {
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",

@@ -1,7 +1,8 @@
 // ServerMetrics: everything gmmscored exports at /metrics (prefix
 // gmmscore_). RPC and message counts and end-to-end chunk latency come from
 // a gRPC server interceptor (so no service code changes to count); batch
-// shapes, queue wait and backend time from the scheduler's per-group report;
+// shapes, queue wait and backend time from the scheduler's per-group report
+// (and the align queue's per-batch report);
 // gauges (streams, queue, model memory, backend) are read when scraped.
 //
 //   ServerMetrics metrics;
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "grpcpp/support/server_interceptor.h"
+#include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
 #include "server/gpu_monitor.h"
 #include "server/metrics_exposition.h"
@@ -34,6 +36,7 @@ struct MetricsSources {
   const ModelRepository* repository = nullptr;
   const ScorerService* service = nullptr;
   const BatchScheduler* scheduler = nullptr;
+  const AlignScheduler* aligner = nullptr;
   std::string backend;  // "cpu", "cuda:0"
   // The scoring GPU through NVML; null on the CPU or without NVML (then no
   // gmmscore_gpu_* gauges).
@@ -53,6 +56,8 @@ class ServerMetrics {
   // requests) and the streams they came from, how long each job waited in
   // the queue, how long the backend call took.
   void ObserveGroup(const GroupReport& report);
+  // One Align call: its utterances, how long it took, each request's wait.
+  void ObserveAlignBatch(const AlignBatchReport& report);
 
   std::string Render(const MetricsSources& sources) const;
 
@@ -69,6 +74,9 @@ class ServerMetrics {
   Histogram batch_frames;            // gmmscore_batch_frames (per backend call)
   Histogram batch_jobs;              // gmmscore_batch_chunks (per backend call)
   Histogram batch_streams;           // gmmscore_batch_streams (per backend call)
+  Histogram align_batch_utterances;  // gmmscore_align_batch_utterances (per Align call)
+  Histogram align_batch_seconds;     // gmmscore_align_batch_seconds (per Align call)
+  Histogram align_queue_wait;        // gmmscore_align_queue_wait_seconds (per request)
 };
 
 }  // namespace gmmscore

@@ -19,6 +19,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/io/native_model_file.h"
+#include "kernels/io/wav_reader.h"
+#include "proto/wire_convert.h"
 #include "tests/test_daemon.h"
 
 extern char** environ;
@@ -251,6 +253,52 @@ TEST_F(GmmscoredBinaryTest, ConfigFileSetsValuesAndFlagsOverrideThem) {
   fs::remove_all(etc);
 }
 
+TEST_F(GmmscoredBinaryTest, ConfigGivesASphinxModelItsDictionaryAndItAligns) {
+  const std::string model = "/usr/share/pocketsphinx/model/en-us/en-us";
+  const std::string dict = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict";
+  const std::string wav =
+      "/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0880.wav";
+  if (!fs::exists(model) || !fs::exists(dict) || !fs::exists(wav)) GTEST_SKIP() << "pocketsphinx data missing";
+  fs::create_directory_symlink(model, dir_ / "en-us");
+  const fs::path etc = dir_.string() + "_etc";
+  fs::create_directories(etc);
+  const std::string config = WriteFile(
+      etc, "gmmscored.textproto",
+      "model_repository: \"" + dir_.string() + "\"\n"
+      "listen: \"127.0.0.1:0\"\n"
+      "backend: \"cpu\"\n"
+      "align { align_max_batch: 4 align_queue_delay_us: 500 max_align_queued_frames: 50000 "
+      "align_workers: 1 align_threads: 1 }\n"
+      "models { name: \"en-us\" dictionary: \"" + dict + "\" }\n");
+  DaemonProcess daemon({"--config=" + config});
+  const std::string listening = daemon.WaitForLine("listening on ");
+  ASSERT_FALSE(listening.empty()) << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("model 'en-us' aligns (Align) with dictionary " + dict));
+  const std::string rest = listening.substr(listening.find("listening on ") + 13);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(rest.substr(0, rest.find(' ')));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<PcmAudio> audio = ReadSpeechFile(wav, 16000);
+  ASSERT_TRUE(audio.ok()) << audio.status();
+  v1::AlignRequest request;
+  request.set_model("en-us");
+  for (const char* word : {"he", "was", "not", "an", "ill", "disposed", "young", "man"}) request.add_words(word);
+  PcmToProto(audio->samples, audio->sample_rate, request.mutable_audio());
+  absl::StatusOr<v1::AlignResponse> answer = (*client)->Align(request);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->num_frames(), 298u);
+  std::vector<std::string> words;
+  for (const v1::AlignSegment& segment : answer->words()) {
+    if (!segment.filler()) words.push_back(segment.label());
+  }
+  EXPECT_EQ(absl::StrJoin(words, " "), "he was not an ill disposed young man");
+  request.set_model("alpha");
+  EXPECT_EQ((*client)->Align(request).status().code(), absl::StatusCode::kFailedPrecondition);
+  client->reset();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
+  fs::remove_all(etc);
+}
+
 TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
   const fs::path etc = dir_.string() + "_etc";
   fs::create_directories(etc);
@@ -270,6 +318,10 @@ TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
        "precision 'fp16'"},
       {repository + "backend: \"cpu\"\ngrpc { stream_api: \"epoll\" }\n", 1,
        "unknown stream API 'epoll'; use cq or callback"},
+      {repository + "backend: \"cpu\"\nalign { align_max_batch: 0 }\n", 1,
+       "--align_max_batch, --align_workers and --max_align_queued_frames must be >= 1"},
+      {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" dictionary: \"/any.dict\" }\n", 1,
+       "only a CMU Sphinx model directory can align; this model is native"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].text);

@@ -3,22 +3,18 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/common_flags.h"
+#include "client/cli/utterance_input.h"
+#include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
 #include "kernels/core/status_macros.h"
-#include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/hmm/sphinx_aligner.h"
 #include "kernels/io/kaldi_int_vector_archive.h"
-#include "kernels/io/kaldi_script_table.h"
-#include "kernels/io/kaldi_text_table.h"
-#include "kernels/io/transcripts.h"
-#include "kernels/io/wav_reader.h"
 
 ABSL_FLAG(std::string, dict, "", "pronunciation dictionary (cmudict format, word(2) alternatives)");
 ABSL_FLAG(std::string, transcripts, "",
@@ -32,26 +28,6 @@ namespace {
 
 // Utterances per Align call: bounds the memory of scores and graphs.
 constexpr size_t kBatchUtterances = 256;
-
-using FeatureMap = std::map<std::string, FloatMatrix>;
-
-absl::StatusOr<FeatureMap> ReadFeatures(const std::string& model_dir) {
-  FeatureMap out;
-  if (!absl::GetFlag(FLAGS_features).empty()) {
-    GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixTable(absl::GetFlag(FLAGS_features)));
-    for (KaldiMatrixEntry& e : entries) out[e.key] = std::move(e.matrix);
-    return out;
-  }
-  std::string scp = absl::GetFlag(FLAGS_audio);
-  if (!absl::StrContains(scp, ':')) scp = "ark,t:" + scp;
-  GMM_ASSIGN_OR_RETURN(const auto paths, ReadKaldiTokenTable(scp));
-  GMM_ASSIGN_OR_RETURN(const FeaturePipeline pipeline, FeaturePipelineForModel(model_dir));
-  for (const auto& [key, path] : paths) {
-    GMM_ASSIGN_OR_RETURN(const PcmAudio audio, ReadSpeechFile(path, static_cast<int>(pipeline.front_end.sample_rate)));
-    GMM_ASSIGN_OR_RETURN(out[key], ComputeFeatures(audio, pipeline, path));
-  }
-  return out;
-}
 
 // "ctm:FILE" or "ctm:-" -> FILE / "-".
 absl::StatusOr<std::string> CtmPath(const std::string& output) {
@@ -68,7 +44,7 @@ struct Totals {
 
 // Aligns one batch, appending CTM text and frame alignments, printing an
 // error line for each utterance that fails.
-void AlignBatch(SphinxAligner& aligner, const std::vector<AlignInput>& batch, bool phones, std::string* ctm,
+void AlignBatch(SphinxAligner& aligner, absl::Span<const AlignInput> batch, bool phones, std::string* ctm,
                 std::vector<KaldiIntVectorEntry>* frames, Totals* totals) {
   const auto results = aligner.Align(batch);
   for (size_t u = 0; u < batch.size(); ++u) {
@@ -98,6 +74,21 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// The engine --backend names (the GPU's, or the host engine over the CPU
+// backend, which `cpu` then owns).
+absl::StatusOr<std::unique_ptr<SphinxAligner>> MakeAligner(const std::string& model_dir,
+                                                           std::unique_ptr<ScoringBackend>* cpu) {
+  absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor(absl::GetFlag(FLAGS_backend));
+  if (engine.status().code() == absl::StatusCode::kInvalidArgument) return UsageError(engine.status().message());
+  GMM_RETURN_IF_ERROR(engine.status());
+  SphinxAlignerOptions options;
+  options.engine = *std::move(engine);
+  if (!options.engine) {
+    GMM_ASSIGN_OR_RETURN(*cpu, CreateBackend("cpu"));
+  }
+  return SphinxAligner::Create(model_dir, absl::GetFlag(FLAGS_dict), cpu->get(), std::move(options));
+}
+
 absl::Status RunAlign(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "dict", "transcripts", "output"}, "align"));
   if (specified.contains("features") == specified.contains("audio")) {
@@ -105,40 +96,30 @@ absl::Status RunAlign(const SpecifiedFlags& specified) {
   }
   GMM_ASSIGN_OR_RETURN(const std::string ctm_path, CtmPath(absl::GetFlag(FLAGS_output)));
   const std::string model_dir = absl::GetFlag(FLAGS_model);
-  GMM_ASSIGN_OR_RETURN(const std::vector<Transcript> transcripts, ReadTranscripts(absl::GetFlag(FLAGS_transcripts)));
-  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(absl::GetFlag(FLAGS_backend));
-  if (backend.status().code() == absl::StatusCode::kInvalidArgument) return UsageError(backend.status().message());
-  GMM_RETURN_IF_ERROR(backend.status());
-  GMM_ASSIGN_OR_RETURN(auto aligner, SphinxAligner::Create(model_dir, absl::GetFlag(FLAGS_dict), backend->get()));
+  std::unique_ptr<ScoringBackend> cpu;
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<SphinxAligner> aligner, MakeAligner(model_dir, &cpu));
   const auto start = std::chrono::steady_clock::now();
-  GMM_ASSIGN_OR_RETURN(const FeatureMap features, ReadFeatures(model_dir));
-
+  GMM_ASSIGN_OR_RETURN(const UtteranceInputs in, ReadUtteranceInputs(model_dir));
+  Totals totals;
+  for (const std::string& id : in.missing) {
+    ++totals.failed;
+    std::fprintf(stderr, "gmmscore: error: utterance '%s': no features or audio for it\n", id.c_str());
+  }
   const bool want_frames = specified.contains("frames");
   std::string ctm;
   std::vector<KaldiIntVectorEntry> frames;
-  Totals totals;
-  std::vector<AlignInput> batch;
-  for (const Transcript& t : transcripts) {
-    const auto it = features.find(t.utterance);
-    if (it == features.end()) {
-      ++totals.failed;
-      std::fprintf(stderr, "gmmscore: error: utterance '%s': no features or audio for it\n", t.utterance.c_str());
-      continue;
-    }
-    batch.push_back({t.utterance, it->second.view(), t.words});
-    if (batch.size() == kBatchUtterances) {
-      AlignBatch(*aligner, batch, absl::GetFlag(FLAGS_phones), &ctm, want_frames ? &frames : nullptr, &totals);
-      batch.clear();
-    }
+  for (size_t first = 0; first < in.inputs.size(); first += kBatchUtterances) {
+    const size_t count = std::min(kBatchUtterances, in.inputs.size() - first);
+    AlignBatch(*aligner, absl::MakeConstSpan(in.inputs).subspan(first, count), absl::GetFlag(FLAGS_phones), &ctm,
+               want_frames ? &frames : nullptr, &totals);
   }
-  AlignBatch(*aligner, batch, absl::GetFlag(FLAGS_phones), &ctm, want_frames ? &frames : nullptr, &totals);
   GMM_RETURN_IF_ERROR(WriteText(ctm_path, ctm));
   if (want_frames) GMM_RETURN_IF_ERROR(WriteKaldiIntVectorArchive(absl::GetFlag(FLAGS_frames), frames));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double speech = totals.frames * aligner->frame_seconds();
   std::fprintf(stderr, "gmmscore: aligned %d of %d utterances, %.1f s of speech in %.2f s (%.0fx real time, %s)\n",
                totals.aligned, totals.aligned + totals.failed, speech, seconds, speech / std::max(seconds, 1e-9),
-               (*backend)->name().c_str());
+               aligner->engine_name().c_str());
   if (totals.failed == 0) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat(totals.failed, " of ", totals.aligned + totals.failed, " utterances could not be aligned"));
@@ -146,20 +127,28 @@ absl::Status RunAlign(const SpecifiedFlags& specified) {
 
 }  // namespace
 
-std::vector<Command> AlignCommands() {
+std::vector<Command> AlignCommands(const AlignRemoteMode& remote) {
+  std::vector<std::string> flags = {"model",  "dict",   "transcripts", "features", "audio",
+                                    "output", "phones", "frames",      "backend"};
+  flags.insert(flags.end(), remote.flags.begin(), remote.flags.end());
+  auto run = [remote](const SpecifiedFlags& specified) {
+    if (remote.run && specified.contains("server")) return remote.run(specified);
+    return RunAlign(specified);
+  };
   return {
       {"align", "forced alignment of transcripts with a CMU Sphinx model: word (or phone) times as CTM",
        "gmmscore align --model SPHINX_DIR --dict DICT --transcripts FILE\n"
        "               (--features ark:F | --audio wav.scp) --output ctm:FILE\n"
-       "               [--phones] [--frames ark,t:F] [--backend auto|cpu|cuda]\n\n"
-       "Each transcript becomes an HMM of its words (all pronunciations; optional silence and\n"
-       "noise between words, as pocketsphinx's FSG search has them); Viterbi over the model's\n"
-       "senone scores gives 'utt 1 start duration word' lines, in seconds. --audio computes the\n"
-       "model's features from speech (feat.params). An utterance that cannot be aligned (a word\n"
-       "not in the dictionary, an empty transcript, too few frames) gets an error line and the\n"
-       "rest go on; the exit status is then 1.",
-       {"model", "dict", "transcripts", "features", "audio", "output", "phones", "frames", "backend"},
-       RunAlign},
+       "               [--phones] [--frames ark,t:F] [--backend auto|cpu|cuda]\n" +
+           remote.synopsis +
+           "\n"
+           "Each transcript becomes an HMM of its words (all pronunciations; optional silence and\n"
+           "noise between words, as pocketsphinx's FSG search has them); Viterbi over the model's\n"
+           "senone scores gives 'utt 1 start duration word' lines, in seconds. --audio computes the\n"
+           "model's features from speech (feat.params). An utterance that cannot be aligned (a word\n"
+           "not in the dictionary, an empty transcript, too few frames) gets an error line and the\n"
+           "rest go on; the exit status is then 1.",
+       std::move(flags), std::move(run)},
   };
 }
 

@@ -24,6 +24,7 @@
 #include "client/cli/hmm_commands.h"
 #include "client/cli/admin_commands.h"
 #include "client/cli/align_commands.h"
+#include "client/cli/remote_align.h"
 #include "client/cli/bw_command.h"
 #include "kernels/core/mutex_mode.h"
 
@@ -33,7 +34,7 @@ namespace {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
-       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(),
+       {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(RemoteAlignMode()),
         std::vector<Command>{BwCommand()}, RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
