@@ -19,13 +19,13 @@ for b in .device/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device/lib/; done
 strip --strip-unneeded .device/bin/* .device/lib/* 2>/dev/null || true
-# The demo's features (real speech from pocketsphinx-testdata), made here:
-# the GPU machine has no Debian packages.
-data=/usr/share/pocketsphinx/test/data
-if [ -f "$data/goforward.mfc" ]; then
-  mkdir -p .device/demo
-  tools/sphinx_mfc_to_ark.sh .device/demo/feats.ark "$data/goforward.mfc" \
-    $(ls "$data"/tidigits/*.mfc 2>/dev/null | head -n 7) >/dev/null
+# The demo's model, dictionary and speech (pocketsphinx-en-us and
+# -testdata): the GPU machine has no Debian packages.
+ps=/usr/share/pocketsphinx
+if [ -d "$ps/model/en-us/en-us" ] && [ -d "$ps/test/data/librivox" ]; then
+  mkdir -p .device/pocketsphinx/model/en-us .device/pocketsphinx/test/data
+  cp -r "$ps/model/en-us/en-us" "$ps/model/en-us/cmudict-en-us.dict" .device/pocketsphinx/model/en-us/
+  cp -r "$ps/test/data/librivox" .device/pocketsphinx/test/data/
 fi
 # OpenBLAS alone is 36 MB: pack the bundle so it fits the 64 MiB carry limit.
 mkdir -p .devpack

@@ -1,29 +1,28 @@
 #!/usr/bin/env bash
 # The README's first command: from a fresh Debian 12 machine to real speech
-# scored through the daemon.
+# scored and aligned through the daemon.
 #
 #   tools/demo.sh
 #
 # 1. installs the dependencies (tools/install_deps.sh; does nothing if present),
 # 2. builds gmmscored and gmmscore (CUDA backend too when nvcc is found),
-# 3. makes a demo model repository: two synthetic 39-dim speaker-cluster
-#    models (`gmmscore synth`; 2000 states x 16 Gaussians each),
-# 4. computes 39-dim features (13 MFCCs + deltas + accelerations) from real
-#    speech in Debian's pocketsphinx-testdata (tools/sphinx_mfc_to_ark.sh),
+# 3. makes a model repository holding CMU Sphinx's US English acoustic model
+#    (pocketsphinx-en-us: 5126 senones, PTM) with its pronunciation dictionary,
+# 4. computes the model's features (its feat.params front end) from the
+#    librivox recordings of pocketsphinx-testdata (`gmmscore features`),
 # 5. starts gmmscored on loopback (GPU if there is one, else CPU),
-# 6. streams every utterance through it in 10-frame chunks with
-#    `gmmscore stream`, fusing the two models by running posteriors, and
-#    prints a summary: frames, real-time factor, best states over time and
-#    which model dominated,
-# 7. stops the daemon with SIGTERM (it drains and exits 0).
+# 6. streams every recording through it in 10-frame chunks with
+#    `gmmscore stream` (senone log-likelihoods, as a decoder would take them)
+#    and prints a summary: frames, real-time factor, best senones over time,
+# 7. aligns the recordings' transcripts through the daemon's Align RPC
+#    (`gmmscore align --server`) and prints each word with its time,
+# 8. stops the daemon with SIGTERM (it drains and exits 0).
 #
 # Environment: GMMSCORE_BUILD_DIR (default build/), GMMSCORE_DEMO_DIR
 # (default demo_out/), GMMSCORE_DEMO_BACKEND (default auto); on the GPU
 # machine (no Debian packages there): GMMSCORE_BIN_DIR (prebuilt gmmscored
-# and gmmscore: skips steps 1-2) and GMMSCORE_DEMO_FEATURES (a features
-# archive made here: skips step 4).
-# The models are synthetic, so the states they pick are not phones; the point
-# is the path real features take and how fast it is.
+# and gmmscore: skips steps 1-2) and GMMSCORE_POCKETSPHINX (a copy of
+# /usr/share/pocketsphinx).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,28 +48,23 @@ else
   gmmscore=$build/client/cli/gmmscore
 fi
 
-say "demo model repository ($out/models)"
+ps=${GMMSCORE_POCKETSPHINX:-/usr/share/pocketsphinx}
+model=$ps/model/en-us/en-us
+dict=$ps/model/en-us/cmudict-en-us.dict
+speech=$ps/test/data/librivox
+say "model repository ($out/models): CMU Sphinx en-us"
 rm -rf "$out"
 mkdir -p "$out/models"
-"$gmmscore" synth --states 2000 --gaussians 16 --dim 39 --seed 1 --output "$out/models/speaker_a.gmm"
-"$gmmscore" synth --states 2000 --gaussians 16 --dim 39 --seed 2 --output "$out/models/speaker_b.gmm"
+ln -s "$model" "$out/models/en-us"
+"$gmmscore" info --model "$model" | sed 's/^/  /'
 
-say "features from real speech (pocketsphinx-testdata)"
-if [[ -n ${GMMSCORE_DEMO_FEATURES:-} ]]; then
-  cp "$GMMSCORE_DEMO_FEATURES" "$out/feats.ark"
-  echo "$GMMSCORE_DEMO_FEATURES (made on the development machine) -> $out/feats.ark"
-else
-  data=/usr/share/pocketsphinx/test/data
-  if [[ ! -f $data/goforward.mfc ]]; then
-    data=$(dirname "$(dpkg -L pocketsphinx-testdata | grep '/goforward.mfc$' | head -n 1)")
-  fi
-  mapfile -t recordings < <(ls "$data/goforward.mfc" "$data"/tidigits/*.mfc | head -n 8)
-  "$root/tools/sphinx_mfc_to_ark.sh" "$out/feats.ark" "${recordings[@]}"
-  echo "${#recordings[@]} recordings -> $out/feats.ark (13 MFCCs + deltas + accelerations = 39 dims)"
-fi
+say "features from real speech (pocketsphinx-testdata: librivox, 5 recordings)"
+mapfile -t recordings < <(ls "$speech"/*.wav)
+"$gmmscore" features --model "$model" --input "$(IFS=,; echo "${recordings[*]}")" --output "ark:$out/feats.ark"
+for f in "${recordings[@]}"; do echo "$(basename "$f" .wav) $f"; done > "$out/wav.scp"
 
 say "start gmmscored on loopback"
-"$gmmscored" --model_repository "$out/models" --listen 127.0.0.1:0 --backend "$backend" \
+"$gmmscored" --model_repository "$out/models" --listen 127.0.0.1:0 --backend "$backend" --align_dictionary "$dict" \
   2> "$out/gmmscored.log" &
 daemon=$!
 trap 'kill "$daemon" 2>/dev/null || true' EXIT
@@ -84,11 +78,18 @@ address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$out/gmmscored.log")
 sed 's/^/  /' "$out/gmmscored.log"
 "$gmmscore" models --server "$address"
 
-say "stream the recordings (10-frame chunks, posterior fusion of speaker_a and speaker_b)"
-"$gmmscore" stream --server "$address" --model speaker_a,speaker_b --fusion posterior \
-  --acoustic_scale 0.1 --chunk_frames 10 --features "ark,t:$out/feats.ark" \
+say "stream the recordings (10-frame chunks: senone log-likelihoods, as a decoder takes them)"
+"$gmmscore" stream --server "$address" --model en-us --chunk_frames 10 --features "ark:$out/feats.ark" \
   --output "ark:$out/loglikes.ark"
-echo "per-frame state log-likelihoods: $out/loglikes.ark (Kaldi binary archive, frames x 2000)"
+echo "per-frame senone log-likelihoods: $out/loglikes.ark (Kaldi binary archive, frames x 5126)"
+
+say "align the transcripts through the daemon (Align RPC): each word and its time"
+"$gmmscore" align --server "$address" --model en-us --transcripts "$speech/transcription" \
+  --audio "$out/wav.scp" --output "ctm:$out/words.ctm"
+awk '{ if ($1 != utt) { if (utt != "") print line; utt = $1; line = $1 ":" }
+       line = line sprintf(" %s@%.2f", $5, $3) }
+     END { print line }' "$out/words.ctm" | fold -s -w 110 | sed 's/^/  /'
+echo "word segments: $out/words.ctm (CTM: utterance, channel, start, duration, word)"
 
 say "stop gmmscored (SIGTERM: drain, exit 0)"
 kill -TERM "$daemon"

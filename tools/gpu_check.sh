@@ -36,17 +36,17 @@ for t in .device/bin/*_test; do grep -hE '^max_error' "$OUT/$(basename "$t").log
        END { for (k in n) printf "worst error %-8s normalized %.3g abs %.3g abs_within_256 %.3g\n", k, n[k], a[k], w[k] }'
 
 # The daemon on the GPU (issue 3): one chunk alone vs 256 streams batched,
-# then the README demo's streaming step over features made on the
-# development machine (.device/demo/feats.ark, see build_device_bundle.sh).
+# then the README demo over the model and speech the bundle carries
+# (.device/pocketsphinx, see build_device_bundle.sh).
 if [ -n "${DAEMON_BENCH:-}" ] && [ -x .device/bin/gmmscored_bench ]; then
   echo "=== gmmscored_bench (cuda)"
   .device/bin/gmmscored_bench --backend cuda ${DAEMON_BENCH_ARGS:---streams 1,256} 2>&1 |
     tee "$OUT/gmmscored_bench.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
-if [ -n "${DAEMON_BENCH:-}" ] && [ -x .device/bin/gmmscored ] && [ -f .device/demo/feats.ark ]; then
+if [ -n "${DAEMON_BENCH:-}" ] && [ -x .device/bin/gmmscored ] && [ -d .device/pocketsphinx ]; then
   echo "=== demo (cuda)"
-  GMMSCORE_BIN_DIR=.device/bin GMMSCORE_DEMO_FEATURES=.device/demo/feats.ark \
+  GMMSCORE_BIN_DIR=.device/bin GMMSCORE_POCKETSPHINX=$PWD/.device/pocketsphinx \
     GMMSCORE_DEMO_DIR="$OUT/demo" GMMSCORE_DEMO_BACKEND=cuda tools/demo.sh 2>&1 |
     tee "$OUT/demo.log" | tail -40
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

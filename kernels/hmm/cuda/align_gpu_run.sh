@@ -26,6 +26,27 @@ echo "=== align_bench"
 timeout 240 $bin/align_bench --model $ps/model/en-us/en-us --dict $ps/model/en-us/cmudict-en-us.dict \
   --transcripts $ps/test/data/librivox/transcription --wav_dir $ps/test/data/librivox ${ALIGN_ARGS:-} \
   2>&1 | tee "$OUT/align_bench.log" | tail -12 || status=1
+echo "=== gmmscore align --backend cuda, and through gmmscored on the GPU (Align RPC)"
+lv=$ps/test/data/librivox
+for f in $lv/*.wav; do echo "$(basename $f .wav) $f"; done > "$OUT/wav.scp"
+timeout 60 $bin/gmmscore align --model $ps/model/en-us/en-us --dict $ps/model/en-us/cmudict-en-us.dict \
+  --transcripts $lv/transcription --audio "$OUT/wav.scp" --output ctm:"$OUT/offline_cuda.ctm" --backend cuda 2>&1 | tail -2
+timeout 60 $bin/gmmscore align --model $ps/model/en-us/en-us --dict $ps/model/en-us/cmudict-en-us.dict \
+  --transcripts $lv/transcription --audio "$OUT/wav.scp" --output ctm:"$OUT/offline_cpu.ctm" --backend cpu 2>&1 | tail -1
+mkdir -p "$OUT/repo" && ln -sfn $ps/model/en-us/en-us "$OUT/repo/en-us"
+$bin/gmmscored --model_repository "$OUT/repo" --listen 127.0.0.1:0 --backend cuda \
+  --align_dictionary $ps/model/en-us/cmudict-en-us.dict 2> "$OUT/gmmscored.log" &
+daemon=$!
+for _ in $(seq 300); do grep -q "listening on" "$OUT/gmmscored.log" && break; sleep 0.1; done
+address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/gmmscored.log")
+timeout 60 $bin/gmmscore align --server "$address" --model en-us --transcripts $lv/transcription \
+  --audio "$OUT/wav.scp" --output ctm:"$OUT/daemon_cuda.ctm" 2>&1 | tail -2
+kill -TERM $daemon; wait $daemon
+grep -E "aligns|backend" "$OUT/gmmscored.log" | head -3
+for f in offline_cuda daemon_cuda; do
+  cmp -s "$OUT/offline_cpu.ctm" "$OUT/$f.ctm" && echo "$f.ctm == offline_cpu.ctm" || {
+    echo "$f.ctm differs from offline_cpu.ctm:"; diff "$OUT/offline_cpu.ctm" "$OUT/$f.ctm" | head -8; }
+done
 echo "=== hmm_bench"
 timeout 120 $bin/hmm_bench 2>&1 | tee "$OUT/hmm_bench.log" | tail -3
 echo "=== bench_hmm_pytorch.py"
