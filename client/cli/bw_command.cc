@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli/common_flags.h"
 #include "client/cli/utterance_input.h"
+#include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
 #include "kernels/backends/stats_backend_factory.h"
 #include "kernels/core/status_macros.h"
@@ -61,6 +62,7 @@ absl::Status RunBw(const SpecifiedFlags& specified) {
   if (scorer.status().code() == absl::StatusCode::kInvalidArgument) return UsageError(scorer.status().message());
   GMM_RETURN_IF_ERROR(scorer.status());
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> stats, CreateStatsBackend(absl::GetFlag(FLAGS_backend)));
+  GMM_ASSIGN_OR_RETURN(options.forward_backward, ForwardBackwardFor(absl::GetFlag(FLAGS_backend)));
   GMM_ASSIGN_OR_RETURN(const SphinxModelFiles files,
                        TrainSphinxModel(model_dir, lexicon, in.inputs, **scorer, *stats, options,
                                         [&](const SphinxBaumWelchIteration& it) {

@@ -1,4 +1,5 @@
-// The aligner's engine by backend name, for the commands and the daemon:
+// The aligner's engine (and Baum-Welch's forward-backward) by backend name,
+// for the commands and the daemon:
 //   "cpu"            the host engine over `host_scorer` (no factory: the
 //                    aligner's default)
 //   "cuda", "cuda:N" scoring and Viterbi on GPU N (cuda/device_align_engine.h)
@@ -14,10 +15,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/hmm/align_engine.h"
+#include "kernels/hmm/sphinx_baum_welch.h"
 
 namespace gmmscore {
 
 absl::StatusOr<AlignEngineFactory> AlignEngineFor(absl::string_view name);
+
+// Baum-Welch's forward-backward by the same names: empty for "cpu" (the CPU
+// recursions), the device's for "cuda[:N]" (and "auto" with a GPU).
+absl::StatusOr<GraphPosteriorsBatch> ForwardBackwardFor(absl::string_view name);
 
 }  // namespace gmmscore
 

@@ -157,7 +157,9 @@ absl::StatusOr<SphinxModelFiles> TrainSphinxModel(
       graph_ptrs.push_back(&graphs[k].hmm);
       views.push_back(emissions[k].view());
     }
-    const auto posteriors = GraphForwardBackwardCpu(graph_ptrs, views, /*want_gamma=*/true, &pool);
+    const auto posteriors = options.forward_backward
+                                ? options.forward_backward(graph_ptrs, views)
+                                : GraphForwardBackwardCpu(graph_ptrs, views, /*want_gamma=*/true, &pool);
 
     const int n = lexicon.num_emit;
     std::vector<double> counts(int64_t{lexicon.transitions.num_tmats} * n * (n + 1), 0.0);

@@ -38,12 +38,18 @@
 #include "absl/types/span.h"
 #include "kernels/hmm/sphinx_aligner.h"
 #include "kernels/hmm/sphinx_lexicon.h"
+#include "kernels/hmm/sparse_hmm_reference.h"
 #include "kernels/io/sphinx_model_writer.h"
 #include "kernels/score/scoring_backend.h"
 #include "kernels/train/mle_update.h"
 #include "kernels/train/stats_backend.h"
 
 namespace gmmscore {
+
+// Forward-backward over a batch with state posteriors, one status per
+// utterance (sparse_hmm_cpu.h's GraphForwardBackwardCpu with want_gamma).
+using GraphPosteriorsBatch = std::function<std::vector<absl::StatusOr<GraphPosteriors>>(
+    absl::Span<const HmmGraph* const>, absl::Span<const ConstMatrixView>)>;
 
 struct SphinxBaumWelchOptions {
   int iterations = 1;
@@ -53,6 +59,9 @@ struct SphinxBaumWelchOptions {
   // Sphinx's variance floor (pocketsphinx -varfloor) and no removal.
   MleOptions mle = {.min_variance = 1e-4, .remove_low_count_gaussians = false};
   int threads = 0;  // forward-backward threads; 0: hardware concurrency
+  // Empty: the CPU recursions over `threads`; else e.g. the GPU's
+  // (cuda/graph_posteriors_batch.h).
+  GraphPosteriorsBatch forward_backward;
 };
 
 struct SphinxBaumWelchIteration {

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=${BUILD_DIR:-build}
-targets=(align_bench device_align_engine_test dense_graph_cuda_test graph_hmm_cuda_test forward_backward_cuda_test hmm_bench gmmscore
+targets=(align_bench device_align_engine_test sphinx_bw_cuda_test dense_graph_cuda_test graph_hmm_cuda_test forward_backward_cuda_test hmm_bench gmmscore
          gmmscored)
 ninja -C "$build" "${targets[@]}"
 rm -rf .device-align && mkdir -p .device-align/bin .device-align/lib .device-align/pocketsphinx/test/data
@@ -21,7 +21,7 @@ for b in .device-align/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sor
 strip --strip-unneeded .device-align/bin/* .device-align/lib/* 2>/dev/null || true
 cp -r /usr/share/pocketsphinx/model .device-align/pocketsphinx/
 rm -f .device-align/pocketsphinx/model/en-us/*.lm.bin
-cp -r /usr/share/pocketsphinx/test/data/librivox /usr/share/pocketsphinx/test/data/cards .device-align/pocketsphinx/test/data/
+cp -r /usr/share/pocketsphinx/test/data/librivox /usr/share/pocketsphinx/test/data/cards /usr/share/pocketsphinx/test/data/an4_ci_cont .device-align/pocketsphinx/test/data/
 cp tools/bench_hmm_pytorch.py .device-align/
 mkdir -p .devpack-align
 tar cf - .device-align | xz -T2 -6 > .devpack-align/bundle.tar.xz

@@ -17,7 +17,7 @@ bin=.device-align/bin
 ps=$GMMSCORE_POCKETSPHINX_ROOT
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 status=0
-for t in device_align_engine_test dense_graph_cuda_test graph_hmm_cuda_test forward_backward_cuda_test; do
+for t in device_align_engine_test sphinx_bw_cuda_test dense_graph_cuda_test graph_hmm_cuda_test forward_backward_cuda_test; do
   echo "=== $t"
   timeout ${TEST_LIMIT:-150} $bin/$t --gtest_color=no > "$OUT/$t.log" 2>&1 || status=1
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[       OK|Failure|Expected|Which is|actual|cuda vs cpu' "$OUT/$t.log" | head -40
