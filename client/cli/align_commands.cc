@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/common_flags.h"
+#include "client/cli/ctm_output.h"
 #include "client/cli/utterance_input.h"
 #include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
@@ -28,14 +29,6 @@ namespace {
 
 // Utterances per Align call: bounds the memory of scores and graphs.
 constexpr size_t kBatchUtterances = 256;
-
-// "ctm:FILE" or "ctm:-" -> FILE / "-".
-absl::StatusOr<std::string> CtmPath(const std::string& output) {
-  if (!absl::StartsWith(output, "ctm:") || output.size() == 4) {
-    return UsageError(absl::StrCat("--output must be ctm:FILE (or ctm:- for stdout), not '", output, "'"));
-  }
-  return output.substr(4);
-}
 
 struct Totals {
   int aligned = 0, failed = 0;
@@ -60,18 +53,6 @@ void AlignBatch(SphinxAligner& aligner, absl::Span<const AlignInput> batch, bool
                    : WordCtm(batch[u].utterance, *results[u], aligner.frame_seconds());
     if (frames != nullptr) frames->push_back({batch[u].utterance, results[u]->senones});
   }
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return absl::OkStatus();
-  }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
 }
 
 // The engine --backend names (the GPU's, or the host engine over the CPU
@@ -113,7 +94,7 @@ absl::Status RunAlign(const SpecifiedFlags& specified) {
     AlignBatch(*aligner, absl::MakeConstSpan(in.inputs).subspan(first, count), absl::GetFlag(FLAGS_phones), &ctm,
                want_frames ? &frames : nullptr, &totals);
   }
-  GMM_RETURN_IF_ERROR(WriteText(ctm_path, ctm));
+  GMM_RETURN_IF_ERROR(WriteCtm(ctm_path, ctm));
   if (want_frames) GMM_RETURN_IF_ERROR(WriteKaldiIntVectorArchive(absl::GetFlag(FLAGS_frames), frames));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double speech = totals.frames * aligner->frame_seconds();

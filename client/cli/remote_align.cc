@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/common_flags.h"
+#include "client/cli/ctm_output.h"
 #include "client/cli/connection_flags.h"
 #include "client/client.h"
 #include "kernels/core/status_macros.h"
@@ -107,26 +108,6 @@ Alignment AlignmentOf(const v1::AlignResponse& response) {
   return alignment;
 }
 
-// "ctm:FILE" or "ctm:-" -> FILE / "-" (the offline command's rule).
-absl::StatusOr<std::string> CtmPath(const std::string& output) {
-  if (!absl::StartsWith(output, "ctm:") || output.size() == 4) {
-    return UsageError(absl::StrCat("--output must be ctm:FILE (or ctm:- for stdout), not '", output, "'"));
-  }
-  return output.substr(4);
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return absl::OkStatus();
-  }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
 absl::Status CheckRemoteFlags(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "transcripts", "output"}, "align --server"));
   if (specified.contains("features") == specified.contains("audio")) {
@@ -189,7 +170,7 @@ absl::Status RunRemoteAlign(const SpecifiedFlags& specified) {
     ctm += absl::GetFlag(FLAGS_phones) ? PhoneCtm(utterance, AlignmentOf(answer), answer.frame_seconds())
                                        : WordCtm(utterance, AlignmentOf(answer), answer.frame_seconds());
   }
-  GMM_RETURN_IF_ERROR(WriteText(ctm_path, ctm));
+  GMM_RETURN_IF_ERROR(WriteCtm(ctm_path, ctm));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "gmmscore: aligned %d of %d utterances, %.1f s of speech in %.2f s (%.0fx real time, %s)\n",
                aligned, aligned + failed, speech, seconds, speech / std::max(seconds, 1e-9), server.c_str());

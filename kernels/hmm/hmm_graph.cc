@@ -117,6 +117,30 @@ int32_t HmmGraph::MinFrames() const {
   return best;
 }
 
+namespace {
+
+std::vector<double> EndWeights(int32_t n, const std::vector<int32_t>& states, const std::vector<float>& weights) {
+  std::vector<double> out(n, -std::numeric_limits<double>::infinity());
+  for (size_t k = 0; k < states.size(); ++k) out[states[k]] = weights[k];
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> InitialLogWeights(const HmmGraph& g) {
+  return EndWeights(g.num_states(), g.initial_states, g.initial_log_weight);
+}
+
+std::vector<double> FinalLogWeights(const HmmGraph& g) {
+  return EndWeights(g.num_states(), g.final_states, g.final_log_weight);
+}
+
+absl::Status NoGraphPathError(const HmmGraph& graph, int64_t frames) {
+  return absl::FailedPreconditionError(absl::StrCat("no path of the graph (", graph.num_states(),
+                                                    " states, at least ", graph.MinFrames(),
+                                                    " frames) can produce these ", frames, " frames"));
+}
+
 absl::StatusOr<HmmGraph> GraphOfDenseHmm(const DenseHmm& hmm) {
   if (hmm.num_states < 1) return absl::InvalidArgumentError("the HMM has no states");
   std::vector<int32_t> columns = hmm.emissions;

@@ -70,6 +70,15 @@ struct HmmGraph {
 // listed twice as initial or final.
 absl::Status ValidateHmmGraph(const HmmGraph& graph);
 
+// Per state: its initial (final) log weight, -inf where it has none; for
+// the recursions.
+std::vector<double> InitialLogWeights(const HmmGraph& graph);
+std::vector<double> FinalLogWeights(const HmmGraph& graph);
+
+// FAILED_PRECONDITION: no path of `graph` produces `frames` frames (the
+// recursions' error, naming the graph's size and MinFrames).
+absl::Status NoGraphPathError(const HmmGraph& graph, int64_t frames);
+
 // A dense HMM as a graph: an arc for every non-zero transition (weights
 // rounded to float), its non-zero initial probabilities as entries, every
 // state an exit (weight 1). Columns are the distinct emission states,

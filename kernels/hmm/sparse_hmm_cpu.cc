@@ -13,18 +13,6 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-absl::Status NoPath(const HmmGraph& graph, int64_t frames) {
-  return absl::FailedPreconditionError(absl::StrCat("no path of the graph (", graph.num_states(),
-                                                    " states, at least ", graph.MinFrames(),
-                                                    " frames) can produce these ", frames, " frames"));
-}
-
-std::vector<double> EndWeights(int32_t n, const std::vector<int32_t>& states, const std::vector<float>& weights) {
-  std::vector<double> out(n, kNegInf);
-  for (size_t k = 0; k < states.size(); ++k) out[states[k]] = weights[k];
-  return out;
-}
-
 // logsumexp over the arcs into state j of prev[source] + weight.
 inline double IncomingLogSum(const HmmGraph& g, const double* prev, int32_t j) {
   const int32_t begin = g.arc_begin[j], end = g.arc_begin[j + 1];
@@ -45,7 +33,7 @@ absl::StatusOr<ViterbiPath> ViterbiOne(const HmmGraph& g, ConstMatrixView b) {
       return absl::InvalidArgumentError(absl::StrCat("state ", j, " has more than 65535 incoming arcs"));
     }
   }
-  std::vector<double> prev = EndWeights(n, g.initial_states, g.initial_log_weight), cur(n);
+  std::vector<double> prev = InitialLogWeights(g), cur(n);
   for (int32_t j = 0; j < n; ++j) prev[j] += b.at(0, g.emission[j]);
   std::vector<uint16_t> back(frames * n, 0);
   for (int64_t t = 1; t < frames; ++t) {
@@ -70,7 +58,7 @@ absl::StatusOr<ViterbiPath> ViterbiOne(const HmmGraph& g, ConstMatrixView b) {
     const double v = prev[g.final_states[k]] + g.final_log_weight[k];
     if (v > best) best = v, state = g.final_states[k];
   }
-  if (state < 0) return NoPath(g, frames);
+  if (state < 0) return NoGraphPathError(g, frames);
   ViterbiPath path;
   path.log_likelihood = best;
   path.states.resize(frames);
@@ -86,7 +74,7 @@ absl::StatusOr<GraphPosteriors> ForwardBackwardOne(const HmmGraph& g, ConstMatri
   const int32_t n = g.num_states();
   const int64_t frames = b.rows;
   std::vector<double> alpha(frames * n);
-  const std::vector<double> pi = EndWeights(n, g.initial_states, g.initial_log_weight);
+  const std::vector<double> pi = InitialLogWeights(g);
   for (int32_t j = 0; j < n; ++j) alpha[j] = pi[j] + b.at(0, g.emission[j]);
   for (int64_t t = 1; t < frames; ++t) {
     const double* prev = &alpha[(t - 1) * n];
@@ -97,7 +85,7 @@ absl::StatusOr<GraphPosteriors> ForwardBackwardOne(const HmmGraph& g, ConstMatri
   for (size_t k = 0; k < g.final_states.size(); ++k) {
     top = std::max(top, alpha[(frames - 1) * n + g.final_states[k]] + g.final_log_weight[k]);
   }
-  if (top == kNegInf) return NoPath(g, frames);
+  if (top == kNegInf) return NoGraphPathError(g, frames);
   double sum = 0.0;
   for (size_t k = 0; k < g.final_states.size(); ++k) {
     sum += std::exp(alpha[(frames - 1) * n + g.final_states[k]] + g.final_log_weight[k] - top);
@@ -108,7 +96,7 @@ absl::StatusOr<GraphPosteriors> ForwardBackwardOne(const HmmGraph& g, ConstMatri
   out.log_likelihood = total;
   out.arc_counts.assign(g.num_arcs(), 0.0);
   if (want_gamma) out.gamma.resize(frames * n);
-  std::vector<double> beta = EndWeights(n, g.final_states, g.final_log_weight), into(n), earlier(n);
+  std::vector<double> beta = FinalLogWeights(g), into(n), earlier(n);
   for (int64_t t = frames - 1; t >= 0; --t) {
     const double* a_t = &alpha[t * n];
     if (want_gamma) {

@@ -18,23 +18,10 @@ double LogAdd(double a, double b) {
   return a + std::log1p(std::exp(b - a));
 }
 
-absl::Status NoPath(const HmmGraph& graph, int64_t frames) {
-  return absl::FailedPreconditionError(absl::StrCat("no path of the graph (", graph.num_states(),
-                                                    " states, at least ", graph.MinFrames(),
-                                                    " frames) can produce these ", frames, " frames"));
-}
-
-// Log initial and final weights per state, -inf where a state has none.
-std::vector<double> EndWeights(int32_t n, const std::vector<int32_t>& states, const std::vector<float>& weights) {
-  std::vector<double> out(n, kNegInf);
-  for (size_t k = 0; k < states.size(); ++k) out[states[k]] = weights[k];
-  return out;
-}
-
 // alpha, T x N, by the forward recursion.
 std::vector<double> Forward(const HmmGraph& g, ConstMatrixView b) {
   const int32_t n = g.num_states();
-  const std::vector<double> pi = EndWeights(n, g.initial_states, g.initial_log_weight);
+  const std::vector<double> pi = InitialLogWeights(g);
   std::vector<double> alpha(b.rows * n, kNegInf);
   for (int32_t j = 0; j < n; ++j) alpha[j] = pi[j] + b.at(0, g.emission[j]);
   for (int64_t t = 1; t < b.rows; ++t) {
@@ -54,7 +41,7 @@ std::vector<double> Backward(const HmmGraph& g, ConstMatrixView b) {
   const int32_t n = g.num_states();
   const int64_t frames = b.rows;
   std::vector<double> beta(frames * n, kNegInf);
-  const std::vector<double> phi = EndWeights(n, g.final_states, g.final_log_weight);
+  const std::vector<double> phi = FinalLogWeights(g);
   std::copy(phi.begin(), phi.end(), beta.begin() + (frames - 1) * n);
   for (int64_t t = frames - 2; t >= 0; --t) {
     const double* next = &beta[(t + 1) * n];
@@ -99,7 +86,7 @@ absl::StatusOr<GraphPosteriors> GraphForwardBackwardReference(const HmmGraph& g,
   for (size_t k = 0; k < g.final_states.size(); ++k) {
     total = LogAdd(total, alpha[(frames - 1) * n + g.final_states[k]] + g.final_log_weight[k]);
   }
-  if (!std::isfinite(total)) return NoPath(g, frames);
+  if (!std::isfinite(total)) return NoGraphPathError(g, frames);
   const std::vector<double> beta = Backward(g, b);
   GraphPosteriors out;
   out.log_likelihood = total;
@@ -124,7 +111,7 @@ absl::StatusOr<ViterbiPath> GraphViterbiReference(const HmmGraph& g, ConstMatrix
   GMM_RETURN_IF_ERROR(ValidateGraphEmissions(g, b));
   const int32_t n = g.num_states();
   const int64_t frames = b.rows;
-  const std::vector<double> pi = EndWeights(n, g.initial_states, g.initial_log_weight);
+  const std::vector<double> pi = InitialLogWeights(g);
   std::vector<double> delta(frames * n, kNegInf);
   std::vector<int32_t> back(frames * n, -1);
   for (int32_t j = 0; j < n; ++j) delta[j] = pi[j] + b.at(0, g.emission[j]);
@@ -152,7 +139,7 @@ absl::StatusOr<ViterbiPath> GraphViterbiReference(const HmmGraph& g, ConstMatrix
       last = g.final_states[k];
     }
   }
-  if (last < 0) return NoPath(g, frames);
+  if (last < 0) return NoGraphPathError(g, frames);
   ViterbiPath path;
   path.log_likelihood = best;
   path.states.resize(frames);

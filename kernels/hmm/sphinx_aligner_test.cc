@@ -6,61 +6,29 @@
 // Bad input fails per utterance while the rest of the batch aligns.
 #include "kernels/hmm/sphinx_aligner.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/hmm/ctm.h"
+#include "kernels/hmm/sphinx_test_corpus.h"
 #include "kernels/io/internal/file_util.h"
-#include "kernels/io/transcripts.h"
-#include "kernels/io/wav_reader.h"
 
 namespace gmmscore {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kModel = "/usr/share/pocketsphinx/model/en-us/en-us";
-const std::string kDict = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict";
-const std::string kData = "/usr/share/pocketsphinx/test/data";
-
-bool Exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-struct Corpus {
-  std::vector<Transcript> transcripts;
-  std::vector<FloatMatrix> features;
-};
-
-Corpus LoadCorpus(const std::string& transcripts, const std::string& wav_dir) {
-  Corpus corpus;
-  auto all = ReadTranscripts(transcripts);
-  EXPECT_TRUE(all.ok()) << all.status();
-  auto pipeline = FeaturePipelineForModel(kModel);
-  EXPECT_TRUE(pipeline.ok()) << pipeline.status();
-  for (const Transcript& t : *all) {
-    const std::string wav = absl::StrCat(wav_dir, "/", t.utterance, ".wav");
-    auto audio = ReadSpeechFile(wav, 16000);
-    EXPECT_TRUE(audio.ok()) << audio.status();
-    auto feats = ComputeFeatures(*audio, *pipeline, wav);
-    EXPECT_TRUE(feats.ok()) << feats.status();
-    corpus.transcripts.push_back(t);
-    corpus.features.push_back(*std::move(feats));
-  }
-  return corpus;
-}
+const std::string kModel = PocketsphinxRoot() + "/model/en-us/en-us";
+const std::string kDict = PocketsphinxRoot() + "/model/en-us/cmudict-en-us.dict";
+const std::string kData = PocketsphinxRoot() + "/test/data";
 
 class SphinxAlignerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!Exists(kModel) || !Exists(kDict) || !Exists(kData)) GTEST_SKIP() << "pocketsphinx data missing: run tools/install_deps.sh";
+    if (!PathExists(kModel) || !PathExists(kDict) || !PathExists(kData)) GTEST_SKIP() << "pocketsphinx data missing: run tools/install_deps.sh";
     cpu_ = CreateCpuBackend({.num_threads = 2});
     auto aligner = SphinxAligner::Create(kModel, kDict, cpu_.get(), {.threads = 2});
     ASSERT_TRUE(aligner.ok()) << aligner.status();
@@ -68,11 +36,8 @@ class SphinxAlignerTest : public ::testing::Test {
   }
 
   // Aligns a corpus, checks every alignment's shape, returns its word CTM.
-  CtmFile AlignAndCheck(const Corpus& corpus) {
-    std::vector<AlignInput> batch;
-    for (size_t u = 0; u < corpus.features.size(); ++u) {
-      batch.push_back({corpus.transcripts[u].utterance, corpus.features[u].view(), corpus.transcripts[u].words});
-    }
+  CtmFile AlignAndCheck(const SphinxTestCorpus& corpus) {
+    const std::vector<AlignInput>& batch = corpus.inputs;
     const auto results = aligner_->Align(batch);
     std::string ctm;
     for (size_t u = 0; u < results.size(); ++u) {
@@ -104,7 +69,7 @@ TEST_F(SphinxAlignerTest, WordBoundariesAgreeWithPocketsphinx) {
   for (const auto& [name, transcripts, wavs] :
        {std::tuple{"librivox", kData + "/librivox/transcription", kData + "/librivox"},
         std::tuple{"cards", kData + "/cards/cards.transcription", kData + "/cards"}}) {
-    const Corpus corpus = LoadCorpus(transcripts, wavs);
+    const SphinxTestCorpus corpus = LoadSphinxTestCorpus(kModel, transcripts, wavs);
     const CtmFile ours = AlignAndCheck(corpus);
     auto text = io_internal::ReadFileToString(absl::StrCat(GMMSCORE_HMM_TESTDATA, "/ps_align/", name, ".ctm"));
     ASSERT_TRUE(text.ok()) << text.status();
@@ -123,7 +88,7 @@ TEST_F(SphinxAlignerTest, WordBoundariesAgreeWithPocketsphinx) {
 }
 
 TEST_F(SphinxAlignerTest, BadUtterancesFailAloneWithClearErrors) {
-  const Corpus corpus = LoadCorpus(kData + "/cards/cards.transcription", kData + "/cards");
+  const SphinxTestCorpus corpus = LoadSphinxTestCorpus(kModel, kData + "/cards/cards.transcription", kData + "/cards");
   const FloatMatrix& good = corpus.features[0];
   FloatMatrix short_audio(12, good.cols());
   for (int64_t t = 0; t < 12; ++t) std::copy(good.row(t), good.row(t) + good.cols(), short_audio.row(t));

@@ -4,8 +4,6 @@
 // model (en-us) has its transitions re-estimated only.
 #include "kernels/hmm/sphinx_baum_welch.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <filesystem>
 
@@ -14,43 +12,20 @@
 #include "gtest/gtest.h"
 #include "kernels/backends/stats_backend_factory.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "kernels/frontend/sphinx_front_end.h"
-#include "kernels/io/transcripts.h"
-#include "kernels/io/wav_reader.h"
+#include "kernels/hmm/sphinx_test_corpus.h"
 
 namespace gmmscore {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kAn4 = "/usr/share/pocketsphinx/test/data/an4_ci_cont";
-const std::string kEnUs = "/usr/share/pocketsphinx/model/en-us/en-us";
-const std::string kDict = "/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict";
-const std::string kCards = "/usr/share/pocketsphinx/test/data/cards";
+const std::string kAn4 = PocketsphinxRoot() + "/test/data/an4_ci_cont";
+const std::string kEnUs = PocketsphinxRoot() + "/model/en-us/en-us";
+const std::string kDict = PocketsphinxRoot() + "/model/en-us/cmudict-en-us.dict";
+const std::string kCards = PocketsphinxRoot() + "/test/data/cards";
 
-bool Exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-struct Corpus {
-  std::vector<Transcript> transcripts;
-  std::vector<FloatMatrix> features;
-  std::vector<AlignInput> inputs;
-};
-
-Corpus Cards(const std::string& model_dir) {
-  Corpus c;
-  c.transcripts = *ReadTranscripts(kCards + "/cards.transcription");
-  const FeaturePipeline pipeline = *FeaturePipelineForModel(model_dir);
-  for (const Transcript& t : c.transcripts) {
-    const std::string wav = absl::StrCat(kCards, "/", t.utterance, ".wav");
-    c.features.push_back(*ComputeFeatures(*ReadSpeechFile(wav, 16000), pipeline, wav));
-  }
-  for (size_t u = 0; u < c.features.size(); ++u) {
-    c.inputs.push_back({c.transcripts[u].utterance, c.features[u].view(), c.transcripts[u].words});
-  }
-  return c;
+SphinxTestCorpus Cards(const std::string& model_dir) {
+  return LoadSphinxTestCorpus(model_dir, kCards + "/cards.transcription", kCards);
 }
 
 std::string Shell(const std::string& command) {
@@ -65,8 +40,8 @@ std::string Shell(const std::string& command) {
 }
 
 TEST(SphinxBaumWelchTest, ContinuousModelLikelihoodRisesAndPocketsphinxDecodesWithIt) {
-  if (!Exists(kAn4) || !Exists(kCards) || !Exists(kDict)) GTEST_SKIP() << "pocketsphinx data missing";
-  const Corpus cards = Cards(kAn4);
+  if (!PathExists(kAn4) || !PathExists(kCards) || !PathExists(kDict)) GTEST_SKIP() << "pocketsphinx data missing";
+  const SphinxTestCorpus cards = Cards(kAn4);
   const absl::StatusOr<SphinxLexicon> lexicon = LoadSphinxLexicon(kAn4, kDict);
   ASSERT_TRUE(lexicon.ok()) << lexicon.status();
   std::unique_ptr<ScoringBackend> scorer = CreateCpuBackend({.num_threads = 2});
@@ -105,7 +80,7 @@ TEST(SphinxBaumWelchTest, ContinuousModelLikelihoodRisesAndPocketsphinxDecodesWi
       EXPECT_NEAR(sum, 1.0, 1e-5);
     }
   }
-  if (!Exists("/usr/bin/pocketsphinx_batch")) GTEST_SKIP() << "pocketsphinx_batch missing: run tools/install_deps.sh";
+  if (!PathExists("/usr/bin/pocketsphinx_batch")) GTEST_SKIP() << "pocketsphinx_batch missing: run tools/install_deps.sh";
   // pocketsphinx decodes the recordings with the new model over a grammar of
   // the five sentences (the cmudict entries of their words: an4 lacks NG,
   // which the cards grammar's "king" needs).
@@ -128,8 +103,8 @@ TEST(SphinxBaumWelchTest, ContinuousModelLikelihoodRisesAndPocketsphinxDecodesWi
 }
 
 TEST(SphinxBaumWelchTest, PtmModelReestimatesTransitionsOnly) {
-  if (!Exists(kEnUs) || !Exists(kCards)) GTEST_SKIP() << "pocketsphinx data missing";
-  const Corpus cards = Cards(kEnUs);
+  if (!PathExists(kEnUs) || !PathExists(kCards)) GTEST_SKIP() << "pocketsphinx data missing";
+  const SphinxTestCorpus cards = Cards(kEnUs);
   const absl::StatusOr<SphinxLexicon> lexicon = LoadSphinxLexicon(kEnUs, kDict);
   ASSERT_TRUE(lexicon.ok());
   std::unique_ptr<ScoringBackend> scorer = CreateCpuBackend({.num_threads = 2});
@@ -149,13 +124,13 @@ TEST(SphinxBaumWelchTest, PtmModelReestimatesTransitionsOnly) {
   const std::string out = ::testing::TempDir() + "/en_us_bw";
   std::filesystem::remove_all(out);
   ASSERT_TRUE(WriteSphinxModelDirectory(*trained, kEnUs, out).ok());
-  EXPECT_TRUE(Exists(out + "/sendump")) << "the weights are the source's";
+  EXPECT_TRUE(PathExists(out + "/sendump")) << "the weights are the source's";
   EXPECT_TRUE(ReadSphinxModel(out).ok());
 }
 
 TEST(SphinxBaumWelchTest, BadUtterancesAreLeftOutAndReported) {
-  if (!Exists(kAn4) || !Exists(kCards)) GTEST_SKIP() << "pocketsphinx data missing";
-  Corpus cards = Cards(kAn4);
+  if (!PathExists(kAn4) || !PathExists(kCards)) GTEST_SKIP() << "pocketsphinx data missing";
+  SphinxTestCorpus cards = Cards(kAn4);
   const absl::StatusOr<SphinxLexicon> lexicon = LoadSphinxLexicon(kAn4, kDict);
   ASSERT_TRUE(lexicon.ok());
   cards.inputs[1].words.push_back("zzzyzzx");

@@ -4,47 +4,27 @@
 // many; bad features fail alone. Skips without a GPU or pocketsphinx data.
 #include "kernels/hmm/cuda/device_align_engine.h"
 
-#include <sys/stat.h>
-
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/gpu_test_util.h"
-#include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/hmm/ctm.h"
 #include "kernels/hmm/sphinx_aligner.h"
-#include "kernels/io/transcripts.h"
-#include "kernels/io/wav_reader.h"
+#include "kernels/hmm/sphinx_test_corpus.h"
 
 namespace gmmscore {
 namespace {
 
-std::string DataRoot() {
-  const char* root = std::getenv("GMMSCORE_POCKETSPHINX_ROOT");  // the bundle's copy on the GPU machine
-  return root != nullptr ? root : "/usr/share/pocketsphinx";
-}
-
 TEST(DeviceAlignEngineTest, MatchesTheHostEngineOnRealSpeech) {
   SKIP_WITHOUT_GPU();
-  const std::string model = DataRoot() + "/model/en-us/en-us", dict = DataRoot() + "/model/en-us/cmudict-en-us.dict";
-  const std::string librivox = DataRoot() + "/test/data/librivox";
-  struct stat info;
-  if (::stat(model.c_str(), &info) != 0 || ::stat(librivox.c_str(), &info) != 0) GTEST_SKIP() << "no pocketsphinx data";
-  const auto transcripts = ReadTranscripts(librivox + "/transcription");
-  ASSERT_TRUE(transcripts.ok()) << transcripts.status();
-  const auto pipeline = FeaturePipelineForModel(model);
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  std::vector<FloatMatrix> features;
-  std::vector<AlignInput> batch;
-  for (const Transcript& t : *transcripts) {
-    const std::string wav = absl::StrCat(librivox, "/", t.utterance, ".wav");
-    features.push_back(*ComputeFeatures(*ReadSpeechFile(wav, 16000), *pipeline, wav));
-  }
+  const std::string model = PocketsphinxRoot() + "/model/en-us/en-us", dict = PocketsphinxRoot() + "/model/en-us/cmudict-en-us.dict";
+  const std::string librivox = PocketsphinxRoot() + "/test/data/librivox";
+  if (!PathExists(model) || !PathExists(librivox)) GTEST_SKIP() << "no pocketsphinx data";
+  const SphinxTestCorpus corpus = LoadSphinxTestCorpus(model, librivox + "/transcription", librivox);
+  ASSERT_EQ(corpus.inputs.size(), 5u);
   FloatMatrix wrong(50, 13);
-  for (size_t u = 0; u < features.size(); ++u) {
-    batch.push_back({(*transcripts)[u].utterance, features[u].view(), (*transcripts)[u].words});
-    if (u == 1) batch.push_back({"wrong_dim", wrong.view(), {"he"}});
-  }
+  std::vector<AlignInput> batch = corpus.inputs;
+  batch.insert(batch.begin() + 2, {"wrong_dim", wrong.view(), {"he"}});
   std::unique_ptr<ScoringBackend> cpu = CreateCpuBackend({});
   auto host = SphinxAligner::Create(model, dict, cpu.get());
   ASSERT_TRUE(host.ok()) << host.status();

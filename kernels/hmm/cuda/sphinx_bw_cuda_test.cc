@@ -2,8 +2,6 @@
 // (CudaGraphPosteriors) gives the CPU recursions' result: the same
 // likelihood every iteration and the same re-estimated parameters, on
 // an4_ci_cont and the cards recordings. Skips without a GPU or the data.
-#include <sys/stat.h>
-
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -11,38 +9,20 @@
 #include "kernels/backends/stats_backend_factory.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/gpu_test_util.h"
-#include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/hmm/cuda/graph_posteriors_batch.h"
-#include "kernels/io/transcripts.h"
-#include "kernels/io/wav_reader.h"
+#include "kernels/hmm/sphinx_test_corpus.h"
 
 namespace gmmscore {
 namespace {
 
-std::string DataRoot() {
-  const char* root = std::getenv("GMMSCORE_POCKETSPHINX_ROOT");
-  return root != nullptr ? root : "/usr/share/pocketsphinx";
-}
-
 TEST(SphinxBwCudaTest, GpuForwardBackwardGivesTheCpuResult) {
   SKIP_WITHOUT_GPU();
-  const std::string an4 = DataRoot() + "/test/data/an4_ci_cont", cards = DataRoot() + "/test/data/cards";
-  const std::string dict = DataRoot() + "/model/en-us/cmudict-en-us.dict";
-  struct stat info;
-  if (::stat(an4.c_str(), &info) != 0 || ::stat(cards.c_str(), &info) != 0) GTEST_SKIP() << "no pocketsphinx data";
-  const auto transcripts = ReadTranscripts(cards + "/cards.transcription");
-  ASSERT_TRUE(transcripts.ok());
-  const auto pipeline = FeaturePipelineForModel(an4);
-  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  std::vector<FloatMatrix> features;
-  for (const Transcript& t : *transcripts) {
-    const std::string wav = absl::StrCat(cards, "/", t.utterance, ".wav");
-    features.push_back(*ComputeFeatures(*ReadSpeechFile(wav, 16000), *pipeline, wav));
-  }
-  std::vector<AlignInput> inputs;
-  for (size_t u = 0; u < features.size(); ++u) {
-    inputs.push_back({(*transcripts)[u].utterance, features[u].view(), (*transcripts)[u].words});
-  }
+  const std::string an4 = PocketsphinxRoot() + "/test/data/an4_ci_cont", cards = PocketsphinxRoot() + "/test/data/cards";
+  const std::string dict = PocketsphinxRoot() + "/model/en-us/cmudict-en-us.dict";
+  if (!PathExists(an4) || !PathExists(cards)) GTEST_SKIP() << "no pocketsphinx data";
+  const SphinxTestCorpus corpus = LoadSphinxTestCorpus(an4, cards + "/cards.transcription", cards);
+  const std::vector<AlignInput>& inputs = corpus.inputs;
+  ASSERT_EQ(inputs.size(), 5u);
   const auto lexicon = LoadSphinxLexicon(an4, dict);
   ASSERT_TRUE(lexicon.ok()) << lexicon.status();
   std::unique_ptr<ScoringBackend> scorer = CreateCpuBackend({});
