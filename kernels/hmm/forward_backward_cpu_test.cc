@@ -41,6 +41,29 @@ TEST(ForwardBackwardCpuTest, MatchesTheReferenceOnABatchOfMixedLengths) {
   }
 }
 
+TEST(ForwardBackwardCpuTest, ThousandStatesMatchTheReference) {
+  // The largest shape: N = 1024 with T in {1, 2, 320} (the
+  // reference takes seconds at 320 frames).
+  const uint64_t seed = FreshTestSeed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
+  const DenseHmm hmm = RandomDenseHmm(1024, 512, rng);
+  std::vector<FloatMatrix> data;
+  for (int64_t frames : {1, 2, 320}) data.push_back(RandomLoglikes(frames, 512, rng));
+  std::vector<ConstMatrixView> views;
+  for (const FloatMatrix& m : data) views.push_back(m.view());
+  auto got = ForwardBackwardCpu(hmm, views);
+  ASSERT_TRUE(got.ok()) << got.status();
+  for (size_t u = 0; u < data.size(); ++u) {
+    auto want = ForwardBackwardReference(hmm, views[u]);
+    ASSERT_TRUE(want.ok());
+    EXPECT_NEAR((*got)[u].log_likelihood, want->log_likelihood, 1e-5 * std::fabs(want->log_likelihood));
+    double worst = 0;
+    for (size_t i = 0; i < want->gamma.size(); ++i) worst = std::max(worst, std::abs((*got)[u].gamma[i] - want->gamma[i]));
+    EXPECT_LT(worst, 1e-5) << data[u].rows() << " frames";
+  }
+}
+
 TEST(ForwardBackwardCpuTest, ErrorsNameTheUtterance) {
   const DenseHmm hmm = *MakeDenseHmm({0, 1}, {1.0, 0.0}, {1.0, 0.0, 0.0, 1.0});
   FloatMatrix fine(3, 2, -1.0f), impossible(3, 2, -1.0f), narrow(3, 1);
