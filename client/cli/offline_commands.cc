@@ -15,6 +15,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/kaldi_fmllr.h"
+#include "kernels/io/kaldi_text_table.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/htk_model.h"
 #include "kernels/io/kaldi_specifier.h"
@@ -28,6 +29,8 @@
 ABSL_FLAG(std::string, fmllr, "",
           "speaker transforms applied before scoring: one Kaldi fMLLR matrix file (D x (D+1) or D x D) "
           "for every utterance, or an ark:/scp: table of them keyed by utterance");
+ABSL_FLAG(std::string, utt2spk, "",
+          "utterance-to-speaker map (Kaldi's utt2spk, FILE or ark:FILE): --fmllr tables are keyed by speaker");
 ABSL_FLAG(std::string, algo, "auto",
           "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3, wgmma or gemm "
           "(CPU ignores it)");
@@ -126,6 +129,11 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
   std::optional<FmllrTransforms> fmllr;
   if (specified.contains("fmllr")) {
     GMM_ASSIGN_OR_RETURN(fmllr, ReadFmllrTransforms(absl::GetFlag(FLAGS_fmllr), prepared->dim()));
+    if (specified.contains("utt2spk")) {
+      std::string table = absl::GetFlag(FLAGS_utt2spk);
+      if (table.find(':') == std::string::npos) table = "ark,t:" + table;
+      GMM_ASSIGN_OR_RETURN(fmllr->utt2spk, ReadKaldiTokenTable(table));
+    }
   }
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer,
                        KaldiMatrixArchiveWriter::Open(wspecifier));
@@ -286,7 +294,7 @@ std::vector<Command> OfflineCommands() {
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
        "               [--backend cpu|cuda|auto]\n"
        "               [--algo auto|fused8|fused16|fused32|fused8x2|split8|tf32x3|wgmma|gemm]\n"
-       "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark]\n\n"
+       "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark [--utt2spk ark:utt2spk]]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"
        "The model may be a native file or a Kaldi text AmDiagGmm. Output is binary for ark:,\n"
@@ -294,8 +302,9 @@ std::vector<Command> OfflineCommands() {
        "is removed. --algo picks the CUDA kernel (docs/PERFORMANCE.md): auto chooses by window\n"
        "length and model size; tf32x3 and wgmma (H100/H200) are the tensor-core paths (\"fast\"\n"
        "precision, up to 1e-3 nats); the CPU backend ignores it. --fmllr applies Kaldi fMLLR transforms y = A x + b to\n"
-       "the features first: one matrix file for all utterances, or a table keyed by utterance.",
-       {"model", "features", "output", "backend", "algo", "fmllr"},
+       "the features first: one matrix file for all utterances, or a table keyed by utterance\n"
+       "(or by speaker, with --utt2spk: Kaldi's utt2spk file, 'utt spk' lines).",
+       {"model", "features", "output", "backend", "algo", "fmllr", "utt2spk"},
        RunScore},
       {"convert", "convert a model to the native format or to Kaldi text",
        "gmmscore convert --model M --output OUT [--format native|kaldi-text|kaldi-binary]\n\n"

@@ -10,9 +10,18 @@ namespace gmmscore {
 
 absl::StatusOr<const FeatureTransform*> FmllrTransforms::For(const std::string& key) const {
   if (global.has_value()) return &*global;
-  const auto it = by_key.find(key);
+  std::string table_key = key;
+  if (!utt2spk.empty()) {
+    const auto speaker = utt2spk.find(key);
+    if (speaker == utt2spk.end()) {
+      return absl::NotFoundError(absl::StrCat("utterance '", key, "' has no speaker in the utt2spk map"));
+    }
+    table_key = speaker->second;
+  }
+  const auto it = by_key.find(table_key);
   if (it == by_key.end()) {
-    return absl::NotFoundError(absl::StrCat("no fMLLR transform for utterance '", key, "' in '", source, "'"));
+    return absl::NotFoundError(absl::StrCat("no fMLLR transform for ", utt2spk.empty() ? "utterance '" : "speaker '",
+                                            table_key, "' in '", source, "'"));
   }
   return &it->second;
 }

@@ -31,9 +31,14 @@ struct FmllrTransforms {
   std::string source;                          // the spec it was read from
   std::map<std::string, FeatureTransform> by_key;  // from a table
   std::optional<FeatureTransform> global;      // from a single-matrix file
+  // Utterance -> speaker (Kaldi's utt2spk): when set, the table is keyed by
+  // speaker, as gmm-est-fmllr --spk2utt writes it and transform-feats
+  // --utt2spk reads it.
+  std::map<std::string, std::string> utt2spk;
 
   // The transform for utterance `key`: the global one, or the table's entry
-  // (NOT_FOUND naming the source when it has none).
+  // for the utterance (or its speaker); NOT_FOUND naming the source when it
+  // has none, or when the utterance is not in the utt2spk map.
   absl::StatusOr<const FeatureTransform*> For(const std::string& key) const;
 };
 

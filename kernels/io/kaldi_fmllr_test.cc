@@ -91,6 +91,20 @@ TEST(KaldiFmllrTest, ArchiveKeyedByUtterance) {
   }
 }
 
+TEST(KaldiFmllrTest, ArchiveKeyedBySpeakerThroughUtt2spk) {
+  const std::string path = TempPath("spk_trans.ark");
+  const FloatMatrix a = Matrix(3, 4, 1.0f), b = Matrix(3, 4, -2.0f);
+  ASSERT_TRUE(WriteKaldiMatrixArchive(absl::StrCat("ark:", path), {{"spkA", a}, {"spkB", b}}).ok());
+  absl::StatusOr<FmllrTransforms> fmllr = ReadFmllrTransforms(absl::StrCat("ark:", path), 3);
+  ASSERT_TRUE(fmllr.ok()) << fmllr.status();
+  fmllr->utt2spk = {{"u1", "spkA"}, {"u2", "spkB"}, {"u3", "spkA"}, {"u4", "spkC"}};
+  ExpectApplies(**fmllr->For("u1"), a);
+  ExpectApplies(**fmllr->For("u2"), b);
+  ExpectApplies(**fmllr->For("u3"), a);
+  EXPECT_THAT(fmllr->For("u4").status().message(), HasSubstr("speaker 'spkC'"));
+  EXPECT_THAT(fmllr->For("u9").status().message(), HasSubstr("utterance 'u9' has no speaker"));
+}
+
 TEST(KaldiFmllrTest, WrongShapeNamesTheFileAndEntry) {
   const std::string single = TempPath("wide.mat");
   WriteFile(single, MatrixObject(Matrix(4, 6, 1.0f), false));
