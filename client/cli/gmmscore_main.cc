@@ -26,6 +26,7 @@
 #include "client/cli/align_commands.h"
 #include "client/cli/remote_align.h"
 #include "client/cli/bw_command.h"
+#include "client/cli/fmllr_command.h"
 #include "kernels/core/mutex_mode.h"
 
 namespace gmmscore::cli {
@@ -35,7 +36,7 @@ std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   for (std::vector<Command> group :
        {OfflineCommands(), FeatureCommands(), TrainCommands(), HmmCommands(), AlignCommands(RemoteAlignMode()),
-        std::vector<Command>{BwCommand()}, RemoteCommands(), AdminCommands()}) {
+        std::vector<Command>{BwCommand(), EstFmllrCommand()}, RemoteCommands(), AdminCommands()}) {
     for (Command& command : group) commands.push_back(std::move(command));
   }
   return commands;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/common_flags.h"
+#include "client/cli/speaker_sets.h"
 #include "client/cli/model_output.h"
 #include "kernels/backends/stats_backend_factory.h"
 #include "kernels/core/status_macros.h"
@@ -251,23 +252,6 @@ absl::StatusOr<uint16_t> MapUpdateFlags(const std::string& list) {
   }
   if (flags == 0) return UsageError("--update names nothing to adapt");
   return flags;
-}
-
-// Speakers in spk2utt order, and each utterance's speaker index.
-absl::Status ReadSpeakers(const std::string& spk2utt, std::vector<std::string>* speakers,
-                          std::map<std::string, int>* sets) {
-  GMM_ASSIGN_OR_RETURN(const auto entries, ReadKaldiTokenListTable(spk2utt));
-  for (const KaldiTokenListEntry& entry : entries) {
-    const int set = static_cast<int>(speakers->size());
-    speakers->push_back(entry.key);
-    for (const std::string& utt : entry.value) {
-      if (!sets->emplace(utt, set).second) {
-        return absl::InvalidArgumentError(absl::StrCat(spk2utt, ": utterance '", utt, "' has two speakers"));
-      }
-    }
-  }
-  if (speakers->empty()) return absl::InvalidArgumentError(absl::StrCat(spk2utt, " names no speakers"));
-  return absl::OkStatus();
 }
 
 absl::Status RunAdaptMap(const SpecifiedFlags& specified) {
