@@ -1,5 +1,5 @@
-// Small dense float64 linear algebra for the fMLLR update (fmllr_estimate.h):
-// matrices of order D + 1 <= a few hundred, row-major, so plain loops do.
+// Small dense float64 linear algebra for the fMLLR update (fmllr_estimate.h),
+// on LAPACK (OpenBLAS's): matrices of order D + 1, row-major.
 //
 //   std::vector<double> chol;
 //   if (!CholeskyFactor(n, g, /*min_pivot_ratio=*/1e-10, &chol)) ... singular
@@ -28,11 +28,12 @@ bool CholeskyFactor(int n, const double* a, double min_pivot_ratio, std::vector<
 // x = (L L^T)^{-1} b for a factor from CholeskyFactor; x may alias b.
 void CholeskySolve(int n, const std::vector<double>& factor, const double* b, double* x);
 
-// P a = L U with partial pivoting, L unit lower and U upper packed in `lu`.
+// LAPACK's LU factors (dgetrf, of the row-major matrix read as column-major,
+// i.e. of a^T: the same |det|), for the determinant and the inverse.
 struct LuFactors {
   int n = 0;
-  std::vector<double> lu;  // n x n
-  std::vector<int> perm;   // row i of P a is row perm[i] of a
+  std::vector<double> lu;  // n x n, dgetrf's packed L and U
+  std::vector<int> perm;   // dgetrf's pivots (1-based)
   double log_abs_det = 0.0;
 };
 
