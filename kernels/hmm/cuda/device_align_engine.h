@@ -31,7 +31,7 @@
 namespace gmmscore {
 
 // Device bytes a chunk's score matrix may take (frames x senones x 4):
-// 4 GiB holds 58 minutes of en-us speech (5126 senones) even if a chunk
+// 4 GiB holds 35 minutes of en-us speech (5126 senones) even if a chunk
 // used every senone, so an hour-long batch runs in two chunks.
 inline constexpr int64_t kAlignScoreBudgetBytes = int64_t{4} << 30;
 
