@@ -1,7 +1,6 @@
 #include "kernels/hmm/sphinx_aligner.h"
 
 #include <chrono>
-#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -18,13 +17,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-SphinxAligner::SphinxAligner(SphinxLexicon lexicon, SphinxModel model, SphinxAlignerOptions options)
+SphinxAligner::SphinxAligner(SphinxLexicon lexicon, std::shared_ptr<const TiedMixtureModel> model,
+                             double frame_seconds, SphinxAlignerOptions options)
     : lexicon_(std::move(lexicon)), model_(std::move(model)), options_(std::move(options)) {
+  frame_seconds_ = frame_seconds;
   const int threads = options_.threads > 0 ? options_.threads : static_cast<int>(std::thread::hardware_concurrency());
   pool_ = std::make_unique<ThreadPool>(std::max(0, threads - 1), "gs-align");
-  double frate = 100;
-  if (!absl::SimpleAtod(model_.feat_params.Get("-frate", "100"), &frate) || !(frate > 0)) frate = 100;
-  frame_seconds_ = 1.0 / frate;
 }
 
 absl::StatusOr<std::unique_ptr<SphinxAligner>> SphinxAligner::Create(const std::string& model_dir,
@@ -33,22 +31,21 @@ absl::StatusOr<std::unique_ptr<SphinxAligner>> SphinxAligner::Create(const std::
                                                                      SphinxAlignerOptions options) {
   if (scorer == nullptr && !options.engine) return absl::InvalidArgumentError("the aligner needs a scoring backend");
   GMM_ASSIGN_OR_RETURN(SphinxLexicon lexicon, LoadSphinxLexicon(model_dir, dictionary));
-  GMM_ASSIGN_OR_RETURN(SphinxModel model, ReadSphinxModel(model_dir));
-  if (model.model.num_states() != lexicon.mdef.num_senones) {
-    return absl::InvalidArgumentError(absl::StrCat(model_dir, ": the model has ", model.model.num_states(),
+  GMM_ASSIGN_OR_RETURN(SphinxModel sphinx, ReadSphinxModel(model_dir));
+  if (sphinx.model.num_states() != lexicon.mdef.num_senones) {
+    return absl::InvalidArgumentError(absl::StrCat(model_dir, ": the model has ", sphinx.model.num_states(),
                                                    " senones, mdef ", lexicon.mdef.num_senones));
   }
-  // The engine's own copy of the senones (the aligner keeps the SphinxModel).
-  std::vector<int32_t> all(model.model.num_states());
-  std::iota(all.begin(), all.end(), 0);
-  GMM_ASSIGN_OR_RETURN(TiedMixtureModel copy, model.model.SubsetStates(all));
-  auto shared = std::make_shared<const TiedMixtureModel>(std::move(copy));
+  double frate = 100;
+  if (!absl::SimpleAtod(sphinx.feat_params.Get("-frate", "100"), &frate) || !(frate > 0)) frate = 100;
+  // One copy of the senones, shared by the aligner and its engine.
+  auto model = std::make_shared<const TiedMixtureModel>(std::move(sphinx.model));
   AlignEngineFactory factory = options.engine;
-  std::unique_ptr<SphinxAligner> aligner(new SphinxAligner(std::move(lexicon), std::move(model), std::move(options)));
+  std::unique_ptr<SphinxAligner> aligner(new SphinxAligner(std::move(lexicon), model, 1.0 / frate, std::move(options)));
   if (factory) {
-    GMM_ASSIGN_OR_RETURN(aligner->engine_, factory(std::move(shared)));
+    GMM_ASSIGN_OR_RETURN(aligner->engine_, factory(std::move(model)));
   } else {
-    aligner->engine_ = MakeHostAlignEngine(std::move(shared), scorer, aligner->pool_.get());
+    aligner->engine_ = MakeHostAlignEngine(std::move(model), scorer, aligner->pool_.get());
   }
   return aligner;
 }

@@ -62,17 +62,18 @@ class SphinxAligner {
   std::vector<absl::StatusOr<Alignment>> Align(absl::Span<const AlignInput> batch);
 
   const SphinxLexicon& lexicon() const { return lexicon_; }
-  const SphinxModel& model() const { return model_; }
-  int feature_dim() const { return model_.model.dim(); }
+  const TiedMixtureModel& model() const { return *model_; }  // the senones, in id order
+  int feature_dim() const { return model_->dim(); }
   double frame_seconds() const { return frame_seconds_; }
   const AlignTiming& last_timing() const { return timing_; }
   std::string engine_name() const { return engine_->name(); }
 
  private:
-  SphinxAligner(SphinxLexicon lexicon, SphinxModel model, SphinxAlignerOptions options);
+  SphinxAligner(SphinxLexicon lexicon, std::shared_ptr<const TiedMixtureModel> model, double frame_seconds,
+                SphinxAlignerOptions options);
 
   SphinxLexicon lexicon_;
-  SphinxModel model_;
+  std::shared_ptr<const TiedMixtureModel> model_;
   SphinxAlignerOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<AlignEngine> engine_;
