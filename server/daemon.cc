@@ -53,6 +53,12 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
     return absl::InvalidArgumentError(
         "--align_max_batch, --align_workers and --max_align_queued_frames must be >= 1 (see --help)");
   }
+  if (options.adaptation.workers < 1 || options.adaptation.max_saved < 1 ||
+      options.adaptation.max_backlog_frames < 1) {
+    return absl::InvalidArgumentError(
+        "--adaptation_workers, --max_saved_adaptations and --adaptation_backlog_frames must be "
+        ">= 1 (see --help)");
+  }
   if (align.max_queue_delay < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--align_queue_delay_us must be >= 0");
   }
@@ -105,9 +111,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
     if (chained) chained(report);
   };
   daemon->align_scheduler_ = std::make_unique<AlignScheduler>(std::move(align_options));
-  daemon->service_ = std::make_unique<ScorerService>(daemon->repository_.get(), daemon->scheduler_.get(),
-                                                     LimitsOf(options), options.stream_api,
-                                                     daemon->align_scheduler_.get());
+  daemon->adaptation_ =
+      std::make_unique<AdaptationHub>(daemon->repository_.get(), options.adaptation);
+  daemon->service_ = std::make_unique<ScorerService>(
+      daemon->repository_.get(), daemon->scheduler_.get(), LimitsOf(options), options.stream_api,
+      daemon->align_scheduler_.get(), daemon->adaptation_.get());
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, daemon->ops_->credentials(), &daemon->port_);
@@ -133,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
                               .service = daemon->service_.get(),
                               .scheduler = daemon->scheduler_.get(),
                               .aligner = daemon->align_scheduler_.get(),
+                              .adaptation = daemon->adaptation_.get(),
                               .backend = daemon->backend_->name()});
   if (!ops_started.ok()) {
     daemon->Drain(absl::ZeroDuration());
@@ -149,6 +158,7 @@ void Daemon::StopUnstarted() {
   if (cq_streams_ != nullptr) cq_streams_->Stop();
   if (scheduler_ != nullptr) scheduler_->Stop();
   if (align_scheduler_ != nullptr) align_scheduler_->Stop();
+  if (adaptation_ != nullptr) adaptation_->Stop();
 }
 
 Daemon::~Daemon() { Drain(absl::ZeroDuration()); }
@@ -164,6 +174,7 @@ void Daemon::Drain(absl::Duration timeout) {
   align_scheduler_->Stop();
   server_->Wait();
   if (cq_streams_ != nullptr) cq_streams_->Stop();  // every call has ended
+  adaptation_->Stop();  // runs what the streams handed it last
   ops_->Stop();
 }
 

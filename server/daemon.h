@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "kernels/score/scoring_backend.h"
+#include "server/adaptation_hub.h"
 #include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
 #include "server/cq_stream_server.h"
@@ -45,6 +46,8 @@ struct DaemonOptions {
   // (0: half the cores, at least 2).
   StreamApi stream_api = StreamApi::kCompletionQueue;
   int stream_threads = 0;
+  // Live adaptation's workers and bounds (server/adaptation_hub.h).
+  AdaptationLimits adaptation;
 };
 
 // OK, or INVALID_ARGUMENT naming the flag behind the first bad option: batch,
@@ -84,6 +87,7 @@ class Daemon {
   const ScorerService& service() const { return *service_; }
   BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
   AlignSchedulerStats align_stats() const { return align_scheduler_->stats(); }
+  AdaptationCounters adaptation_counters() const { return adaptation_->counters(); }
   // Completion-queue threads serving StreamScore; 0 on the callback API.
   int stream_threads() const { return cq_streams_ == nullptr ? 0 : cq_streams_->threads(); }
 
@@ -100,6 +104,9 @@ class Daemon {
   // Holds aligners of model versions while their requests run; goes before
   // the repository and the backend they use.
   std::unique_ptr<AlignScheduler> align_scheduler_;
+  // Live adaptation: prepares MAP models in the repository; its tasks hold
+  // streams' adaptation state, never the sessions, so it goes after them.
+  std::unique_ptr<AdaptationHub> adaptation_;
   std::unique_ptr<ScorerService> service_;
   // StreamScore's queues (completion-queue API only); the server, declared
   // after them, goes first.

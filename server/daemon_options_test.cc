@@ -30,6 +30,9 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
       {"--answer_memory_mb", [](DaemonOptions* o) { o->limits.max_answer_memory_bytes = -1; }},
       {"--align_max_batch", [](DaemonOptions* o) { o->align.max_batch = 0; }},
       {"--align_workers", [](DaemonOptions* o) { o->align.num_workers = 0; }},
+      {"--adaptation_workers", [](DaemonOptions* o) { o->adaptation.workers = 0; }},
+      {"--adaptation_backlog_frames", [](DaemonOptions* o) { o->adaptation.max_backlog_frames = 0; }},
+      {"--max_saved_adaptations", [](DaemonOptions* o) { o->adaptation.max_saved = 0; }},
       {"--max_align_queued_frames", [](DaemonOptions* o) { o->align.max_queued_frames = 0; }},
       {"--align_queue_delay_us", [](DaemonOptions* o) { o->align.max_queue_delay = absl::Microseconds(-1); }},
   };

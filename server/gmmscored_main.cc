@@ -141,6 +141,15 @@ ABSL_FLAG(int32_t, align_workers, 1,
           "align several models at once).");
 ABSL_FLAG(int32_t, align_threads, 0,
           "Align: threads of each aligner's graph building and Viterbi; 0: all cores.");
+ABSL_FLAG(int32_t, adaptation_workers, 2,
+          "Live adaptation (StreamConfig.adaptation): threads gathering the adapting streams' "
+          "statistics and estimating their updates, off the scoring path.");
+ABSL_FLAG(int64_t, adaptation_backlog_frames, 6000,
+          "Live adaptation: answered frames one stream may have waiting for the workers; beyond "
+          "it chunks are left out of its statistics (counted in its answers' skipped_frames).");
+ABSL_FLAG(int32_t, max_saved_adaptations, 1024,
+          "Live adaptation: names GetAdaptation remembers (AdaptationConfig.save_as); the oldest "
+          "is forgotten beyond it.");
 ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
           "Resident MiB all model versions together may hold (device memory on a GPU); a "
           "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
@@ -205,6 +214,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.align.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_align_queue_delay_us));
   options.align.max_queued_frames = absl::GetFlag(FLAGS_max_align_queued_frames);
   options.align.num_workers = absl::GetFlag(FLAGS_align_workers);
+  options.adaptation.workers = absl::GetFlag(FLAGS_adaptation_workers);
+  options.adaptation.max_backlog_frames = absl::GetFlag(FLAGS_adaptation_backlog_frames);
+  options.adaptation.max_saved = absl::GetFlag(FLAGS_max_saved_adaptations);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);
   options.limits.max_streams = absl::GetFlag(FLAGS_max_streams);

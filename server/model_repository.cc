@@ -330,6 +330,72 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
   return result;
 }
 
+absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::PrepareAdapted(
+    const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label) {
+  if (model == nullptr) return absl::InvalidArgumentError("no adapted model");
+  absl::MutexLock load_lock(&load_mu_);  // budget checks see one change at a time
+  if (budget_bytes_ > 0) {
+    const MemoryUsage usage = memory();
+    const int64_t held = usage.served_bytes + usage.retired_bytes;
+    if (held + model->ByteSize() > budget_bytes_) {
+      return OverBudget(held, model->ByteSize(), budget_bytes_);
+    }
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> prepared = backend_->Prepare(std::move(model));
+  if (!prepared.ok()) return prepared.status();
+  auto served = std::make_shared<ServedModel>();
+  served->name = std::move(label);
+  served->source = "adaptation";
+  served->format = "memory";
+  served->load_time = absl::Now() - start;
+  served->prepared = *std::move(prepared);
+  served->max_batch_frames = base.max_batch_frames;
+  served->precision = base.precision;
+  absl::MutexLock lock(&mu_);
+  retired_.push_back(served->prepared);  // counted while held
+  return std::shared_ptr<const ServedModel>(std::move(served));
+}
+
+absl::Status ModelRepository::Publish(const std::string& name,
+                                      std::shared_ptr<const ServedModel> model) {
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "'%s' is not a model name (no '/', not empty, not starting with '.')", ClientText(name)));
+  }
+  if (model == nullptr || model->source != "adaptation") {
+    return absl::InvalidArgumentError("only adapted models are published");
+  }
+  absl::MutexLock load_lock(&load_mu_);
+  absl::MutexLock lock(&mu_);
+  auto it = std::lower_bound(
+      models_.begin(), models_.end(), name,
+      [](const std::shared_ptr<const ServedModel>& m, const std::string& n) { return m->name < n; });
+  const bool replacing = it != models_.end() && (*it)->name == name;
+  if (replacing && (*it)->source != "adaptation") {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "'%s' is a model loaded from %s; an adaptation cannot replace it (choose another save_as)",
+        ClientText(name), (*it)->source));
+  }
+  auto published = std::make_shared<ServedModel>(*model);
+  published->name = name;
+  // Served now: counted as served, no longer as retired.
+  const PreparedModel* prepared = published->prepared.get();
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [prepared](const auto& weak) {
+                                  return weak.lock().get() == prepared;
+                                }),
+                 retired_.end());
+  if (replacing) {
+    if ((*it)->prepared != published->prepared) retired_.push_back((*it)->prepared);
+    published->version = (*it)->version + 1;
+    *it = std::move(published);
+  } else {
+    models_.insert(it, std::move(published));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ModelRepository::Unload(const std::string& name) {
   absl::MutexLock load_lock(&load_mu_);
   absl::MutexLock lock(&mu_);

@@ -141,6 +141,20 @@ class ModelRepository {
   // served; FAILED_PRECONDITION for the last model served.
   absl::Status Unload(const std::string& name);
 
+  // A stream's adapted version of `base` (live MAP adaptation): `model`
+  // prepared on the backend with base's batch cap and precision, named
+  // `label` (for logs), source "adaptation". Not served by name; it counts
+  // against the memory budget (as a retired version) while anyone holds
+  // it. RESOURCE_EXHAUSTED when it would not fit; Prepare's errors.
+  absl::StatusOr<std::shared_ptr<const ServedModel>> PrepareAdapted(
+      const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label);
+  // Serves a model PrepareAdapted made under `name` from now on, replacing
+  // an earlier one published under that name (whose holders keep it).
+  // INVALID_ARGUMENT for a name that is not a plain file name, or a model
+  // not made by PrepareAdapted; FAILED_PRECONDITION when `name` is a model
+  // loaded from a file (an adaptation never replaces one).
+  absl::Status Publish(const std::string& name, std::shared_ptr<const ServedModel> model);
+
   struct MemoryUsage {
     int64_t served_bytes = 0;   // versions served now
     int64_t retired_bytes = 0;  // replaced or unloaded versions still held

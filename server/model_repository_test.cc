@@ -134,3 +134,51 @@ TEST_F(ModelRepositoryTest, FromModelsChecksNames) {
 
 }  // namespace
 }  // namespace gmmscore
+
+namespace gmmscore {
+namespace {
+
+// Adapted models (live MAP) count against the budget while held, are served
+// once published (counted once), and never replace a model from a file.
+TEST_F(ModelRepositoryTest, AdaptedModelsCountWhileHeldAndPublishUnderTheirOwnNames) {
+  WriteModel("base.gmm", 1);
+  auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get());
+  ASSERT_TRUE(probe.ok());
+  const int64_t one = (*probe)->memory().served_bytes;
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), backend_.get(),
+                                             {.memory_budget_bytes = 2 * one + one / 2});
+  ASSERT_TRUE(repo.ok());
+  auto base = (*repo)->Find("base");
+  ASSERT_TRUE(base.ok());
+  auto copy = [&] {
+    return std::make_shared<const DiagGmmModel>(*GenerateSyntheticModel(
+        {.num_states = 4, .min_gaussians = 2, .max_gaussians = 3, .dim = 5, .seed = 1}));
+  };
+  auto adapted = (*repo)->PrepareAdapted(**base, copy(), "base (adapted)");
+  ASSERT_TRUE(adapted.ok()) << adapted.status();
+  EXPECT_EQ((*adapted)->source, "adaptation");
+  EXPECT_EQ((*repo)->memory().retired_bytes, one);
+  // A second fits the budget only while the first is not held.
+  EXPECT_EQ((*repo)->PrepareAdapted(**base, copy(), "x").status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // Published: served under its name, counted once.
+  ASSERT_TRUE((*repo)->Publish("spk9", *adapted).ok());
+  EXPECT_EQ((*repo)->memory().served_bytes, 2 * one);
+  EXPECT_EQ((*repo)->memory().retired_bytes, 0);
+  auto served = (*repo)->Find("spk9");
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ((*served)->prepared, (*adapted)->prepared);
+  // Refused: a file's model, a bad name, a model not adapted.
+  EXPECT_EQ((*repo)->Publish("base", *adapted).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*repo)->Publish("a/b", *adapted).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*repo)->Publish("spk10", *base).code(), absl::StatusCode::kInvalidArgument);
+  // Released when nobody holds it any more (unloaded, last holder gone).
+  ASSERT_TRUE((*repo)->Unload("spk9").ok());
+  served->reset();
+  adapted->reset();
+  EXPECT_EQ((*repo)->memory().retired_bytes, 0);
+  EXPECT_TRUE((*repo)->PrepareAdapted(**base, copy(), "y").ok());
+}
+
+}  // namespace
+}  // namespace gmmscore

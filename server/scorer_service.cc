@@ -267,10 +267,11 @@ absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name) {
 
 ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
                              const ServiceLimits& limits, StreamApi stream_api,
-                             AlignScheduler* aligner)
+                             AlignScheduler* aligner, AdaptationHub* adaptation)
     : repository_(repository),
       scheduler_(scheduler),
       aligner_(aligner),
+      adaptation_(adaptation),
       limits_(limits),
       registry_(limits.max_streams),
       answer_budget_(limits.max_answer_memory_bytes),
@@ -397,7 +398,8 @@ void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCa
                         .max_stream_answer_bytes = limits_.max_stream_answer_bytes,
                         .sessions_alive = &sessions_alive_,
                         .stalled_streams = &stalled_streams_,
-                        .send_stats = &answer_send_stats_};
+                        .send_stats = &answer_send_stats_,
+                        .adaptation = adaptation_};
   // Deletes itself once its RPC is done and no job refers to it.
   new StreamScoreSession(env, call, context.peer(), DeadlineOf(context), token);
 }
@@ -413,6 +415,30 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
                    .uptime = absl::Now() - start_time_,
                    .device = repository_->device()},
                   response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ScorerService::GetAdaptation(grpc::CallbackServerContext* context,
+                                                       const v1::GetAdaptationRequest* request,
+                                                       v1::GetAdaptationResponse* response) {
+  if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
+  if (adaptation_ == nullptr) {
+    return Refuse(context, absl::UnimplementedError("this server does not run live adaptation"));
+  }
+  absl::StatusOr<SavedAdaptation> saved = adaptation_->Find(request->name());
+  if (!saved.ok()) return Refuse(context, saved.status());
+  response->set_method(saved->method);
+  *response->mutable_report() = saved->report;
+  if (saved->method == v1::AdaptationConfig::FMLLR) {
+    v1::AffineTransform* transform = response->mutable_transform();
+    transform->set_rows(saved->dim);
+    transform->set_cols(saved->dim + 1);
+    transform->mutable_values()->Assign(saved->transform.begin(), saved->transform.end());
+  } else {
+    response->set_model(saved->model);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

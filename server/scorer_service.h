@@ -31,6 +31,7 @@
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/async_stream.h"
+#include "server/adaptation_hub.h"
 #include "server/align_scheduler.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
@@ -84,7 +85,8 @@ absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name);
 // Align (callback, decoding their requests themselves: decoded_message.h)
 // and StreamScore (callback or async).
 using ScorerServiceBase = v1::AcousticScorer::WithCallbackMethod_ListModels<
-    v1::AcousticScorer::WithCallbackMethod_GetServerStats<v1::AcousticScorer::Service>>;
+    v1::AcousticScorer::WithCallbackMethod_GetServerStats<
+        v1::AcousticScorer::WithCallbackMethod_GetAdaptation<v1::AcousticScorer::Service>>>;
 
 class ScorerService final : public ScorerServiceBase {
  public:
@@ -93,10 +95,13 @@ class ScorerService final : public ScorerServiceBase {
 
   // `repository`, `scheduler` and `aligner` must outlive the service and
   // every RPC. With StreamApi::kCompletionQueue the server needs a
-  // CqStreamServer. Without an `aligner`, Align answers UNIMPLEMENTED.
+  // CqStreamServer. Without an `aligner`, Align answers UNIMPLEMENTED;
+  // without `adaptation` (which must outlive every stream), streams asking
+  // for it are refused (FAILED_PRECONDITION) and GetAdaptation is
+  // UNIMPLEMENTED.
   ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
                 const ServiceLimits& limits, StreamApi stream_api,
-                AlignScheduler* aligner = nullptr);
+                AlignScheduler* aligner = nullptr, AdaptationHub* adaptation = nullptr);
 
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
@@ -108,6 +113,10 @@ class ScorerService final : public ScorerServiceBase {
   grpc::ServerUnaryReactor* GetServerStats(grpc::CallbackServerContext* context,
                                            const v1::GetServerStatsRequest* request,
                                            v1::GetServerStatsResponse* response) override;
+  // NOT_FOUND when nothing was published under the name.
+  grpc::ServerUnaryReactor* GetAdaptation(grpc::CallbackServerContext* context,
+                                          const v1::GetAdaptationRequest* request,
+                                          v1::GetAdaptationResponse* response) override;
   // The request checked here (align_request.h: NOT_FOUND, FAILED_PRECONDITION,
   // INVALID_ARGUMENT, OUT_OF_RANGE), then aligned in the align queue
   // (RESOURCE_EXHAUSTED when it is full); INVALID_ARGUMENT when the
@@ -146,6 +155,7 @@ class ScorerService final : public ScorerServiceBase {
   const ModelRepository* const repository_;
   BatchScheduler* const scheduler_;
   AlignScheduler* const aligner_;  // null: Align is UNIMPLEMENTED
+  AdaptationHub* const adaptation_;  // null: no live adaptation
   const ServiceLimits limits_;
   StreamRegistry registry_;
   AnswerBudget answer_budget_;  // before the watchdog and every stream

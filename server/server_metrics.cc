@@ -120,6 +120,32 @@ void Gauge(MetricsWriter* out, const std::string& name, const std::string& help,
   out->Sample(name, {}, value);
 }
 
+void Counter(MetricsWriter* out, const std::string& name, const std::string& help, double value);
+
+// Live adaptation (StreamConfig.adaptation), summed over its streams.
+void WriteAdaptation(const AdaptationCounters& c, MetricsWriter* out) {
+  Counter(out, "gmmscore_adaptation_streams_total", "Streams started with live adaptation.",
+          static_cast<double>(c.streams));
+  Gauge(out, "gmmscore_adaptation_live_streams", "Live streams that adapt.",
+        static_cast<double>(c.live_streams));
+  Counter(out, "gmmscore_adaptation_gathered_frames_total",
+          "Answered frames whose adaptation statistics were gathered.",
+          static_cast<double>(c.gathered_frames));
+  Counter(out, "gmmscore_adaptation_skipped_frames_total",
+          "Answered frames left out of adaptation because the workers fell behind "
+          "(--adaptation_backlog_frames per stream).",
+          static_cast<double>(c.skipped_frames));
+  Counter(out, "gmmscore_adaptation_updates_total", "Adaptation updates made current.",
+          static_cast<double>(c.updates));
+  Counter(out, "gmmscore_adaptation_failed_updates_total",
+          "Adaptation updates that failed (the stream kept its version).",
+          static_cast<double>(c.failed_updates));
+  Counter(out, "gmmscore_adaptation_gather_seconds_total",
+          "Worker time spent gathering adaptation statistics.", c.gather_us * 1e-6);
+  Counter(out, "gmmscore_adaptation_update_seconds_total",
+          "Worker time spent estimating updates (and preparing MAP models).", c.update_us * 1e-6);
+}
+
 void Counter(MetricsWriter* out, const std::string& name, const std::string& help, double value) {
   out->Family(name, help, "counter");
   out->Sample(name, {}, value);
@@ -251,6 +277,7 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             "Align requests dropped unaligned because their deadline had passed.",
             static_cast<double>(stats.expired));
   }
+  if (sources.adaptation != nullptr) WriteAdaptation(sources.adaptation->counters(), &out);
   if (sources.service != nullptr) {
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",
           static_cast<double>(sources.service->live_streams()));

@@ -37,6 +37,7 @@ struct MetricsSources {
   const ScorerService* service = nullptr;
   const BatchScheduler* scheduler = nullptr;
   const AlignScheduler* aligner = nullptr;
+  const AdaptationHub* adaptation = nullptr;  // null: no adaptation counters
   std::string backend;  // "cpu", "cuda:0"
   // The scoring GPU through NVML; null on the CPU or without NVML (then no
   // gmmscore_gpu_* gauges).

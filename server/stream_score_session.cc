@@ -34,6 +34,10 @@ StreamScoreSession::StreamScoreSession(const StreamEnvironment& env, StreamCall*
 }
 
 StreamScoreSession::~StreamScoreSession() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (adaptation_ != nullptr) adaptation_->Close();
+  }
   if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_sub(1);
 }
 
@@ -60,7 +64,9 @@ void StreamScoreSession::HandleRequestLocked(Actions* actions) {
       if (status.ok()) status = HandleConfigLocked(request_.message.config());
       break;
     case v1::StreamScoreRequest::kChunk:
-      status = HandleChunkLocked(request_.message.chunk(), actions);
+      status = HandleChunkLocked(
+          request_.message.chunk(),
+          request_.message.has_posteriors() ? &request_.message.posteriors() : nullptr, actions);
       break;
     default:
       status = absl::InvalidArgumentError(
@@ -85,6 +91,16 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     if (!fusion.ok()) return fusion.status();
     fusion_.emplace(*std::move(fusion));
   }
+  if (config.has_adaptation()) {
+    if (env_.adaptation == nullptr) {
+      return absl::FailedPreconditionError("this server does not run live adaptation");
+    }
+    absl::StatusOr<std::shared_ptr<StreamAdaptation>> adaptation = StreamAdaptation::Create(
+        config.adaptation(), *plan, env_.adaptation,
+        config.stream_id().empty() ? peer_ : ClientText(config.stream_id()));
+    if (!adaptation.ok()) return adaptation.status();
+    adaptation_ = *std::move(adaptation);
+  }
   plan_ = *std::move(plan);
   // Only logged: escaped and cut once here (a client's id may hold anything).
   stream_id_ = config.stream_id().empty() ? peer_ : ClientText(config.stream_id());
@@ -92,6 +108,7 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
 }
 
 absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chunk,
+                                                   const v1::ChunkPosteriors* posteriors,
                                                    Actions* actions) {
   if (!plan_.has_value()) {
     return absl::FailedPreconditionError(
@@ -101,11 +118,29 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
       CheckFrames(chunk, *plan_,
                   {.first_frame = next_frame_, .max_frames = env_.max_chunk_frames});
   if (!frames.ok()) return frames.status();
+  std::optional<std::vector<StatsPair>> decoder_pairs;
+  if (posteriors != nullptr) {
+    if (adaptation_ == nullptr) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the chunk at frame %d carries posteriors, but the stream does not adapt "
+          "(StreamConfig.adaptation)",
+          next_frame_));
+    }
+    absl::StatusOr<std::vector<StatsPair>> pairs =
+        adaptation_->DecoderPairs(*posteriors, (*frames)->rows(), next_frame_);
+    if (!pairs.ok()) return pairs.status();
+    decoder_pairs = *std::move(pairs);
+  }
   absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked((*frames)->rows());
   if (!charge.ok()) return charge.status();
 
   auto pending = std::make_shared<Chunk>();
   pending->charge = *std::move(charge);
+  if (adaptation_ != nullptr) {
+    pending->adaptation = adaptation_;
+    pending->features = *frames;
+    pending->decoder_pairs = std::move(decoder_pairs);
+  }
   const int num_models = static_cast<int>(plan_->models.size());
   pending->first_frame = next_frame_;
   pending->frames = (*frames)->rows();
@@ -124,16 +159,17 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
     return absl::OkStatus();
   }
   pending->remaining = num_models;
+  const ScoringPlan& scoring = ScoringPlanLocked(pending.get());
   for (int m = 0; m < num_models; ++m) {
     actions->jobs.push_back(
-        {.model = plan_->models[m]->prepared,
+        {.model = scoring.models[m]->prepared,
          .features = *frames,
-         .transform = plan_->transform,
+         .transform = scoring.transform,
          .cancelled = cancelled_,
          .deadline = deadline_,
          .origin = this,
-         .max_batch_frames = plan_->models[m]->max_batch_frames,
-         .precision = plan_->models[m]->precision,
+         .max_batch_frames = scoring.models[m]->max_batch_frames,
+         .precision = scoring.models[m]->precision,
          .select = plan_->sparse,
          .done = [this, pending, m, ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
            OnScored(pending, m, std::move(result));
@@ -166,16 +202,30 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
   return charge;
 }
 
+const ScoringPlan& StreamScoreSession::ScoringPlanLocked(Chunk* chunk) {
+  if (adaptation_ == nullptr) return *plan_;
+  StreamAdaptation::Current now = adaptation_->Now();
+  if (!adapted_plan_.has_value() || now.report.version() != adapted_version_) {
+    adapted_plan_ = *plan_;
+    if (now.transform != nullptr) adapted_plan_->transform = now.transform;
+    if (now.model != nullptr) adapted_plan_->models[adaptation_->driving_model()] = now.model;
+    adapted_version_ = now.report.version();
+  }
+  chunk->adaptation_report = std::move(now.report);
+  return *adapted_plan_;
+}
+
 ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
-  return {.model = plan_->models.front()->prepared,
+  const ScoringPlan& scoring = ScoringPlanLocked(chunk.get());
+  return {.model = scoring.models.front()->prepared,
           .features = std::move(frames),
-          .transform = plan_->transform,
+          .transform = scoring.transform,
           .cancelled = cancelled_,
           .deadline = deadline_,
           .origin = this,
-          .max_batch_frames = SmallestBatchCap(*plan_),
-          .fusion = FusedChunkFor(*plan_, *fusion_),
+          .max_batch_frames = SmallestBatchCap(scoring),
+          .fusion = FusedChunkFor(scoring, *fusion_),
           .fused_done = [this, chunk, ref = NewRefLocked()](
                             absl::StatusOr<FusedChunkResult> result) {
             OnFused(chunk, std::move(result));
@@ -413,6 +463,7 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
 absl::Status StreamScoreSession::BuildAnswer(const Chunk& chunk) {
   response_.Clear();
   response_.set_first_frame(chunk.first_frame);
+  if (chunk.adaptation != nullptr) *response_.mutable_adaptation() = chunk.adaptation_report;
   if (chunk.fused.has_value()) return FillFusedAnswer(*plan_, chunk.results, *chunk.fused, &response_);
   return FillAnswer(*plan_, chunk.results, nullptr, &response_);
 }
@@ -431,6 +482,13 @@ void StreamScoreSession::Perform(Actions actions) {
     // plan_ is fixed before any chunk is accepted, and response_ belongs
     // to the holder of the write token: no lock needed here.
     built = BuildAnswer(*actions.answer);
+    Chunk& answered = *actions.answer;
+    if (built.ok() && answered.adaptation != nullptr) {
+      // The answer holds copies now: the scores go on to the statistics.
+      answered.adaptation->Gather(std::move(answered.features),
+                                  std::move(answered.results[answered.adaptation->driving_model()]),
+                                  std::move(answered.decoder_pairs));
+    }
     if (built.ok()) {
       send_started_ = absl::Now();
       call_->Write(&response_);

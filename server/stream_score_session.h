@@ -62,6 +62,7 @@
 #include "server/model_repository.h"
 #include "server/scoring_plan.h"
 #include "server/stream_call.h"
+#include "server/stream_adaptation.h"
 #include "server/stream_registry.h"
 
 namespace gmmscore {
@@ -91,6 +92,9 @@ struct StreamEnvironment {
   std::atomic<int64_t>* stalled_streams = nullptr;
   // Where each answer's waiting and sending time is added; may be null.
   AnswerSendStats* send_stats = nullptr;
+  // Live adaptation (StreamConfig.adaptation); null: refused with
+  // FAILED_PRECONDITION.
+  AdaptationHub* adaptation = nullptr;
 };
 
 class StreamScoreSession final : public StreamCallEvents, public DrainableStream {
@@ -127,6 +131,13 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     absl::Status status;               // the first failure of its jobs
     absl::Time scored;                 // when remaining reached 0
     AnswerCharge charge;               // its results' bytes, until its answer is taken
+    // An adapting stream's: where its answered frames and scores go, the
+    // frames, a decoder's posteriors for them, and the adaptation that
+    // scored it (for the answer).
+    std::shared_ptr<StreamAdaptation> adaptation;
+    std::shared_ptr<const FloatMatrix> features;
+    std::optional<std::vector<StatsPair>> decoder_pairs;
+    v1::AdaptationReport adaptation_report;
   };
 
   // What to do once mu_ is released.
@@ -162,8 +173,12 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void HandleRequestLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status HandleConfigLocked(const v1::StreamConfig& config)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status HandleChunkLocked(const v1::FeatureMatrix& chunk, Actions* actions)
+  absl::Status HandleChunkLocked(const v1::FeatureMatrix& chunk,
+                                 const v1::ChunkPosteriors* posteriors, Actions* actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What scores `chunk` now: plan_, or for an adapting stream plan_ with the
+  // current adaptation's transform or model (recorded in the chunk).
+  const ScoringPlan& ScoringPlanLocked(Chunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Charges `frames` frames' results to the stream and the server, or says
   // which limit they would pass (RESOURCE_EXHAUSTED).
   absl::StatusOr<AnswerCharge> ChargeChunkLocked(int64_t frames) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -208,6 +223,11 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // another is being scored waits in held_ (with its frames) until that one
   // comes back. Other fusions have no moving state and do not wait.
   std::optional<ModelFusion> fusion_ ABSL_GUARDED_BY(mu_);
+  // Set with plan_ when the config asks for adaptation; adapted_plan_ is
+  // plan_ with adaptation version adapted_version_ applied.
+  std::shared_ptr<StreamAdaptation> adaptation_ ABSL_GUARDED_BY(mu_);
+  std::optional<ScoringPlan> adapted_plan_ ABSL_GUARDED_BY(mu_);
+  uint64_t adapted_version_ ABSL_GUARDED_BY(mu_) = 0;
   bool fusion_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::pair<std::shared_ptr<Chunk>, std::shared_ptr<const FloatMatrix>>> held_
       ABSL_GUARDED_BY(mu_);

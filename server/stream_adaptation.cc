@@ -1,0 +1,304 @@
+#include "server/stream_adaptation.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "server/client_text.h"
+#include "server/log.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr int64_t kDefaultStartFrames = 300;
+constexpr int64_t kDefaultEveryFrames = 500;
+constexpr double kDefaultMapTau = 10.0;
+constexpr double kDefaultFmllrMinCount = 50.0;
+// Kaldi's defaults put the full transform at 10x the minimum count (500 vs 50).
+constexpr double kFullCountFactor = 10.0;
+constexpr uint64_t kMaxFrames = uint64_t{1} << 40;
+
+absl::StatusOr<OnlineAdaptationOptions> OptionsOf(const v1::AdaptationConfig& config,
+                                                  bool has_transform) {
+  OnlineAdaptationOptions options;
+  switch (config.method()) {
+    case v1::AdaptationConfig::FMLLR:
+      options.method = AdaptationMethod::kFmllr;
+      if (has_transform) {
+        return absl::InvalidArgumentError(
+            "adaptation: FMLLR estimates the stream's transform; do not send "
+            "StreamConfig.transform with it (use MAP_MEANS to adapt on top of a transform)");
+      }
+      break;
+    case v1::AdaptationConfig::MAP_MEANS:
+      options.method = AdaptationMethod::kMapMeans;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "adaptation.method must be FMLLR or MAP_MEANS");
+  }
+  if (config.start_after_frames() > kMaxFrames || config.update_every_frames() > kMaxFrames) {
+    return absl::InvalidArgumentError("adaptation: start_after_frames and update_every_frames "
+                                      "must be below 2^40");
+  }
+  options.start_after_frames = config.start_after_frames() > 0
+                                   ? static_cast<int64_t>(config.start_after_frames())
+                                   : kDefaultStartFrames;
+  options.update_every_frames = config.single_update() ? 0
+                                : config.update_every_frames() > 0
+                                    ? static_cast<int64_t>(config.update_every_frames())
+                                    : kDefaultEveryFrames;
+  options.map_tau = config.map_tau() != 0.0 ? config.map_tau() : kDefaultMapTau;
+  options.fmllr.min_count =
+      config.fmllr_min_count() != 0.0 ? config.fmllr_min_count() : kDefaultFmllrMinCount;
+  options.fmllr.min_count_full = kFullCountFactor * options.fmllr.min_count;
+  for (uint32_t s : config.silence_states()) {
+    options.posteriors.silence_states.push_back(
+        static_cast<int32_t>(std::min<uint32_t>(s, INT32_MAX)));
+  }
+  options.posteriors.silence_threshold = config.silence_threshold();
+  return options;
+}
+
+absl::Status WithField(const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("adaptation: ", status.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<StreamAdaptation>> StreamAdaptation::Create(
+    const v1::AdaptationConfig& config, const ScoringPlan& plan, AdaptationHub* hub,
+    std::string label) {
+  absl::StatusOr<OnlineAdaptationOptions> options = OptionsOf(config, plan.transform != nullptr);
+  if (!options.ok()) return options.status();
+  int driving = 0;
+  if (!config.model().empty()) {
+    auto it = std::find_if(plan.models.begin(), plan.models.end(),
+                           [&](const auto& m) { return m->name == config.model(); });
+    if (it == plan.models.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "adaptation.model '%s' is not one of the stream's models", ClientText(config.model())));
+    }
+    driving = static_cast<int>(it - plan.models.begin());
+  }
+  const std::shared_ptr<const ServedModel>& base = plan.models[driving];
+  if (base->prepared->tied()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "adaptation: '%s' is a tied-mixture (semi-continuous) model; live adaptation needs a "
+        "model of its own Gaussians per state",
+        base->name));
+  }
+  if (plan.fused_only && plan.models.size() > 1) {
+    return absl::InvalidArgumentError(
+        "adaptation needs the driving model's own scores; output.fused_only leaves them out");
+  }
+  const std::string& save_as = config.save_as();
+  if (!save_as.empty() && (save_as[0] == '.' || save_as.find('/') != std::string::npos)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "adaptation.save_as '%s' is not a name (no '/', not starting with '.')",
+        ClientText(save_as)));
+  }
+  if (!save_as.empty() && options->method == AdaptationMethod::kMapMeans) {
+    absl::StatusOr<std::shared_ptr<const ServedModel>> served = hub->repository()->Find(save_as);
+    if (served.ok() && (*served)->source != "adaptation") {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "adaptation.save_as '%s' names a model loaded from %s; choose another name",
+          ClientText(save_as), (*served)->source));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<OnlineAdapter>> adapter =
+      OnlineAdapter::Create(base->prepared->shared_model(), *options);
+  if (!adapter.ok()) return WithField(adapter.status());
+  return std::shared_ptr<StreamAdaptation>(
+      new StreamAdaptation(hub, *options, driving, base, plan.transform, save_as,
+                           std::move(label), *std::move(adapter)));
+}
+
+StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options,
+                                   int driving, std::shared_ptr<const ServedModel> base,
+                                   std::shared_ptr<const FeatureTransform> input_transform,
+                                   std::string save_as, std::string label,
+                                   std::unique_ptr<OnlineAdapter> adapter)
+    : hub_(hub),
+      options_(options),
+      driving_(driving),
+      base_(std::move(base)),
+      input_transform_(options.method == AdaptationMethod::kMapMeans ? std::move(input_transform)
+                                                                     : nullptr),
+      save_as_(std::move(save_as)),
+      label_(std::move(label)),
+      adapter_(std::move(adapter)) {
+  hub_->counting().streams.fetch_add(1);
+  hub_->counting().live_streams.fetch_add(1);
+}
+
+StreamAdaptation::~StreamAdaptation() { hub_->counting().live_streams.fetch_sub(1); }
+
+StreamAdaptation::Current StreamAdaptation::Now() const {
+  absl::MutexLock lock(&mu_);
+  return current_;
+}
+
+absl::StatusOr<std::vector<StatsPair>> StreamAdaptation::DecoderPairs(
+    const v1::ChunkPosteriors& posteriors, int64_t frames, int64_t first_frame) const {
+  auto error = [first_frame](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the posteriors of the chunk at frame %d: %s", first_frame, what));
+  };
+  const int n = posteriors.frame_size();
+  if (posteriors.state_size() != n || posteriors.weight_size() != n) {
+    return error(absl::StrFormat("frame, state and weight must be lists of one length (they "
+                                 "have %d, %d and %d entries)",
+                                 n, posteriors.state_size(), posteriors.weight_size()));
+  }
+  std::vector<StatsPair> pairs(n);
+  for (int i = 0; i < n; ++i) {
+    if (posteriors.frame(i) >= frames) {
+      return error(absl::StrFormat("entry %d is for frame %d; the chunk has %d frames (0 .. %d)",
+                                   i, posteriors.frame(i), frames, frames - 1));
+    }
+    pairs[i] = {static_cast<int32_t>(posteriors.frame(i)),
+                static_cast<int32_t>(std::min<uint32_t>(posteriors.state(i), INT32_MAX)),
+                posteriors.weight(i)};
+  }
+  absl::StatusOr<std::vector<StatsPair>> kept =
+      PairsFromDecoder(pairs, frames, base_->prepared->num_states(), options_.posteriors);
+  if (!kept.ok()) return error(std::string(kept.status().message()));
+  return kept;
+}
+
+void StreamAdaptation::Gather(std::shared_ptr<const FloatMatrix> frames, ScoreResult scores,
+                              std::optional<std::vector<StatsPair>> decoder_pairs) {
+  const int64_t rows = frames->rows();
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    if (backlog_frames_ + rows > hub_->limits().max_backlog_frames) {
+      current_.report.set_skipped_frames(current_.report.skipped_frames() + rows);
+      hub_->counting().skipped_frames.fetch_add(rows);
+      return;
+    }
+    backlog_.push_back({std::move(frames), std::move(scores), std::move(decoder_pairs)});
+    backlog_frames_ += rows;
+    if (running_) return;
+    running_ = true;
+  }
+  hub_->Post([self = shared_from_this()] { self->RunBacklog(); });
+}
+
+void StreamAdaptation::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  backlog_.clear();
+  backlog_frames_ = 0;
+}
+
+// One chunk per task, then the task goes to the back of the hub's queue:
+// streams share the workers in turn.
+void StreamAdaptation::RunBacklog() {
+  Work work;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_ || backlog_.empty()) {
+      running_ = false;
+      return;
+    }
+    work = std::move(backlog_.front());
+    backlog_.pop_front();
+    backlog_frames_ -= work.frames->rows();
+  }
+  GatherOne(std::move(work));
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_ || backlog_.empty()) {
+      running_ = false;
+      return;
+    }
+  }
+  hub_->Post([self = shared_from_this()] { self->RunBacklog(); });
+}
+
+void StreamAdaptation::GatherOne(Work work) {
+  const absl::Time start = absl::Now();
+  std::vector<StatsPair> pairs;
+  if (work.decoder_pairs.has_value()) {
+    pairs = *std::move(work.decoder_pairs);
+  } else if (work.scores.sparse.has_value()) {
+    pairs = PairsFromSparse(*work.scores.sparse, options_.posteriors);
+  } else {
+    pairs = PairsFromScores(work.scores.loglikes.view(), options_.posteriors);
+  }
+  FloatMatrix transformed;
+  ConstMatrixView frames = work.frames->view();
+  if (input_transform_ != nullptr) {
+    if (input_transform_->Apply(frames, &transformed).ok()) frames = transformed.view();
+  }
+  absl::Status gathered = adapter_->AddChunk(frames, pairs);
+  hub_->counting().gather_us.fetch_add(absl::ToInt64Microseconds(absl::Now() - start));
+  if (!gathered.ok()) {
+    // Checked before: not expected. The chunk is left out, and said so.
+    LogWarning("stream %s: adaptation statistics of a chunk were not gathered: %s", label_,
+               gathered.ToString());
+    absl::MutexLock lock(&mu_);
+    current_.report.set_skipped_frames(current_.report.skipped_frames() + work.frames->rows());
+    current_.report.set_last_error(std::string(gathered.message()));
+    return;
+  }
+  hub_->counting().gathered_frames.fetch_add(work.frames->rows());
+  if (adapter_->UpdateDue()) UpdateNow();
+}
+
+void StreamAdaptation::UpdateNow() {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<AdaptationUpdate> update = adapter_->Update();
+  std::shared_ptr<const ServedModel> model;
+  if (update.ok() && update->model != nullptr) {
+    absl::StatusOr<std::shared_ptr<const ServedModel>> prepared = hub_->repository()->PrepareAdapted(
+        *base_, update->model,
+        absl::StrFormat("%s (adapted for stream %s, v%d)", base_->name, label_, update->version));
+    if (prepared.ok()) {
+      model = *std::move(prepared);
+    } else {
+      update = prepared.status();
+    }
+  }
+  hub_->counting().update_us.fetch_add(absl::ToInt64Microseconds(absl::Now() - start));
+  if (!update.ok()) {
+    hub_->counting().failed_updates.fetch_add(1);
+    LogWarning("stream %s: adaptation update failed, keeping the version before: %s", label_,
+               update.status().ToString());
+    absl::MutexLock lock(&mu_);
+    current_.report.set_last_error(std::string(update.status().message()));
+    return;
+  }
+  v1::AdaptationReport report;
+  report.set_version(update->version);
+  report.set_frames(update->frames);
+  report.set_count(update->count);
+  report.set_gain_per_frame(update->gain_per_frame);
+  report.set_mode(update->mode);
+  if (!save_as_.empty()) {
+    SavedAdaptation saved;
+    saved.method = update->method == AdaptationMethod::kFmllr ? v1::AdaptationConfig::FMLLR
+                                                               : v1::AdaptationConfig::MAP_MEANS;
+    saved.report = report;
+    saved.dim = base_->prepared->dim();
+    saved.transform.assign(update->transform_values.begin(), update->transform_values.end());
+    if (absl::Status published = hub_->Publish(save_as_, std::move(saved), model); !published.ok()) {
+      report.set_last_error(absl::StrCat("not published: ", published.message()));
+    }
+  }
+  hub_->counting().updates.fetch_add(1);
+  LogInfo("stream %s: adaptation v%d (%s, %s) from %d frames, count %.0f, gain %.3f nats/frame",
+          label_, update->version, AdaptationMethodName(update->method), update->mode,
+          update->frames, update->count, update->gain_per_frame);
+  absl::MutexLock lock(&mu_);
+  report.set_skipped_frames(current_.report.skipped_frames());
+  current_.report = std::move(report);
+  if (update->transform != nullptr) current_.transform = update->transform;
+  if (model != nullptr) current_.model = std::move(model);
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,132 @@
+// StreamAdaptation: the live speaker adaptation of one stream
+// (StreamConfig.adaptation) between its session and the AdaptationHub's
+// workers. The session asks Now() what scores each chunk it accepts, and
+// hands every answered chunk (in stream order) to Gather; a worker turns
+// the chunk into statistics (OnlineAdapter, kernels/train) and, when the
+// schedule says, estimates the next transform or MAP model, prepares it and
+// makes it current. Scoring never waits for any of this: a chunk read while
+// an update is being estimated is scored with the version before.
+//
+//   GMM_ASSIGN_OR_RETURN(auto adaptation, StreamAdaptation::Create(config.adaptation(), plan, hub, id));
+//   StreamAdaptation::Current now = adaptation->Now();   // per chunk accepted
+//   adaptation->Gather(frames, std::move(result), {});   // per chunk answered
+//   adaptation->Close();                                 // when the stream ends
+//
+// Bounds: chunks waiting for a worker hold at most
+// AdaptationLimits::max_backlog_frames frames; beyond that a chunk is
+// skipped (its frames counted in every later report's skipped_frames), so
+// a stream that outruns the workers costs bounded memory. Closing drops the
+// backlog; a task already running finishes and releases its model.
+//
+// Thread safety: all methods are thread-safe. Objects are shared: the
+// workers' tasks hold a reference while they run.
+#ifndef GMMSCORE_SERVER_STREAM_ADAPTATION_H_
+#define GMMSCORE_SERVER_STREAM_ADAPTATION_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "gmmscore/v1/scorer.pb.h"
+#include "kernels/core/matrix.h"
+#include "kernels/score/feature_transform.h"
+#include "kernels/score/scoring_backend.h"
+#include "kernels/train/online_adaptation.h"
+#include "server/adaptation_hub.h"
+#include "server/model_repository.h"
+#include "server/scoring_plan.h"
+
+namespace gmmscore {
+
+class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
+ public:
+  // Checks `config` against the stream's plan:
+  //   INVALID_ARGUMENT   no method; a model not among the stream's; fMLLR
+  //                      with a StreamConfig.transform; fused_only with
+  //                      several models (the driving model's scores are
+  //                      not computed then); a bad save_as name; silence
+  //                      states out of the model's range; a negative
+  //                      threshold, tau or count
+  //   FAILED_PRECONDITION a tied-mixture driving model; save_as naming a
+  //                      model loaded from a file (MAP)
+  // `hub` must outlive the object; `label` names the stream in logs.
+  static absl::StatusOr<std::shared_ptr<StreamAdaptation>> Create(
+      const v1::AdaptationConfig& config, const ScoringPlan& plan, AdaptationHub* hub,
+      std::string label);
+  ~StreamAdaptation();
+
+  // Index of the driving model in the plan.
+  int driving_model() const { return driving_; }
+  AdaptationMethod method() const { return options_.method; }
+
+  struct Current {
+    // Non-null once an update made them: the fMLLR transform to score with
+    // (instead of the plan's none), or the MAP model to score in place of
+    // the driving model.
+    std::shared_ptr<const FeatureTransform> transform;
+    std::shared_ptr<const ServedModel> model;
+    v1::AdaptationReport report;  // for the answer of a chunk scored so
+  };
+  Current Now() const;
+
+  // A chunk's decoder posteriors (`frames` frames, stream frame
+  // `first_frame` for messages) as pairs, filtered by the silence policy.
+  // INVALID_ARGUMENT naming the list or the entry: lists of different
+  // lengths, a frame outside the chunk, a state outside the driving
+  // model, a weight that is negative or not finite.
+  absl::StatusOr<std::vector<StatsPair>> DecoderPairs(const v1::ChunkPosteriors& posteriors,
+                                                      int64_t frames, int64_t first_frame) const;
+
+  // An answered chunk: its frames as sent, the driving model's scores for
+  // them, and the decoder's pairs if it sent any. Returns at once.
+  void Gather(std::shared_ptr<const FloatMatrix> frames, ScoreResult scores,
+              std::optional<std::vector<StatsPair>> decoder_pairs);
+
+  // The stream ended: nothing more is gathered or estimated.
+  void Close();
+
+ private:
+  struct Work {
+    std::shared_ptr<const FloatMatrix> frames;
+    ScoreResult scores;
+    std::optional<std::vector<StatsPair>> decoder_pairs;
+  };
+
+  StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options, int driving,
+                   std::shared_ptr<const ServedModel> base,
+                   std::shared_ptr<const FeatureTransform> input_transform, std::string save_as,
+                   std::string label, std::unique_ptr<OnlineAdapter> adapter);
+  // Worker: gathers the backlog in order, updating when due.
+  void RunBacklog();
+  void GatherOne(Work work);
+  void UpdateNow();
+
+  AdaptationHub* const hub_;
+  const OnlineAdaptationOptions options_;
+  const int driving_;
+  const std::shared_ptr<const ServedModel> base_;  // the driving model as planned
+  // MAP: the plan's transform, applied to frames before statistics (the
+  // model scores transformed frames). Null: none.
+  const std::shared_ptr<const FeatureTransform> input_transform_;
+  const std::string save_as_;
+  const std::string label_;
+  // Touched by one worker task at a time (running_ below).
+  const std::unique_ptr<OnlineAdapter> adapter_;
+
+  mutable absl::Mutex mu_;
+  Current current_ ABSL_GUARDED_BY(mu_);
+  std::deque<Work> backlog_ ABSL_GUARDED_BY(mu_);
+  int64_t backlog_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;  // a worker task owns the backlog
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_STREAM_ADAPTATION_H_
