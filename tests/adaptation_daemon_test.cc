@@ -3,7 +3,6 @@
 // the offline path (est-fmllr's and adapt-map's library calls) makes from
 // the same frames and posteriors; bad adaptation input gets a clear status
 // while another stream carries on. Fresh random features each run.
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -24,6 +23,7 @@
 #include "kernels/train/state_posteriors.h"
 #include "kernels/train/stats_reference.h"
 #include "proto/wire_convert.h"
+#include "tests/adaptation_test_util.h"
 #include "tests/test_daemon.h"
 
 namespace gmmscore {
@@ -57,11 +57,7 @@ FloatMatrix SpeakerFeatures(const DiagGmmModel& model, int64_t frames, uint64_t 
   return x;
 }
 
-struct Answer {
-  int64_t first_frame = 0;
-  FloatMatrix scores;  // the driving model's
-  v1::AdaptationReport report;
-};
+using Answer = AdaptedAnswer;
 
 class AdaptationDaemonTest : public ::testing::Test {
  protected:
@@ -89,71 +85,17 @@ class AdaptationDaemonTest : public ::testing::Test {
   }
 
   absl::StatusOr<v1::GetAdaptationResponse> Fetch(const std::string& name) {
-    grpc::ClientContext context;
-    v1::GetAdaptationRequest request;
-    request.set_name(name);
-    v1::GetAdaptationResponse response;
-    grpc::Status status = stub_->GetAdaptation(&context, request, &response);
-    if (!status.ok()) return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-    return response;
+    return FetchAdaptation(stub_.get(), name);
   }
 
-  // Streams `x` in chunks of random sizes, one chunk at a time: after each
-  // answer that makes an update due, waits until the update is published
-  // under config.adaptation().save_as, so the next chunk is scored by it.
-  // `posteriors` (optional) gives each chunk's decoder posteriors.
+  // Chunks of 40 to 100 frames, one at a time (adaptation_test_util.h).
   std::vector<Answer> RunLockstep(
       const v1::StreamConfig& config, const FloatMatrix& x, std::mt19937_64& rng,
       const std::function<v1::ChunkPosteriors(int64_t, int64_t)>& posteriors = nullptr) {
-    grpc::ClientContext context;
-    auto stream = stub_->StreamScore(&context);
-    v1::StreamScoreRequest first;
-    *first.mutable_config() = config;
-    EXPECT_TRUE(stream->Write(first));
-    std::vector<Answer> answers;
-    const v1::AdaptationConfig& a = config.adaptation();
-    int64_t due = a.start_after_frames();
-    uint64_t published = 0;
-    for (int64_t t = 0; t < x.rows();) {
-      const int64_t n = std::min<int64_t>(x.rows() - t, 40 + rng() % 61);
-      v1::StreamScoreRequest request;
-      FeaturesToProto(Rows(x.view(), t, t + n).view(), request.mutable_chunk());
-      if (posteriors) *request.mutable_posteriors() = posteriors(t, n);
-      EXPECT_TRUE(stream->Write(request));
-      v1::StreamScoreResponse response;
-      if (!stream->Read(&response)) break;
-      Answer answer{.first_frame = static_cast<int64_t>(response.first_frame()),
-                    .report = response.adaptation()};
-      absl::StatusOr<FloatMatrix> scores = ScoresFromProto(response.scores(0));
-      EXPECT_TRUE(scores.ok());
-      if (scores.ok()) answer.scores = *std::move(scores);
-      answers.push_back(std::move(answer));
-      t += n;
-      if (t >= due) {
-        // The update from frames [0, t) is on its way: wait for it.
-        const absl::Time give_up = absl::Now() + absl::Seconds(20);
-        for (;;) {
-          absl::StatusOr<v1::GetAdaptationResponse> got = Fetch(a.save_as());
-          if (got.ok() && got->report().version() > published) {
-            published = got->report().version();
-            EXPECT_EQ(got->report().frames(), static_cast<uint64_t>(t));
-            break;
-          }
-          if (absl::Now() > give_up) {
-            ADD_FAILURE() << "no update published after frame " << t;
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-        due = t + a.update_every_frames();
-      }
-    }
-    stream->WritesDone();
-    v1::StreamScoreResponse extra;
-    EXPECT_FALSE(stream->Read(&extra));
-    const grpc::Status status = stream->Finish();
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    return answers;
+    return gmmscore::RunLockstep(
+               stub_.get(), config, x.view(), [&rng] { return static_cast<int64_t>(40 + rng() % 61); },
+               posteriors)
+        .answers;
   }
 
   static TestDaemon* daemon_;

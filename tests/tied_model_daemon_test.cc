@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/tied_mixture_scorer.h"
 #include "kernels/io/sphinx_features.h"
@@ -164,6 +165,20 @@ TEST_F(TiedModelDaemonTest, ServesEnUsPtmTiedAndMatchesOfflineScorer) {
     EXPECT_TRUE(absl::IsOutOfRange((*session)->Next().status()));
     EXPECT_TRUE((*session)->Finish().ok());
   }
+
+  // Live adaptation needs Gaussians of each state's own: refused for the
+  // tied model with a status that says so.
+  v1::StreamConfig adapting;
+  adapting.add_models("en-us");
+  adapting.mutable_adaptation()->set_method(v1::AdaptationConfig::FMLLR);
+  absl::StatusOr<std::unique_ptr<StreamSession>> refused = (*client)->StartStream(adapting);
+  absl::Status ended = refused.ok() ? (*refused)->Push(features->view().Rows(0, 10)) : refused.status();
+  if (ended.ok() && refused.ok()) {
+    ASSERT_TRUE((*refused)->CloseSend().ok());
+    ended = (*refused)->Next().status();
+  }
+  EXPECT_EQ(ended.code(), absl::StatusCode::kFailedPrecondition) << ended;
+  EXPECT_THAT(std::string(ended.message()), ::testing::HasSubstr("tied-mixture"));
 }
 
 }  // namespace

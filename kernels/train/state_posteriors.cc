@@ -38,13 +38,23 @@ void AddFramePosteriors(int32_t frame, int64_t count, StateOf state_of, ScoreOf 
   double best = -std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < count; ++i) best = std::max(best, static_cast<double>(score_of(i)));
   if (!std::isfinite(best)) return;
+  // States more than kNegligible nats below the best have posteriors under
+  // e^-30 (1e-13) each: left out of the sum and the pairs, which spares an
+  // exp for nearly every state of a large model.
+  constexpr double kNegligible = 30.0;
+  const double floor = best - kNegligible;
   double total = 0.0;
-  for (int64_t i = 0; i < count; ++i) total += std::exp(score_of(i) - best);
+  for (int64_t i = 0; i < count; ++i) {
+    const double score = score_of(i);
+    if (score >= floor) total += std::exp(score - best);
+  }
   const double log_total = best + std::log(total);
   double silence_mass = 0.0;
   const size_t start = out->size();
   for (int64_t i = 0; i < count; ++i) {
-    const double posterior = std::exp(score_of(i) - log_total);
+    const double score = score_of(i);
+    if (score < floor) continue;
+    const double posterior = std::exp(score - log_total);
     const int64_t state = state_of(i);
     if (silence.contains(state)) {
       silence_mass += posterior;

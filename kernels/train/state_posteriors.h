@@ -10,8 +10,10 @@
 // A frame's silence mass is the sum of its posteriors on silence states.
 // Silence states never contribute; a frame whose silence mass reaches
 // silence_threshold (when > 0) contributes nothing at all. Posteriors from
-// scores below min_posterior are dropped (not renormalised); a model of one
-// state (a UBM) gives every frame weight 1.
+// scores below min_posterior are dropped (not renormalised), and so are
+// states 30 nats or more below the frame's best (posteriors under 1e-13,
+// never computed: a 5000-state frame costs a pass of compares and a few
+// exps); a model of one state (a UBM) gives every frame weight 1.
 #ifndef GMMSCORE_KERNELS_TRAIN_STATE_POSTERIORS_H_
 #define GMMSCORE_KERNELS_TRAIN_STATE_POSTERIORS_H_
 

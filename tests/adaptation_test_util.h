@@ -1,0 +1,52 @@
+// Streams for the live-adaptation tests: one chunk at a time, waiting after
+// each chunk that makes an update due until the update is published
+// (AdaptationConfig.save_as), so that the next chunk is scored by it, as in
+// a live stream whose updates (milliseconds) are far faster than speech.
+//
+//   LockstepStream run = RunLockstep(stub, config, frames, [&] { return 40 + rng() % 61; });
+//   for (const AdaptedAnswer& a : run.answers) ... a.report.version() ...
+#ifndef GMMSCORE_TESTS_ADAPTATION_TEST_UTIL_H_
+#define GMMSCORE_TESTS_ADAPTATION_TEST_UTIL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "kernels/core/matrix.h"
+
+namespace gmmscore {
+
+struct AdaptedAnswer {
+  int64_t first_frame = 0;
+  FloatMatrix scores;  // the first model's
+  v1::AdaptationReport report;
+};
+
+struct LockstepStream {
+  std::vector<AdaptedAnswer> answers;
+  // Every version published while the stream ran (GetAdaptation).
+  std::map<uint64_t, v1::GetAdaptationResponse> published;
+  grpc::Status status;
+};
+
+// GetAdaptation(name) as a Status.
+absl::StatusOr<v1::GetAdaptationResponse> FetchAdaptation(v1::AcousticScorer::Stub* stub,
+                                                          const std::string& name);
+
+// Streams `frames` under `config` (which adapts, with save_as set) in chunks
+// of next_chunk() frames; `posteriors(first, n)` (optional) gives each
+// chunk's decoder posteriors. Fails the test when an update is not
+// published within 20 s of being due or when it says other frames than
+// the chunk ends it was due at.
+LockstepStream RunLockstep(
+    v1::AcousticScorer::Stub* stub, const v1::StreamConfig& config, ConstMatrixView frames,
+    const std::function<int64_t()>& next_chunk,
+    const std::function<v1::ChunkPosteriors(int64_t, int64_t)>& posteriors = nullptr);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_TESTS_ADAPTATION_TEST_UTIL_H_
