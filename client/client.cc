@@ -77,6 +77,18 @@ absl::StatusOr<v1::AlignResponse> Client::Align(const v1::AlignRequest& request)
   return response;
 }
 
+absl::StatusOr<v1::GetAdaptationResponse> Client::GetAdaptation(const std::string& name) {
+  grpc::ClientContext context;
+  Authorize(&context);
+  context.set_deadline(DeadlineIn(options_.call_timeout));
+  v1::GetAdaptationRequest request;
+  request.set_name(name);
+  v1::GetAdaptationResponse response;
+  absl::Status status = ToAbslStatus(stub_->GetAdaptation(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::StatusOr<std::unique_ptr<StreamSession>> Client::StartStream(
     const v1::StreamConfig& config) {
   auto context = std::make_unique<grpc::ClientContext>();

@@ -71,6 +71,12 @@ class Client {
   // utterances in flight (the server batches them).
   absl::StatusOr<v1::AlignResponse> Align(const v1::AlignRequest& request);
 
+  // The latest adaptation published under `name` (AdaptationConfig.save_as):
+  // an fMLLR transform, or the name its MAP model is served under.
+  // NOT_FOUND when nothing was published under it; UNIMPLEMENTED from a
+  // server without live adaptation.
+  absl::StatusOr<v1::GetAdaptationResponse> GetAdaptation(const std::string& name);
+
   // Opens a StreamScore stream and sends `config` as its first message.
   // Does not wait for the server: a bad config, an unknown model or an
   // unreachable server arrive as the stream's status (from Next, Push or

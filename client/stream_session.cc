@@ -11,6 +11,7 @@ namespace {
 absl::StatusOr<StreamAnswer> DecodeAnswer(const v1::StreamScoreResponse& response) {
   StreamAnswer answer;
   answer.first_frame = static_cast<int64_t>(response.first_frame());
+  if (response.has_adaptation()) answer.adaptation = response.adaptation();
   for (const v1::StateScores& scores : response.scores()) {
     absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(scores);
     if (!matrix.ok()) return matrix.status();

@@ -51,6 +51,9 @@ struct StreamAnswer {
   std::string dominant_model;
   // The full report as sent (several models only).
   v1::FusionReport fusion;
+  // For a stream that adapts (StreamConfig.adaptation): the update that
+  // scored this chunk (version 0: none yet). Absent otherwise.
+  std::optional<v1::AdaptationReport> adaptation;
 };
 
 class StreamSession {

@@ -413,7 +413,9 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
                    .live_streams = registry_.live_streams(),
                    .streams_started = streams_started_.load(std::memory_order_relaxed),
                    .uptime = absl::Now() - start_time_,
-                   .device = repository_->device()},
+                   .device = repository_->device(),
+                   .adaptation = adaptation_ == nullptr ? AdaptationCounters{}
+                                                        : adaptation_->counters()},
                   response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

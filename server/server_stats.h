@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.pb.h"
+#include "server/adaptation_hub.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 
@@ -25,6 +26,7 @@ struct ServerCounters {
   int64_t streams_started = 0;
   absl::Duration uptime;
   std::string device;
+  AdaptationCounters adaptation;  // zeros without live adaptation
 };
 
 // Fills every field of *out from `counters`, plus process_cpu_us from

@@ -188,31 +188,51 @@ void StreamAdaptation::Gather(std::shared_ptr<const FloatMatrix> frames, ScoreRe
   hub_->Post([self = shared_from_this()] { self->RunBacklog(); });
 }
 
-void StreamAdaptation::Close() {
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
-  backlog_.clear();
-  backlog_frames_ = 0;
+void StreamAdaptation::Close(bool ended_well) {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    final_wanted_ = ended_well && !save_as_.empty();
+    if (!final_wanted_) {
+      backlog_.clear();
+      backlog_frames_ = 0;
+    }
+    if (running_ || !WorkLeftLocked()) return;
+    running_ = true;
+  }
+  hub_->Post([self = shared_from_this()] { self->RunBacklog(); });
+}
+
+bool StreamAdaptation::WorkLeftLocked() const {
+  return !backlog_.empty() || (final_wanted_ && !final_done_);
 }
 
 // One chunk per task, then the task goes to the back of the hub's queue:
 // streams share the workers in turn.
 void StreamAdaptation::RunBacklog() {
-  Work work;
+  std::optional<Work> work;
   {
     absl::MutexLock lock(&mu_);
-    if (closed_ || backlog_.empty()) {
+    if (!WorkLeftLocked()) {
       running_ = false;
       return;
     }
-    work = std::move(backlog_.front());
-    backlog_.pop_front();
-    backlog_frames_ -= work.frames->rows();
+    if (!backlog_.empty()) {
+      work = std::move(backlog_.front());
+      backlog_.pop_front();
+      backlog_frames_ -= work->frames->rows();
+    } else {
+      final_done_ = true;
+    }
   }
-  GatherOne(std::move(work));
+  if (work.has_value()) {
+    GatherOne(*std::move(work));
+  } else if (adapter_->frames() > updated_frames_) {
+    UpdateNow();  // the closing update, from every frame gathered
+  }
   {
     absl::MutexLock lock(&mu_);
-    if (closed_ || backlog_.empty()) {
+    if (!WorkLeftLocked()) {
       running_ = false;
       return;
     }
@@ -290,6 +310,7 @@ void StreamAdaptation::UpdateNow() {
       report.set_last_error(absl::StrCat("not published: ", published.message()));
     }
   }
+  updated_frames_ = update->frames;
   hub_->counting().updates.fetch_add(1);
   LogInfo("stream %s: adaptation v%d (%s, %s) from %d frames, count %.0f, gain %.3f nats/frame",
           label_, update->version, AdaptationMethodName(update->method), update->mode,

@@ -15,8 +15,13 @@
 // Bounds: chunks waiting for a worker hold at most
 // AdaptationLimits::max_backlog_frames frames; beyond that a chunk is
 // skipped (its frames counted in every later report's skipped_frames), so
-// a stream that outruns the workers costs bounded memory. Closing drops the
-// backlog; a task already running finishes and releases its model.
+// a stream that outruns the workers costs bounded memory. A stream that
+// publishes (save_as) and ends well (the client half-closed, every chunk
+// answered) is closed with its final update: the workers finish its
+// backlog and make one more update from all its frames, published under
+// the name (a speaker's transform from everything they said). Any other
+// close drops the backlog. A task already running finishes and releases
+// its model.
 //
 // Thread safety: all methods are thread-safe. Objects are shared: the
 // workers' tasks hold a reference while they run.
@@ -88,8 +93,9 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   void Gather(std::shared_ptr<const FloatMatrix> frames, ScoreResult scores,
               std::optional<std::vector<StatsPair>> decoder_pairs);
 
-  // The stream ended: nothing more is gathered or estimated.
-  void Close();
+  // The stream ended (`ended_well`: its status is OK): nothing more is
+  // gathered; see the file comment for what is still estimated.
+  void Close(bool ended_well);
 
  private:
   struct Work {
@@ -102,8 +108,11 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
                    std::shared_ptr<const ServedModel> base,
                    std::shared_ptr<const FeatureTransform> input_transform, std::string save_as,
                    std::string label, std::unique_ptr<OnlineAdapter> adapter);
-  // Worker: gathers the backlog in order, updating when due.
+  // Worker: gathers the backlog in order, updating when due, and makes
+  // the final update of a closed stream that publishes.
   void RunBacklog();
+  // Under mu_: whether a worker still has something to do.
+  bool WorkLeftLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GatherOne(Work work);
   void UpdateNow();
 
@@ -118,6 +127,7 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   const std::string label_;
   // Touched by one worker task at a time (running_ below).
   const std::unique_ptr<OnlineAdapter> adapter_;
+  int64_t updated_frames_ = 0;  // the frames of the last update made
 
   mutable absl::Mutex mu_;
   Current current_ ABSL_GUARDED_BY(mu_);
@@ -125,6 +135,8 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   int64_t backlog_frames_ ABSL_GUARDED_BY(mu_) = 0;
   bool running_ ABSL_GUARDED_BY(mu_) = false;  // a worker task owns the backlog
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool final_wanted_ ABSL_GUARDED_BY(mu_) = false;  // closed well, with save_as
+  bool final_done_ ABSL_GUARDED_BY(mu_) = false;  // the closing update was made (or skipped)
 };
 
 }  // namespace gmmscore

@@ -36,7 +36,7 @@ StreamScoreSession::StreamScoreSession(const StreamEnvironment& env, StreamCall*
 StreamScoreSession::~StreamScoreSession() {
   {
     absl::MutexLock lock(&mu_);
-    if (adaptation_ != nullptr) adaptation_->Close();
+    if (adaptation_ != nullptr) adaptation_->Close(end_status_.has_value() && end_status_->ok());
   }
   if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_sub(1);
 }

@@ -185,13 +185,19 @@ TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
     }
     EXPECT_GE(last_version, 3u);
     EXPECT_GT(adapted, 0);
-    // The published transform is the last update's (float32 of the same).
-    absl::StatusOr<v1::GetAdaptationResponse> got = Fetch(name);
+    // After the stream: the closing update, from every frame, published
+    // (float32 of what est-fmllr makes from them).
+    absl::StatusOr<v1::GetAdaptationResponse> got = AwaitPublished(stub_.get(), name, x.rows());
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(got->method(), v1::AdaptationConfig::FMLLR);
-    ASSERT_EQ(got->transform().values_size(), static_cast<int>(last_transform.size()));
-    for (size_t i = 0; i < last_transform.size(); ++i) {
-      EXPECT_NEAR(got->transform().values(i), last_transform[i], 1e-4) << i;
+    FmllrAccumulator accumulator(gmm);
+    FmllrStats stats = FmllrStats::ForDim(kDim);
+    ASSERT_TRUE(accumulator.Accumulate(x.view(), PairsOfAnswers(answers, x.rows(), {}), &stats).ok());
+    absl::StatusOr<FmllrResult> all = EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(got->transform().values_size(), static_cast<int>(all->transform.size()));
+    for (size_t i = 0; i < all->transform.size(); ++i) {
+      EXPECT_NEAR(got->transform().values(i), all->transform[i], 1e-4) << i;
     }
     // The adapted streams raise the likelihood (mode full at these counts).
     EXPECT_EQ(got->report().mode(), "full");
@@ -216,7 +222,10 @@ TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt
   const Answer& last = answers.back();
   ASSERT_GE(last.report.version(), 1u);
   EXPECT_EQ(last.report.mode(), "map-means");
-  const int64_t n = static_cast<int64_t>(last.report.frames());
+  // The closing update (from every frame) is the one published last.
+  absl::StatusOr<v1::GetAdaptationResponse> got = AwaitPublished(stub_.get(), "spk-map", x.rows());
+  ASSERT_TRUE(got.ok()) << got.status();
+  const int64_t n = x.rows();
 
   // Offline: reference statistics of frames [0, N) under the answers'
   // posteriors (silence state 0 left out), MapUpdate of the means.
@@ -235,8 +244,6 @@ TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt
   ASSERT_TRUE(want.ok());
 
   // Published and served under the name, with those means.
-  absl::StatusOr<v1::GetAdaptationResponse> got = Fetch("spk-map");
-  ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->model(), "spk-map");
   absl::StatusOr<std::shared_ptr<const ServedModel>> served =
       daemon_->daemon().repository().Find("spk-map");
@@ -249,8 +256,8 @@ TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt
           << s << " " << k;
     }
   }
-  // A later stream of the speaker names the published model: the same
-  // scores as the adapted stream's last chunk.
+  // A later stream of the speaker names the published model: its scores
+  // are the adapted stream's when both come from the same update.
   v1::StreamConfig later;
   later.add_models("spk-map");
   const FloatMatrix chunk = Rows(x.view(), last.first_frame, last.first_frame + last.scores.rows());
@@ -300,7 +307,7 @@ TEST_F(AdaptationDaemonTest, DecoderPosteriorsDriveTheUpdate) {
   };
   const std::vector<Answer> answers = RunLockstep(config, x, rng, posteriors);
   ASSERT_FALSE(answers.empty());
-  absl::StatusOr<v1::GetAdaptationResponse> got = Fetch("decoded");
+  absl::StatusOr<v1::GetAdaptationResponse> got = AwaitPublished(stub_.get(), "decoded", x.rows());
   ASSERT_TRUE(got.ok());
   const int64_t n = static_cast<int64_t>(got->report().frames());
   std::vector<StatsPair> pairs;

@@ -44,6 +44,20 @@ std::optional<v1::GetAdaptationResponse> AwaitVersion(v1::AcousticScorer::Stub* 
 
 }  // namespace
 
+absl::StatusOr<v1::GetAdaptationResponse> AwaitPublished(v1::AcousticScorer::Stub* stub,
+                                                         const std::string& name, uint64_t frames) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  for (;;) {
+    absl::StatusOr<v1::GetAdaptationResponse> got = FetchAdaptation(stub, name);
+    if (got.ok() && got->report().frames() == frames) return got;
+    if (absl::Now() > give_up) {
+      ADD_FAILURE() << "'" << name << "' was not published from " << frames << " frames";
+      return got.ok() ? absl::DeadlineExceededError("not published") : got.status();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 LockstepStream RunLockstep(v1::AcousticScorer::Stub* stub, const v1::StreamConfig& config,
                            ConstMatrixView frames, const std::function<int64_t()>& next_chunk,
                            const std::function<v1::ChunkPosteriors(int64_t, int64_t)>& posteriors) {

@@ -37,6 +37,12 @@ struct LockstepStream {
 absl::StatusOr<v1::GetAdaptationResponse> FetchAdaptation(v1::AcousticScorer::Stub* stub,
                                                           const std::string& name);
 
+// Waits (20 s at most) until the update published under `name` is the one
+// from `frames` frames: a stream that publishes makes its closing update
+// after it ends. Fails the test otherwise.
+absl::StatusOr<v1::GetAdaptationResponse> AwaitPublished(v1::AcousticScorer::Stub* stub,
+                                                         const std::string& name, uint64_t frames);
+
 // Streams `frames` under `config` (which adapts, with save_as set) in chunks
 // of next_chunk() frames; `posteriors(first, n)` (optional) gives each
 // chunk's decoder posteriors. Fails the test when an update is not

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <chrono>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -99,6 +101,47 @@ TEST_F(RemoteCliTest, StreamWritesTheFusedScoresOfEveryUtterance) {
       ASSERT_NEAR(fused.data()[i], expected.loglikes.data()[i], allowed);
     }
   }
+}
+
+// --adaptation: the server adapts each utterance's stream and publishes its
+// updates under the utterance's key; `gmmscore adaptation` fetches the
+// transform as a Kaldi matrix.
+TEST_F(RemoteCliTest, StreamAdaptsLiveAndAdaptationFetchesTheTransform) {
+  std::vector<KaldiMatrixEntry> utterances = {{"utt9", TestFeatures(daemon_->model("spk_a"), 400, 3)}};
+  const std::string features = Temp("feats.ark"), output = Temp("out.ark"), trans = Temp("trans.ark");
+  ASSERT_TRUE(WriteKaldiMatrixArchive("ark:" + features, utterances).ok());
+  RunResult run = RunProgram(GMMSCORE_CLI, {"stream", "--server=" + daemon_->address(), "--model=spk_a",
+                                            "--chunk_frames=20", "--adaptation=fmllr",
+                                            "--adaptation_start_frames=100", "--adaptation_every_frames=100",
+                                            "--features=ark:" + features, "--output=ark:" + output});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("utt9: last chunk scored by adaptation v"));
+  // Updates are estimated off the scoring path; the stream's closing one,
+  // from all 400 frames, is published after it ends: wait for it.
+  for (int tries = 0; tries < 500; ++tries) {
+    run = RunProgram(GMMSCORE_CLI, {"adaptation", "--server=" + daemon_->address(), "--name=utt9",
+                                    "--output=ark:" + trans});
+    if (run.exit_code == 0 && run.out.find("from 400 frames") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("utt9: fmllr v"));
+  EXPECT_THAT(run.out, HasSubstr("from 400 frames"));
+  absl::StatusOr<std::vector<KaldiMatrixEntry>> got = ReadKaldiMatrixArchive("ark:" + trans);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].key, "utt9");
+  EXPECT_EQ((*got)[0].matrix.rows(), 9);
+  EXPECT_EQ((*got)[0].matrix.cols(), 10);
+  // Unknown names and methods are refused with a message.
+  run = RunProgram(GMMSCORE_CLI, {"adaptation", "--server=" + daemon_->address(), "--name=nobody"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, HasSubstr("no adaptation was published as 'nobody'"));
+  run = RunProgram(GMMSCORE_CLI, {"stream", "--server=" + daemon_->address(), "--model=spk_a",
+                                  "--adaptation=magic", "--features=ark:" + features,
+                                  "--output=ark:" + output});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, HasSubstr("unknown --adaptation 'magic'"));
 }
 
 TEST_F(RemoteCliTest, StreamReportsServerErrorsAndRemovesThePartialOutput) {

@@ -21,7 +21,7 @@ ABSL_DECLARE_FLAG(std::string, server);
 
 ABSL_FLAG(std::string, name, "",
           "model name: a file in the server's model repository without its extension (or a "
-          "Sphinx model directory)");
+          "Sphinx model directory); for `adaptation`, the name an update was published under");
 
 namespace gmmscore::cli {
 namespace {

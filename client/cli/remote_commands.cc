@@ -41,6 +41,13 @@ ABSL_FLAG(double, acoustic_scale, 1.0,
 ABSL_FLAG(std::string, transforms, "",
           "optional rspecifier of per-utterance D x (D+1) fMLLR transforms (Kaldi matrix "
           "archive keyed by utterance), applied by the server before scoring");
+ABSL_FLAG(std::string, adaptation, "none",
+          "live adaptation of each stream by the server: none, fmllr or map (MAP means), from "
+          "the first model's own posteriors; each utterance's latest update is published under "
+          "its key (fetch it with `gmmscore adaptation`)");
+ABSL_FLAG(int64_t, adaptation_start_frames, 300, "adaptation: first update after these frames");
+ABSL_FLAG(int64_t, adaptation_every_frames, 500, "adaptation: then one every these frames");
+ABSL_DECLARE_FLAG(std::string, name);  // admin_commands.cc; `adaptation` uses it too
 ABSL_FLAG(double, frame_shift_ms, 10.0, "frame shift, for audio time and the real-time factor");
 ABSL_FLAG(bool, summary, true,
           "print a readable summary per utterance (frames, real-time factor, best states over "
@@ -117,6 +124,26 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags() {
   options->set_acoustic_scale(static_cast<float>(absl::GetFlag(FLAGS_acoustic_scale)));
   // Only the fused (or single) matrix is written.
   config.mutable_output()->set_fused_only(true);
+  const std::string adaptation = absl::GetFlag(FLAGS_adaptation);
+  if (adaptation != "none") {
+    v1::AdaptationConfig* a = config.mutable_adaptation();
+    if (adaptation == "fmllr") {
+      a->set_method(v1::AdaptationConfig::FMLLR);
+    } else if (adaptation == "map") {
+      a->set_method(v1::AdaptationConfig::MAP_MEANS);
+    } else {
+      return UsageError(absl::StrCat("unknown --adaptation '", adaptation,
+                                     "' (expected none, fmllr or map)"));
+    }
+    if (absl::GetFlag(FLAGS_adaptation_start_frames) < 1 ||
+        absl::GetFlag(FLAGS_adaptation_every_frames) < 1) {
+      return UsageError("--adaptation_start_frames and --adaptation_every_frames must be >= 1");
+    }
+    a->set_start_after_frames(absl::GetFlag(FLAGS_adaptation_start_frames));
+    a->set_update_every_frames(absl::GetFlag(FLAGS_adaptation_every_frames));
+    // The adaptation needs the first model's own scores.
+    config.mutable_output()->set_fused_only(false);
+  }
   return config;
 }
 
@@ -132,6 +159,7 @@ absl::StatusOr<std::map<std::string, FloatMatrix>> ReadTransforms() {
 struct StreamedUtterance {
   FloatMatrix scores;                        // T x S
   std::vector<std::string> dominant_models;  // per chunk, with fusion
+  std::optional<v1::AdaptationReport> adaptation;  // the last answer's
 };
 
 // Streams one utterance in chunks of `chunk_frames` and collects its answers.
@@ -157,6 +185,7 @@ absl::StatusOr<StreamedUtterance> StreamUtterance(Client& client, const v1::Stre
     std::copy(answer.scores.data(), answer.scores.data() + answer.scores.rows() * answer.scores.cols(),
               out.scores.row(next));
     if (!answer.dominant_model.empty()) out.dominant_models.push_back(answer.dominant_model);
+    if (answer.adaptation.has_value()) out.adaptation = answer.adaptation;
     next += answer.scores.rows();
   }
   GMM_RETURN_IF_ERROR(session->Finish());
@@ -191,6 +220,7 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
     const std::string& key = reader->key();
     v1::StreamConfig config = base_config;
     config.set_stream_id(key);
+    if (config.has_adaptation()) config.mutable_adaptation()->set_save_as(key);
     if (!transforms.empty()) {
       auto it = transforms.find(key);
       if (it == transforms.end()) {
@@ -216,6 +246,15 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
     const std::string lines =
         summary.AddUtterance(key, streamed->scores, streamed->dominant_models, seconds);
     if (print_summary) std::fputs(lines.c_str(), stderr);
+    if (print_summary && streamed->adaptation.has_value()) {
+      const v1::AdaptationReport& a = *streamed->adaptation;
+      std::fprintf(stderr,
+                   "  %s: last chunk scored by adaptation v%llu (%s, from %llu frames, gain %.3f "
+                   "nats/frame)%s%s\n",
+                   key.c_str(), static_cast<unsigned long long>(a.version()), a.mode().c_str(),
+                   static_cast<unsigned long long>(a.frames()), a.gain_per_frame(),
+                   a.last_error().empty() ? "" : "; last error: ", a.last_error().c_str());
+    }
   }
   const absl::Status closed = writer->Close();
   if (status.ok()) status = closed;
@@ -230,6 +269,32 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
   return absl::OkStatus();
 }
 
+absl::Status RunAdaptation(const SpecifiedFlags& specified) {
+  GMM_RETURN_IF_ERROR(RequireFlags(specified, {"name"}, "adaptation"));
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectToServer());
+  const std::string name = absl::GetFlag(FLAGS_name);
+  GMM_ASSIGN_OR_RETURN(v1::GetAdaptationResponse got, client->GetAdaptation(name));
+  const v1::AdaptationReport& r = got.report();
+  std::printf("%s: %s v%llu from %llu frames, count %.1f, gain %.4f nats/frame, mode %s%s%s\n",
+              name.c_str(), got.method() == v1::AdaptationConfig::FMLLR ? "fmllr" : "map",
+              static_cast<unsigned long long>(r.version()),
+              static_cast<unsigned long long>(r.frames()), r.count(), r.gain_per_frame(),
+              r.mode().c_str(), got.model().empty() ? "" : ", served as ", got.model().c_str());
+  const std::string wspecifier = absl::GetFlag(FLAGS_output);
+  if (wspecifier.empty()) return absl::OkStatus();
+  if (!got.has_transform()) {
+    return UsageError(absl::StrCat("'", name, "' is a MAP model (served as '", got.model(),
+                                   "'), not a transform; --output has nothing to write"));
+  }
+  const v1::AffineTransform& w = got.transform();
+  FloatMatrix matrix(w.rows(), w.cols());
+  std::copy(w.values().begin(), w.values().end(), matrix.data());
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer,
+                       KaldiMatrixArchiveWriter::Open(wspecifier));
+  GMM_RETURN_IF_ERROR(writer->Write(name, matrix.view()));
+  return writer->Close();
+}
+
 }  // namespace
 
 std::vector<Command> RemoteCommands() {
@@ -238,17 +303,31 @@ std::vector<Command> RemoteCommands() {
        "gmmscore stream --server HOST:PORT --model NAME[,NAME...] --features ark:FEATS\n"
        "                --output ark[,t]:OUT [--chunk_frames 10]\n"
        "                [--fusion max|logsumexp|posterior] [--weights W,...]\n"
-       "                [--window_frames 50] [--acoustic_scale 1] [--transforms ark:TRANS]\n\n"
+       "                [--window_frames 50] [--acoustic_scale 1] [--transforms ark:TRANS]\n"
+       "                [--adaptation none|fmllr|map] [--adaptation_start_frames 300]\n"
+       "                [--adaptation_every_frames 500]\n\n"
        "Here --model names models the server serves (see `gmmscore models`), not files. Each\n"
        "utterance of FEATS becomes one StreamScore stream, sent in chunks of --chunk_frames as\n"
        "a live decoder would; the answers (the fused matrix when several models are named,\n"
        "else the model's) are written under the utterance's key as a frames x states archive,\n"
        "like `gmmscore score`. A summary (frames, real-time factor, best states over time,\n"
-       "dominant model) goes to stderr unless --nosummary.",
+       "dominant model) goes to stderr unless --nosummary. With --adaptation the server adapts\n"
+       "each stream live from its own speech (docs/TRAINING.md) and publishes each update\n"
+       "under the utterance's key.",
        WithConnectionFlags({"server", "model", "features", "output", "chunk_frames", "fusion",
                             "weights", "window_frames", "acoustic_scale", "transforms",
+                            "adaptation", "adaptation_start_frames", "adaptation_every_frames",
                             "frame_shift_ms", "summary"}),
        RunStream},
+      {"adaptation", "fetch an adaptation a gmmscored published (GetAdaptation)",
+       "gmmscore adaptation --server HOST:PORT --name NAME [--output ark[,t]:TRANS]\n\n"
+       "Prints the latest update published under NAME (AdaptationConfig.save_as; `gmmscore\n"
+       "stream --adaptation` publishes under each utterance's key): method, version, frames,\n"
+       "count, gain and mode. An fMLLR transform is written to --output as a Kaldi matrix under\n"
+       "NAME, ready for `gmmscore score --fmllr` or `stream --transforms`; a MAP model is\n"
+       "served under NAME (stream with --model NAME).",
+       WithConnectionFlags({"server", "name", "output"}),
+       RunAdaptation},
       {"models", "list the models a gmmscored serves",
        "gmmscore models [--server HOST:PORT]\n\n"
        "One line per model: name, dimension, states, Gaussians, device, host and device MiB.",

@@ -93,6 +93,14 @@ ABSL_FLAG(int, top_k, 0, "Sparse answers: per frame at most this many best state
 ABSL_FLAG(bool, float16, false,
           "Answers in half precision (OutputOptions.float16): half the bytes; values within "
           "2^-11 of their distance from the frame's best state (verification allows that).");
+ABSL_FLAG(std::string, adaptation, "none",
+          "Live adaptation of every stream (StreamConfig.adaptation): none, fmllr or map (MAP "
+          "means), driven by the first model's own posteriors. Not with --verify_fraction "
+          "(adapted answers differ from the offline scores by design).");
+ABSL_FLAG(int64_t, adaptation_start_frames, 300,
+          "Adaptation: the first update after this many frames of each stream.");
+ABSL_FLAG(int64_t, adaptation_every_frames, 500,
+          "Adaptation: then one update every this many frames.");
 ABSL_FLAG(double, drain_s, 10, "After the stop: seconds the last answers may take.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of synthetic frames and of the verification sample.");
 ABSL_FLAG(std::string, json, "", "Write the report as JSON here.");
@@ -140,6 +148,29 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>&
   config.mutable_output()->set_top_k(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_top_k))));
   config.mutable_output()->set_float16(absl::GetFlag(FLAGS_float16));
   config.set_stream_id("gmmscore-load");
+  const std::string adaptation = absl::GetFlag(FLAGS_adaptation);
+  if (adaptation != "none") {
+    v1::AdaptationConfig* a = config.mutable_adaptation();
+    if (adaptation == "fmllr") {
+      a->set_method(v1::AdaptationConfig::FMLLR);
+    } else if (adaptation == "map") {
+      a->set_method(v1::AdaptationConfig::MAP_MEANS);
+    } else {
+      return absl::InvalidArgumentError("--adaptation: none, fmllr or map");
+    }
+    if (absl::GetFlag(FLAGS_verify_fraction) > 0) {
+      return absl::InvalidArgumentError(
+          "--adaptation changes the answers after each update; --verify_fraction cannot check "
+          "them against offline scores (use one or the other)");
+    }
+    if (absl::GetFlag(FLAGS_adaptation_start_frames) < 1 ||
+        absl::GetFlag(FLAGS_adaptation_every_frames) < 1) {
+      return absl::InvalidArgumentError(
+          "--adaptation_start_frames and --adaptation_every_frames must be >= 1");
+    }
+    a->set_start_after_frames(absl::GetFlag(FLAGS_adaptation_start_frames));
+    a->set_update_every_frames(absl::GetFlag(FLAGS_adaptation_every_frames));
+  }
   return config;
 }
 

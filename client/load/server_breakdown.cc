@@ -32,6 +32,15 @@ ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
   b.answers = static_cast<int64_t>(d(before.answers_sent(), after.answers_sent()));
   b.send_wait_ms = Ratio(d(before.send_wait_us(), after.send_wait_us()), b.answers) * 1e-3;
   b.send_ms = Ratio(d(before.send_us(), after.send_us()), b.answers) * 1e-3;
+  b.adapted_frames = static_cast<int64_t>(
+      d(before.adaptation_gathered_frames(), after.adaptation_gathered_frames()));
+  b.adaptation_skipped = static_cast<int64_t>(
+      d(before.adaptation_skipped_frames(), after.adaptation_skipped_frames()));
+  b.adaptation_updates =
+      static_cast<int64_t>(d(before.adaptation_updates(), after.adaptation_updates()));
+  b.adaptation_cores = Ratio(d(before.adaptation_gather_us(), after.adaptation_gather_us()) +
+                                 d(before.adaptation_update_us(), after.adaptation_update_us()),
+                             us);
   b.in_scheduler_ms = b.queue_wait_ms + b.worker_wait_ms + b.pack_ms + b.score_ms + b.answer_ms;
   return b;
 }
@@ -45,6 +54,12 @@ std::string FormatBreakdown(const ServerBreakdown& b) {
   if (b.answers > 0) {
     absl::StrAppendFormat(&line, "; per answer send wait %.2f + send %.2f ms", b.send_wait_ms,
                           b.send_ms);
+  }
+  if (b.adapted_frames > 0 || b.adaptation_skipped > 0) {
+    absl::StrAppendFormat(&line,
+                          "; adaptation %.2f cores: %d frames gathered, %d skipped, %d updates",
+                          b.adaptation_cores, b.adapted_frames, b.adaptation_skipped,
+                          b.adaptation_updates);
   }
   return line;
 }

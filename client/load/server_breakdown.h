@@ -41,6 +41,10 @@ struct ServerBreakdown {
   // client's HTTP/2 receive window). 0 from servers without these counters.
   int64_t answers = 0;
   double send_wait_ms = 0, send_ms = 0;
+  // Live adaptation: frames gathered and skipped, updates, and the cores
+  // its workers kept busy (gathering + estimating, off the scoring path).
+  int64_t adapted_frames = 0, adaptation_skipped = 0, adaptation_updates = 0;
+  double adaptation_cores = 0;
 };
 
 ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
