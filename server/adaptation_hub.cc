@@ -88,6 +88,21 @@ absl::StatusOr<SavedAdaptation> AdaptationHub::Find(const std::string& name) con
   return it->second.saved;
 }
 
+std::shared_ptr<const FmllrAccumulator> AdaptationHub::FmllrAccumulatorFor(
+    const std::shared_ptr<const DiagGmmModel>& model) {
+  absl::MutexLock lock(&accumulators_mu_);
+  for (auto it = accumulators_.begin(); it != accumulators_.end();) {
+    it = it->second.expired() ? accumulators_.erase(it) : std::next(it);
+  }
+  // Keyed by address: the entry of a model freed and another allocated at
+  // its address has expired with the first (its streams held the model).
+  std::weak_ptr<const FmllrAccumulator>& entry = accumulators_[model.get()];
+  if (std::shared_ptr<const FmllrAccumulator> shared = entry.lock()) return shared;
+  auto made = std::make_shared<const FmllrAccumulator>(*model);
+  entry = made;
+  return made;
+}
+
 AdaptationCounters AdaptationHub::counters() const {
   const Counting& c = counting_;
   return {.streams = c.streams.load(),

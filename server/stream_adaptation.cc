@@ -108,19 +108,17 @@ absl::StatusOr<std::shared_ptr<StreamAdaptation>> StreamAdaptation::Create(
           ClientText(save_as), (*served)->source));
     }
   }
-  absl::StatusOr<std::unique_ptr<OnlineAdapter>> adapter =
-      OnlineAdapter::Create(base->prepared->shared_model(), *options);
-  if (!adapter.ok()) return WithField(adapter.status());
-  return std::shared_ptr<StreamAdaptation>(
-      new StreamAdaptation(hub, *options, driving, base, plan.transform, save_as,
-                           std::move(label), *std::move(adapter)));
+  if (absl::Status valid = ValidateOnlineAdaptation(*options, base->model()); !valid.ok()) {
+    return WithField(valid);
+  }
+  return std::shared_ptr<StreamAdaptation>(new StreamAdaptation(
+      hub, *options, driving, base, plan.transform, save_as, std::move(label)));
 }
 
 StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options,
                                    int driving, std::shared_ptr<const ServedModel> base,
                                    std::shared_ptr<const FeatureTransform> input_transform,
-                                   std::string save_as, std::string label,
-                                   std::unique_ptr<OnlineAdapter> adapter)
+                                   std::string save_as, std::string label)
     : hub_(hub),
       options_(options),
       driving_(driving),
@@ -128,13 +126,24 @@ StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOpt
       input_transform_(options.method == AdaptationMethod::kMapMeans ? std::move(input_transform)
                                                                      : nullptr),
       save_as_(std::move(save_as)),
-      label_(std::move(label)),
-      adapter_(std::move(adapter)) {
+      label_(std::move(label)) {
   hub_->counting().streams.fetch_add(1);
   hub_->counting().live_streams.fetch_add(1);
 }
 
 StreamAdaptation::~StreamAdaptation() { hub_->counting().live_streams.fetch_sub(1); }
+
+absl::StatusOr<OnlineAdapter*> StreamAdaptation::Adapter() {
+  if (adapter_ == nullptr) {
+    const std::shared_ptr<const DiagGmmModel>& model = base_->prepared->shared_model();
+    absl::StatusOr<std::unique_ptr<OnlineAdapter>> made = OnlineAdapter::Create(
+        model, options_,
+        options_.method == AdaptationMethod::kFmllr ? hub_->FmllrAccumulatorFor(model) : nullptr);
+    if (!made.ok()) return made.status();
+    adapter_ = *std::move(made);
+  }
+  return adapter_.get();
+}
 
 StreamAdaptation::Current StreamAdaptation::Now() const {
   absl::MutexLock lock(&mu_);
@@ -227,7 +236,7 @@ void StreamAdaptation::RunBacklog() {
   }
   if (work.has_value()) {
     GatherOne(*std::move(work));
-  } else if (adapter_->frames() > updated_frames_) {
+  } else if (adapter_ != nullptr && adapter_->frames() > updated_frames_) {
     UpdateNow();  // the closing update, from every frame gathered
   }
   {
@@ -255,7 +264,9 @@ void StreamAdaptation::GatherOne(Work work) {
   if (input_transform_ != nullptr) {
     if (input_transform_->Apply(frames, &transformed).ok()) frames = transformed.view();
   }
-  absl::Status gathered = adapter_->AddChunk(frames, pairs);
+  absl::StatusOr<OnlineAdapter*> adapter = Adapter();
+  absl::Status gathered =
+      adapter.ok() ? (*adapter)->AddChunk(frames, pairs) : adapter.status();
   hub_->counting().gather_us.fetch_add(absl::ToInt64Microseconds(absl::Now() - start));
   if (!gathered.ok()) {
     // Checked before: not expected. The chunk is left out, and said so.
@@ -267,7 +278,7 @@ void StreamAdaptation::GatherOne(Work work) {
     return;
   }
   hub_->counting().gathered_frames.fetch_add(work.frames->rows());
-  if (adapter_->UpdateDue()) UpdateNow();
+  if ((*adapter)->UpdateDue()) UpdateNow();
 }
 
 void StreamAdaptation::UpdateNow() {

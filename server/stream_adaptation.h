@@ -107,7 +107,11 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options, int driving,
                    std::shared_ptr<const ServedModel> base,
                    std::shared_ptr<const FeatureTransform> input_transform, std::string save_as,
-                   std::string label, std::unique_ptr<OnlineAdapter> adapter);
+                   std::string label);
+  // The adapter, made on the worker at the first chunk (an fMLLR one shares
+  // its model's accumulator, AdaptationHub::FmllrAccumulatorFor, whose
+  // first making takes a while: never on a gRPC thread).
+  absl::StatusOr<OnlineAdapter*> Adapter();
   // Worker: gathers the backlog in order, updating when due, and makes
   // the final update of a closed stream that publishes.
   void RunBacklog();
@@ -126,7 +130,7 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   const std::string save_as_;
   const std::string label_;
   // Touched by one worker task at a time (running_ below).
-  const std::unique_ptr<OnlineAdapter> adapter_;
+  std::unique_ptr<OnlineAdapter> adapter_;
   int64_t updated_frames_ = 0;  // the frames of the last update made
 
   mutable absl::Mutex mu_;

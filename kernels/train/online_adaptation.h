@@ -17,8 +17,10 @@
 // unadapted model up to the first update, then the adapted one.
 //
 // Cost per frame, host only: fMLLR as FmllrAccumulator (4.6 us at D = 39
-// and 64 Gaussians a pair); MAP a float64 pass over the Gaussians of each
-// state kept. MAP holds sums for the Gaussians touched only (a hash map), so
+// and 64 Gaussians a pair), on frames gathered kFlushFrames at a time
+// (a live stream's 10-frame chunks would each pay the accumulator's fixed
+// cost of a D x (D+1) x (D+1) sum); MAP a float64 pass over the Gaussians
+// of each state kept. MAP holds sums for the Gaussians touched only (a hash map), so
 // a stream of a 160k-Gaussian model holds what its speech reached.
 //
 // Thread safety: none; one caller at a time (the daemon serialises each
@@ -91,8 +93,12 @@ struct AdaptationUpdate {
 class OnlineAdapter {
  public:
   // INVALID_ARGUMENT: a null model, or ValidateOnlineAdaptation's errors.
+  // `fmllr_accumulator` (fMLLR only; null: made here) is the model's
+  // FmllrAccumulator: immutable and large (float64 terms of every Gaussian,
+  // 200 MB for 5000 x 32 x 39), so streams of one model share one.
   static absl::StatusOr<std::unique_ptr<OnlineAdapter>> Create(
-      std::shared_ptr<const DiagGmmModel> model, const OnlineAdaptationOptions& options);
+      std::shared_ptr<const DiagGmmModel> model, const OnlineAdaptationOptions& options,
+      std::shared_ptr<const FmllrAccumulator> fmllr_accumulator = nullptr);
 
   // Adds a chunk's statistics: `frames` (T x D, raw, as the client sent
   // them) under `pairs` (frame indices within the chunk, targets = states;
@@ -109,6 +115,9 @@ class OnlineAdapter {
   // degenerate ones fall back, see fmllr_estimate.h).
   absl::StatusOr<AdaptationUpdate> Update();
 
+  // Frames buffered before fMLLR statistics are gathered from them.
+  static constexpr int64_t kFlushFrames = 256;
+
   int64_t frames() const { return frames_; }
   uint64_t version() const { return version_; }
   const OnlineAdaptationOptions& options() const { return options_; }
@@ -120,15 +129,23 @@ class OnlineAdapter {
     std::vector<double> sum;  // D
   };
 
-  OnlineAdapter(std::shared_ptr<const DiagGmmModel> model, const OnlineAdaptationOptions& options);
+  OnlineAdapter(std::shared_ptr<const DiagGmmModel> model, const OnlineAdaptationOptions& options,
+                std::shared_ptr<const FmllrAccumulator> fmllr_accumulator);
   absl::Status AddMapStats(ConstMatrixView frames, absl::Span<const StatsPair> pairs);
-  absl::StatusOr<AdaptationUpdate> UpdateFmllr() const;
+  // fMLLR: the buffered frames' statistics, then an empty buffer.
+  absl::Status FlushFmllr();
+  absl::StatusOr<AdaptationUpdate> UpdateFmllr();
   absl::StatusOr<AdaptationUpdate> UpdateMapMeans() const;
 
   const std::shared_ptr<const DiagGmmModel> model_;
   const OnlineAdaptationOptions options_;
-  std::unique_ptr<FmllrAccumulator> fmllr_accumulator_;  // fMLLR only
+  const ModelShape shape_;  // for the checks of each chunk
+  std::shared_ptr<const FmllrAccumulator> fmllr_accumulator_;  // fMLLR only
   FmllrStats fmllr_stats_;
+  // fMLLR: frames (rows that have pairs) and their pairs, not yet gathered.
+  std::vector<float> pending_frames_;
+  std::vector<StatsPair> pending_pairs_;
+  int64_t pending_rows_ = 0;
   absl::flat_hash_map<int64_t, MeanSums> mean_sums_;  // MAP: by Gaussian
   double map_count_ = 0.0;
   int64_t frames_ = 0;
