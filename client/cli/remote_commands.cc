@@ -1,3 +1,4 @@
+#include "client/adaptation_config.h"
 #include "client/cli/remote_commands.h"
 
 #include <chrono>
@@ -124,23 +125,12 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags() {
   options->set_acoustic_scale(static_cast<float>(absl::GetFlag(FLAGS_acoustic_scale)));
   // Only the fused (or single) matrix is written.
   config.mutable_output()->set_fused_only(true);
-  const std::string adaptation = absl::GetFlag(FLAGS_adaptation);
-  if (adaptation != "none") {
-    v1::AdaptationConfig* a = config.mutable_adaptation();
-    if (adaptation == "fmllr") {
-      a->set_method(v1::AdaptationConfig::FMLLR);
-    } else if (adaptation == "map") {
-      a->set_method(v1::AdaptationConfig::MAP_MEANS);
-    } else {
-      return UsageError(absl::StrCat("unknown --adaptation '", adaptation,
-                                     "' (expected none, fmllr or map)"));
-    }
-    if (absl::GetFlag(FLAGS_adaptation_start_frames) < 1 ||
-        absl::GetFlag(FLAGS_adaptation_every_frames) < 1) {
-      return UsageError("--adaptation_start_frames and --adaptation_every_frames must be >= 1");
-    }
-    a->set_start_after_frames(absl::GetFlag(FLAGS_adaptation_start_frames));
-    a->set_update_every_frames(absl::GetFlag(FLAGS_adaptation_every_frames));
+  absl::StatusOr<std::optional<v1::AdaptationConfig>> adaptation =
+      AdaptationConfigFor(absl::GetFlag(FLAGS_adaptation), absl::GetFlag(FLAGS_adaptation_start_frames),
+                          absl::GetFlag(FLAGS_adaptation_every_frames));
+  if (!adaptation.ok()) return UsageError(std::string(adaptation.status().message()));
+  if (adaptation->has_value()) {
+    *config.mutable_adaptation() = **adaptation;
     // The adaptation needs the first model's own scores.
     config.mutable_output()->set_fused_only(false);
   }

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/adaptation_config.h"
 #include "client/load/answer_verifier.h"
 #include "client/load/feature_source.h"
 #include "client/load/load_report.h"
@@ -148,28 +149,17 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>&
   config.mutable_output()->set_top_k(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_top_k))));
   config.mutable_output()->set_float16(absl::GetFlag(FLAGS_float16));
   config.set_stream_id("gmmscore-load");
-  const std::string adaptation = absl::GetFlag(FLAGS_adaptation);
-  if (adaptation != "none") {
-    v1::AdaptationConfig* a = config.mutable_adaptation();
-    if (adaptation == "fmllr") {
-      a->set_method(v1::AdaptationConfig::FMLLR);
-    } else if (adaptation == "map") {
-      a->set_method(v1::AdaptationConfig::MAP_MEANS);
-    } else {
-      return absl::InvalidArgumentError("--adaptation: none, fmllr or map");
-    }
+  absl::StatusOr<std::optional<v1::AdaptationConfig>> adaptation =
+      AdaptationConfigFor(absl::GetFlag(FLAGS_adaptation), absl::GetFlag(FLAGS_adaptation_start_frames),
+                          absl::GetFlag(FLAGS_adaptation_every_frames));
+  if (!adaptation.ok()) return adaptation.status();
+  if (adaptation->has_value()) {
     if (absl::GetFlag(FLAGS_verify_fraction) > 0) {
       return absl::InvalidArgumentError(
           "--adaptation changes the answers after each update; --verify_fraction cannot check "
           "them against offline scores (use one or the other)");
     }
-    if (absl::GetFlag(FLAGS_adaptation_start_frames) < 1 ||
-        absl::GetFlag(FLAGS_adaptation_every_frames) < 1) {
-      return absl::InvalidArgumentError(
-          "--adaptation_start_frames and --adaptation_every_frames must be >= 1");
-    }
-    a->set_start_after_frames(absl::GetFlag(FLAGS_adaptation_start_frames));
-    a->set_update_every_frames(absl::GetFlag(FLAGS_adaptation_every_frames));
+    *config.mutable_adaptation() = **adaptation;
   }
   return config;
 }
