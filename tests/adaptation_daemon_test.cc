@@ -208,6 +208,53 @@ TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
   EXPECT_EQ(counters.failed_updates, 0);
 }
 
+// A stream of two models fused (max): the transform estimated from the
+// first model's posteriors scores both after the switch, and the fused
+// matrix follows.
+TEST_F(AdaptationDaemonTest, FusedStreamAppliesTheTransformToEveryModel) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  std::mt19937_64 rng(seed);
+  const DiagGmmModel& am = daemon_->model("am");
+  const FloatMatrix x = SpeakerFeatures(am, 900, seed + 1);
+  v1::StreamConfig config = AdaptingConfig("am", v1::AdaptationConfig::FMLLR, "fused");
+  config.add_models("am2");
+  config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+  const LockstepStream run = gmmscore::RunLockstep(
+      stub_.get(), config, x.view(), [&rng] { return static_cast<int64_t>(40 + rng() % 61); });
+  int adapted = 0;
+  for (const Answer& a : run.answers) {
+    ASSERT_EQ(a.other_scores.size(), 1u);
+    ASSERT_EQ(a.fused.rows(), a.scores.rows());
+    if (a.report.version() == 0) continue;
+    auto published = run.published.find(a.report.version());
+    ASSERT_NE(published, run.published.end());
+    const v1::AffineTransform& w = published->second.transform();
+    absl::StatusOr<FeatureTransform> transform = FeatureTransform::Create(
+        kDim, kDim + 1, std::vector<float>(w.values().begin(), w.values().end()));
+    ASSERT_TRUE(transform.ok());
+    FloatMatrix y;
+    ASSERT_TRUE(transform->Apply(Rows(x.view(), a.first_frame, a.first_frame + a.scores.rows()).view(), &y).ok());
+    for (const auto& [name, got] : {std::pair<std::string, const FloatMatrix*>{"am", &a.scores},
+                                   {"am2", &a.other_scores[0]}}) {
+      const FloatMatrix want = daemon_->ScoreOffline(name, y.view());
+      const FloatMatrix allow = ScoreAllowance(daemon_->model(name), y.view());
+      for (int64_t t = 0; t < want.rows(); ++t) {
+        for (int64_t s = 0; s < want.cols(); ++s) {
+          ASSERT_NEAR(got->row(t)[s], want.row(t)[s], allow.row(t)[s] + 1e-4) << name;
+        }
+      }
+    }
+    for (int64_t t = 0; t < a.fused.rows(); ++t) {
+      for (int64_t s = 0; s < a.fused.cols(); ++s) {
+        ASSERT_EQ(a.fused.row(t)[s], std::max(a.scores.row(t)[s], a.other_scores[0].row(t)[s]));
+      }
+    }
+    ++adapted;
+  }
+  EXPECT_GT(adapted, 0);
+}
+
 TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(seed);

@@ -83,6 +83,16 @@ LockstepStream RunLockstep(v1::AcousticScorer::Stub* stub, const v1::StreamConfi
     absl::StatusOr<FloatMatrix> scores = ScoresFromProto(response.scores(0));
     EXPECT_TRUE(scores.ok()) << scores.status();
     if (scores.ok()) answer.scores = *std::move(scores);
+    for (int m = 1; m < response.scores_size(); ++m) {
+      absl::StatusOr<FloatMatrix> other = ScoresFromProto(response.scores(m));
+      EXPECT_TRUE(other.ok()) << other.status();
+      if (other.ok()) answer.other_scores.push_back(*std::move(other));
+    }
+    if (response.has_fused()) {
+      absl::StatusOr<FloatMatrix> fused = ScoresFromProto(response.fused());
+      EXPECT_TRUE(fused.ok()) << fused.status();
+      if (fused.ok()) answer.fused = *std::move(fused);
+    }
     out.answers.push_back(std::move(answer));
     t += n;
     if (a.method() != v1::AdaptationConfig::METHOD_UNSPECIFIED && !a.save_as().empty() && t >= due) {

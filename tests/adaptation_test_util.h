@@ -23,6 +23,8 @@ namespace gmmscore {
 struct AdaptedAnswer {
   int64_t first_frame = 0;
   FloatMatrix scores;  // the first model's
+  std::vector<FloatMatrix> other_scores;  // the other models', in config order
+  FloatMatrix fused;   // several models: the fused matrix
   v1::AdaptationReport report;
 };
 
