@@ -19,14 +19,14 @@ AdaptationHub::AdaptationHub(ModelRepository* repository, const AdaptationLimits
 AdaptationHub::~AdaptationHub() { Stop(); }
 
 void AdaptationHub::Post(absl::AnyInvocable<void() &&> task) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!stopping_) {
-      tasks_.push_back(std::move(task));
-      return;
-    }
-  }
-  std::move(task)();  // stopped: nobody else would run it
+  if (!TryPost(task)) std::move(task)();  // stopped: nobody else would run it
+}
+
+bool AdaptationHub::TryPost(absl::AnyInvocable<void() &&>& task) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return false;
+  tasks_.push_back(std::move(task));
+  return true;
 }
 
 void AdaptationHub::Stop() {

@@ -82,6 +82,9 @@ class AdaptationHub {
   ModelRepository* repository() const { return repository_; }
 
   void Post(absl::AnyInvocable<void() &&> task);
+  // Queues `task` and returns true, or returns false (and drops it) once
+  // stopped: for a task that re-queues itself, which then carries on itself.
+  bool TryPost(absl::AnyInvocable<void() &&>& task);
   void Stop();
 
   // Remembers `saved` under `name` (replacing what was there), and for

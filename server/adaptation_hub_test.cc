@@ -62,6 +62,9 @@ TEST(AdaptationHubTest, StopRunsEveryTaskQueuedAndLaterOnesInline) {
     EXPECT_EQ(ran.load(), 1000);
     hub.Post([&ran] { ran.fetch_add(1); });
     EXPECT_EQ(ran.load(), 1001);
+    absl::AnyInvocable<void() &&> task = [&ran] { ran.fetch_add(1); };
+    EXPECT_FALSE(hub.TryPost(task));  // stopped: the caller runs it, or not
+    EXPECT_EQ(ran.load(), 1001);
   }
 }
 

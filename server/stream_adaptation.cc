@@ -217,36 +217,40 @@ bool StreamAdaptation::WorkLeftLocked() const {
 }
 
 // One chunk per task, then the task goes to the back of the hub's queue:
-// streams share the workers in turn.
+// streams share the workers in turn. Once the hub has stopped, the task
+// carries on with the rest itself (no recursion through Post).
 void StreamAdaptation::RunBacklog() {
-  std::optional<Work> work;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!WorkLeftLocked()) {
-      running_ = false;
-      return;
+  for (;;) {
+    std::optional<Work> work;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!WorkLeftLocked()) {
+        running_ = false;
+        return;
+      }
+      if (!backlog_.empty()) {
+        work = std::move(backlog_.front());
+        backlog_.pop_front();
+        backlog_frames_ -= work->frames->rows();
+      } else {
+        final_done_ = true;
+      }
     }
-    if (!backlog_.empty()) {
-      work = std::move(backlog_.front());
-      backlog_.pop_front();
-      backlog_frames_ -= work->frames->rows();
-    } else {
-      final_done_ = true;
+    if (work.has_value()) {
+      GatherOne(*std::move(work));
+    } else if (adapter_ != nullptr && adapter_->frames() > updated_frames_) {
+      UpdateNow();  // the closing update, from every frame gathered
     }
-  }
-  if (work.has_value()) {
-    GatherOne(*std::move(work));
-  } else if (adapter_ != nullptr && adapter_->frames() > updated_frames_) {
-    UpdateNow();  // the closing update, from every frame gathered
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    if (!WorkLeftLocked()) {
-      running_ = false;
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!WorkLeftLocked()) {
+        running_ = false;
+        return;
+      }
     }
+    absl::AnyInvocable<void() &&> next = [self = shared_from_this()] { self->RunBacklog(); };
+    if (hub_->TryPost(next)) return;
   }
-  hub_->Post([self = shared_from_this()] { self->RunBacklog(); });
 }
 
 void StreamAdaptation::GatherOne(Work work) {
