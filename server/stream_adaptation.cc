@@ -314,27 +314,34 @@ void StreamAdaptation::UpdateNow() {
   report.set_count(update->count);
   report.set_gain_per_frame(update->gain_per_frame);
   report.set_mode(update->mode);
-  if (!save_as_.empty()) {
-    SavedAdaptation saved;
-    saved.method = update->method == AdaptationMethod::kFmllr ? v1::AdaptationConfig::FMLLR
-                                                               : v1::AdaptationConfig::MAP_MEANS;
-    saved.report = report;
-    saved.dim = base_->prepared->dim();
-    saved.transform.assign(update->transform_values.begin(), update->transform_values.end());
-    if (absl::Status published = hub_->Publish(save_as_, std::move(saved), model); !published.ok()) {
-      report.set_last_error(absl::StrCat("not published: ", published.message()));
-    }
-  }
   updated_frames_ = update->frames;
   hub_->counting().updates.fetch_add(1);
   LogInfo("stream %s: adaptation v%d (%s, %s) from %d frames, count %.0f, gain %.3f nats/frame",
           label_, update->version, AdaptationMethodName(update->method), update->mode,
           update->frames, update->count, update->gain_per_frame);
-  absl::MutexLock lock(&mu_);
-  report.set_skipped_frames(current_.report.skipped_frames());
-  current_.report = std::move(report);
-  if (update->transform != nullptr) current_.transform = update->transform;
-  if (model != nullptr) current_.model = std::move(model);
+  SavedAdaptation saved;
+  if (!save_as_.empty()) {
+    saved.method = update->method == AdaptationMethod::kFmllr ? v1::AdaptationConfig::FMLLR
+                                                               : v1::AdaptationConfig::MAP_MEANS;
+    saved.report = report;
+    saved.dim = base_->prepared->dim();
+    saved.transform.assign(update->transform_values.begin(), update->transform_values.end());
+  }
+  {
+    // Current before published: whoever sees the publication (a client
+    // waiting for it) sees its next chunk scored by it.
+    absl::MutexLock lock(&mu_);
+    report.set_skipped_frames(current_.report.skipped_frames());
+    current_.report = std::move(report);
+    if (update->transform != nullptr) current_.transform = update->transform;
+    if (model != nullptr) current_.model = model;
+  }
+  if (save_as_.empty()) return;
+  if (absl::Status published = hub_->Publish(save_as_, std::move(saved), std::move(model));
+      !published.ok()) {
+    absl::MutexLock lock(&mu_);
+    current_.report.set_last_error(absl::StrCat("not published: ", published.message()));
+  }
 }
 
 }  // namespace gmmscore
