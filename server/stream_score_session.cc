@@ -34,10 +34,15 @@ StreamScoreSession::StreamScoreSession(const StreamEnvironment& env, StreamCall*
 }
 
 StreamScoreSession::~StreamScoreSession() {
+  std::shared_ptr<StreamAdaptation> adaptation;
+  bool ended_well = false;
   {
     absl::MutexLock lock(&mu_);
-    if (adaptation_ != nullptr) adaptation_->Close(end_status_.has_value() && end_status_->ok());
+    adaptation = adaptation_;
+    ended_well = end_status_.has_value() && end_status_->ok();
   }
+  // Outside mu_: a stopped hub runs the closing update on this thread.
+  if (adaptation != nullptr) adaptation->Close(ended_well);
   if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_sub(1);
 }
 
