@@ -21,7 +21,8 @@
 // (a live stream's 10-frame chunks would each pay the accumulator's fixed
 // cost of a D x (D+1) x (D+1) sum); MAP a float64 pass over the Gaussians
 // of each state kept. MAP holds sums for the Gaussians touched only (a hash map), so
-// a stream of a 160k-Gaussian model holds what its speech reached.
+// a stream of a 160k-Gaussian model holds what its speech reached; each MAP
+// update still builds the whole adapted model (280 ms for 5000 x 32 x 39).
 //
 // Thread safety: none; one caller at a time (the daemon serialises each
 // stream's calls on its adaptation worker).
