@@ -118,6 +118,16 @@ v1::StreamConfig AdaptingConfig(const std::string& model, v1::AdaptationConfig::
   return config;
 }
 
+// What est-fmllr makes of `frames` under `pairs` with the daemon's default
+// counts (fmllr_min_count 50, full from 500).
+absl::StatusOr<FmllrResult> OfflineFmllr(const DiagGmmModel& model, ConstMatrixView frames,
+                                         const std::vector<StatsPair>& pairs) {
+  FmllrStats stats = FmllrStats::ForDim(model.dim());
+  absl::Status added = FmllrAccumulator(model).Accumulate(frames, pairs, &stats).status();
+  if (!added.ok()) return added;
+  return EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
+}
+
 // Pairs of frames [0, end) from the answers' own scores (what the server
 // saw), in stream frame numbers.
 std::vector<StatsPair> PairsOfAnswers(const std::vector<Answer>& answers, int64_t end,
@@ -155,13 +165,9 @@ TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
       if (a.report.version() != last_version) {
         // Offline, from frames [0, N) and the posteriors of their answers.
         const int64_t n = static_cast<int64_t>(a.report.frames());
-        FmllrAccumulator accumulator(gmm);
-        FmllrStats stats = FmllrStats::ForDim(kDim);
-        const FloatMatrix prefix = Rows(x.view(), 0, n);
-        ASSERT_TRUE(accumulator.Accumulate(prefix.view(), PairsOfAnswers(answers, n, {}), &stats).ok());
         absl::StatusOr<FmllrResult> offline =
-            EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
-        ASSERT_TRUE(offline.ok());
+            OfflineFmllr(gmm, x.view().Rows(0, n), PairsOfAnswers(answers, n, {}));
+        ASSERT_TRUE(offline.ok()) << offline.status();
         EXPECT_EQ(a.report.mode(), FmllrModeName(offline->report.mode));
         EXPECT_NEAR(a.report.count(), offline->report.count, 1e-6 * offline->report.count);
         EXPECT_NEAR(a.report.gain_per_frame(), offline->report.gain_per_frame, 1e-4);
@@ -191,11 +197,9 @@ TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
     absl::StatusOr<v1::GetAdaptationResponse> got = AwaitPublished(stub_.get(), name, x.rows());
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(got->method(), v1::AdaptationConfig::FMLLR);
-    FmllrAccumulator accumulator(gmm);
-    FmllrStats stats = FmllrStats::ForDim(kDim);
-    ASSERT_TRUE(accumulator.Accumulate(x.view(), PairsOfAnswers(answers, x.rows(), {}), &stats).ok());
-    absl::StatusOr<FmllrResult> all = EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
-    ASSERT_TRUE(all.ok());
+    absl::StatusOr<FmllrResult> all =
+        OfflineFmllr(gmm, x.view(), PairsOfAnswers(answers, x.rows(), {}));
+    ASSERT_TRUE(all.ok()) << all.status();
     ASSERT_EQ(got->transform().values_size(), static_cast<int>(all->transform.size()));
     for (size_t i = 0; i < all->transform.size(); ++i) {
       EXPECT_NEAR(got->transform().values(i), all->transform[i], 1e-4) << i;
@@ -375,11 +379,8 @@ TEST_F(AdaptationDaemonTest, DecoderPosteriorsDriveTheUpdate) {
   for (int64_t t = 0; t < n; ++t) {
     if (alignment[t] != 3) pairs.push_back({static_cast<int32_t>(t), alignment[t], 1.0f});
   }
-  FmllrAccumulator accumulator(am);
-  FmllrStats stats = FmllrStats::ForDim(kDim);
-  ASSERT_TRUE(accumulator.Accumulate(Rows(x.view(), 0, n).view(), pairs, &stats).ok());
-  absl::StatusOr<FmllrResult> offline = EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
-  ASSERT_TRUE(offline.ok());
+  absl::StatusOr<FmllrResult> offline = OfflineFmllr(am, x.view().Rows(0, n), pairs);
+  ASSERT_TRUE(offline.ok()) << offline.status();
   EXPECT_DOUBLE_EQ(got->report().count(), static_cast<double>(pairs.size()));
   for (size_t i = 0; i < offline->transform.size(); ++i) {
     EXPECT_NEAR(got->transform().values(i), offline->transform[i], 1e-4) << i;
