@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/io/sphinx_features.h"
@@ -59,7 +62,39 @@ absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view value) 
   return Bad(name, absl::StrCat("\"", value, "\" is not yes or no"));
 }
 
+// -cmninit: up to 13 comma-separated numbers, the rest zero (as
+// pocketsphinx's cmn_set_repr reads it, but refusing what it would skip).
+absl::StatusOr<std::vector<float>> ParseCmnInit(absl::string_view value) {
+  std::vector<float> init(13, 0.0f);
+  const std::vector<absl::string_view> parts = absl::StrSplit(value, ',');
+  if (parts.size() > init.size()) {
+    return Bad("cmninit", absl::StrCat("\"", value, "\" has ", parts.size(), " values; at most 13"));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    double v = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(parts[i]), &v) || !std::isfinite(v)) {
+      return Bad("cmninit", absl::StrCat("\"", parts[i], "\" (value ", i + 1, ") is not a number"));
+    }
+    init[i] = static_cast<float>(v);
+  }
+  return init;
+}
+
 }  // namespace
+
+bool operator==(const FrontEndOptions& a, const FrontEndOptions& b) {
+  auto tie = [](const FrontEndOptions& o) {
+    return std::tie(o.sample_rate, o.frame_rate, o.window_length, o.fft_size, o.num_filters, o.lower_freq,
+                    o.upper_freq, o.num_cepstra, o.transform, o.lifter, o.pre_emphasis, o.remove_dc,
+                    o.remove_noise, o.remove_silence, o.round_filters, o.unit_area);
+  };
+  return tie(a) == tie(b);
+}
+
+bool operator==(const FeaturePipeline& a, const FeaturePipeline& b) {
+  return a.front_end == b.front_end && a.cmn == b.cmn && a.cmn_init == b.cmn_init &&
+         a.feature_type == b.feature_type;
+}
 
 absl::Status ValidateFrontEndOptions(const FrontEndOptions& o) {
   if (!(o.sample_rate >= 1000.0 && o.sample_rate <= 384000.0)) {
@@ -142,10 +177,14 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
     else if (name == "round_filters") flag(&o.round_filters);
     else if (name == "unit_area") flag(&o.unit_area);
     else if (name == "feat") pipeline.feature_type = value;
-    else if (name == "cmn") {
+    else if (name == "cmninit") {
+      absl::StatusOr<std::vector<float>> init = ParseCmnInit(value);
+      if (init.ok()) pipeline.cmn_init = *std::move(init); else status = init.status();
+    } else if (name == "cmn") {
       if (value == "batch" || value == "current") pipeline.cmn = CmnMode::kBatch;
+      else if (value == "live") pipeline.cmn = CmnMode::kLive;
       else if (value == "none") pipeline.cmn = CmnMode::kNone;
-      else status = absl::UnimplementedError(absl::StrCat("-cmn ", value, " is not supported (batch, current or none)"));
+      else status = absl::UnimplementedError(absl::StrCat("-cmn ", value, " is not supported (batch, current, live or none)"));
     } else if (name == "agc" || name == "varnorm" || name == "doublebw") {
       if (value != "none" && value != "no") {
         status = absl::UnimplementedError(absl::StrCat("-", name, " ", value, " is not supported"));

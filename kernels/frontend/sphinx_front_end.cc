@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/frontend/live_front_end.h"
 #include "kernels/io/sphinx_features.h"
 
 extern "C" {
@@ -21,6 +22,12 @@ extern "C" {
 }
 
 namespace gmmscore {
+
+struct SphinxFeFree {
+  void operator()(fe_t* fe) const { fe_free(fe); }
+  using Ptr = std::unique_ptr<fe_t, SphinxFeFree>;
+};
+
 namespace {
 
 static_assert(sizeof(mfcc_t) == sizeof(float), "sphinxbase built with FIXED_POINT is not supported");
@@ -67,10 +74,7 @@ class SphinxMessages {
 struct CmdLnFree {
   void operator()(cmd_ln_t* config) const { cmd_ln_free_r(config); }
 };
-struct FeFree {
-  void operator()(fe_t* fe) const { fe_free(fe); }
-};
-using FrontEndPtr = std::unique_ptr<fe_t, FeFree>;
+using FrontEndPtr = SphinxFeFree::Ptr;
 
 // sphinxbase's arguments for `o`; every option is given, so no default of
 // the installed sphinxbase version leaks in unnoticed.
@@ -125,15 +129,37 @@ absl::StatusOr<FrontEndPtr> CreateFrontEnd(const FrontEndOptions& options,
 
 }  // namespace
 
-absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, const FrontEndOptions& options) {
+struct CepstraStream::State {
+  SphinxFeFree::Ptr fe;
+  int width = 0;
+  bool ended = false;
+};
+
+CepstraStream::CepstraStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+CepstraStream::CepstraStream(CepstraStream&&) noexcept = default;
+CepstraStream& CepstraStream::operator=(CepstraStream&&) noexcept = default;
+CepstraStream::~CepstraStream() = default;
+
+absl::StatusOr<CepstraStream> CepstraStream::Create(const FrontEndOptions& options) {
   GMM_RETURN_IF_ERROR(ValidateFrontEndOptions(options));
   SphinxMessages messages;
-  GMM_ASSIGN_OR_RETURN(FrontEndPtr fe, CreateFrontEnd(options, messages));
-  const int width = fe_get_output_size(fe.get());
-  if (fe_start_utt(fe.get()) < 0) return absl::InternalError(absl::StrCat("fe_start_utt: ", messages.text()));
+  auto state = std::make_unique<State>();
+  GMM_ASSIGN_OR_RETURN(state->fe, CreateFrontEnd(options, messages));
+  state->width = fe_get_output_size(state->fe.get());
+  if (fe_start_utt(state->fe.get()) < 0) return absl::InternalError(absl::StrCat("fe_start_utt: ", messages.text()));
+  return CepstraStream(std::move(state));
+}
 
+int CepstraStream::width() const { return state_->width; }
+
+absl::StatusOr<FloatMatrix> CepstraStream::Process(absl::Span<const int16_t> samples) {
+  if (state_->ended) return absl::FailedPreconditionError("the cepstra stream has ended");
+  SphinxMessages messages;
+  fe_t* fe = state_->fe.get();
+  const int width = state_->width;
   // Frames come out in chunks; the VAD (when on) may hold some back and
-  // release them later, so keep going until the input is used up.
+  // release them later, so keep going until the input is used up. Samples
+  // short of a frame stay in sphinxbase's overflow buffer for the next call.
   constexpr int kChunkFrames = 256;
   std::vector<float> chunk(static_cast<size_t>(kChunkFrames + 1) * width);
   std::vector<mfcc_t*> rows(kChunkFrames + 1);
@@ -144,7 +170,7 @@ absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, co
   while (true) {
     int32 frames = kChunkFrames;
     const size_t left_before = left;
-    if (fe_process_frames(fe.get(), &next, &left, rows.data(), &frames, nullptr) < 0) {
+    if (fe_process_frames(fe, &next, &left, rows.data(), &frames, nullptr) < 0) {
       return absl::InternalError(absl::StrCat("fe_process_frames: ", messages.text()));
     }
     cepstra.insert(cepstra.end(), chunk.begin(), chunk.begin() + static_cast<size_t>(frames) * width);
@@ -153,17 +179,47 @@ absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, co
   if (left != 0) {
     return absl::InternalError(absl::StrCat("fe_process_frames stopped with ", left, " samples unread"));
   }
-  int32 last = 0;
-  if (fe_end_utt(fe.get(), rows[0], &last) < 0) {
-    return absl::InternalError(absl::StrCat("fe_end_utt: ", messages.text()));
-  }
-  cepstra.insert(cepstra.end(), chunk.begin(), chunk.begin() + static_cast<size_t>(last) * width);
-
-  const int64_t num_frames = static_cast<int64_t>(cepstra.size()) / width;
-  FloatMatrix out(num_frames, width);
+  FloatMatrix out(static_cast<int64_t>(cepstra.size()) / width, width);
   std::copy(cepstra.begin(), cepstra.end(), out.data());
   return out;
 }
+
+absl::StatusOr<FloatMatrix> CepstraStream::End() {
+  if (state_->ended) return absl::FailedPreconditionError("the cepstra stream has ended");
+  state_->ended = true;
+  SphinxMessages messages;
+  FloatMatrix last(1, state_->width);
+  int32 frames = 0;
+  if (fe_end_utt(state_->fe.get(), last.row(0), &frames) < 0) {
+    return absl::InternalError(absl::StrCat("fe_end_utt: ", messages.text()));
+  }
+  return frames == 0 ? FloatMatrix(0, state_->width) : last;
+}
+
+absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, const FrontEndOptions& options) {
+  GMM_ASSIGN_OR_RETURN(CepstraStream stream, CepstraStream::Create(options));
+  GMM_ASSIGN_OR_RETURN(FloatMatrix body, stream.Process(samples));
+  GMM_ASSIGN_OR_RETURN(FloatMatrix tail, stream.End());
+  FloatMatrix out(body.rows() + tail.rows(), stream.width());
+  std::copy(body.span().begin(), body.span().end(), out.data());
+  std::copy(tail.span().begin(), tail.span().end(), out.row(body.rows()));
+  return out;
+}
+
+namespace {
+
+// The whole recording through the path an audio stream takes.
+absl::StatusOr<FloatMatrix> ComputeLiveFeatures(absl::Span<const int16_t> samples, const FeaturePipeline& pipeline) {
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<LiveFrontEnd> live, LiveFrontEnd::Create(pipeline));
+  GMM_ASSIGN_OR_RETURN(FloatMatrix body, live->Push(samples));
+  GMM_ASSIGN_OR_RETURN(FloatMatrix tail, live->Finish());
+  FloatMatrix out(body.rows() + tail.rows(), live->dim());
+  std::copy(body.span().begin(), body.span().end(), out.data());
+  std::copy(tail.span().begin(), tail.span().end(), out.row(body.rows()));
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<FloatMatrix> ComputeFeatures(const PcmAudio& audio, const FeaturePipeline& pipeline,
                                             const std::string& name) {
@@ -172,6 +228,11 @@ absl::StatusOr<FloatMatrix> ComputeFeatures(const PcmAudio& audio, const Feature
                                                    " Hz but the model's front end expects ",
                                                    pipeline.front_end.sample_rate,
                                                    " Hz (feat.params -samprate); resample it first"));
+  }
+  if (pipeline.cmn == CmnMode::kLive) {
+    absl::StatusOr<FloatMatrix> live = ComputeLiveFeatures(audio.samples, pipeline);
+    if (!live.ok()) return PrefixStatus(absl::StrCat("audio '", name, "'"), live.status());
+    return live;
   }
   absl::StatusOr<FloatMatrix> cepstra = ComputeCepstra(audio.samples, pipeline.front_end);
   if (!cepstra.ok()) {

@@ -11,10 +11,10 @@
 // same values pocketsphinx and sphinx_fe would use): -samprate -frate -wlen
 // -nfft -nfilt -lowerf -upperf -ncep -transform -lifter -alpha -remove_dc
 // -remove_noise -round_filters -unit_area; options it does not name keep
-// sphinxbase's defaults (fe.h). Then -cmn batch|current|none, -agc none,
-// -varnorm no and -feat (1s_c, 1s_c_d, 1s_c_d_dd, s2_4x). Decoder options in
-// feat.params (-model, -svspec, -cmninit, beams ...) do not change features
-// and are ignored. Three deliberate departures from pocketsphinx's defaults:
+// sphinxbase's defaults (fe.h). Then -cmn batch|current|live|none,
+// -cmninit (live CMN's start), -agc none, -varnorm no and -feat (1s_c,
+// 1s_c_d, 1s_c_d_dd, s2_4x). Decoder options in feat.params (-model,
+// -svspec, beams ...) do not change features and are ignored. Three deliberate departures from pocketsphinx's defaults:
 //   - dither is always off, whatever feat.params says, so the same audio
 //     gives the same features on every run and machine (sphinxbase's dither
 //     draws from a process-global random generator);
@@ -29,15 +29,16 @@
 // Errors: INVALID_ARGUMENT naming the option and the file for values the
 // front end cannot use (checked here before sphinxbase sees them, since some
 // of its checks abort the process), and when the audio's sample rate is not
-// the model's; UNIMPLEMENTED for feature options not supported (-cmn live,
-// -agc, -varnorm yes, -lda, -doublebw, -logspec, -smoothspec, -warp_type,
+// the model's; UNIMPLEMENTED for feature options not supported (-agc, -varnorm yes, -lda, -doublebw, -logspec, -smoothspec, -warp_type,
 // other -feat types); INTERNAL when sphinxbase itself fails (its message
 // included). Reentrant: each call builds its own sphinxbase front end.
 #ifndef GMMSCORE_KERNELS_FRONTEND_SPHINX_FRONT_END_H_
 #define GMMSCORE_KERNELS_FRONTEND_SPHINX_FRONT_END_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -69,13 +70,23 @@ struct FrontEndOptions {
   bool unit_area = true;          // -unit_area
 };
 
-enum class CmnMode { kNone, kBatch };
+// -cmn: none; batch (or current): the utterance's mean; live: a running
+// mean started from -cmninit (live_cmn.h), what audio streams use.
+enum class CmnMode { kNone, kBatch, kLive };
 
 struct FeaturePipeline {
   FrontEndOptions front_end;
   CmnMode cmn = CmnMode::kBatch;
+  // -cmninit: live CMN's starting mean, one value per cepstrum (sphinxbase's
+  // default "40,3,-1", the rest zero).
+  std::vector<float> cmn_init = DefaultCmnInit();
   std::string feature_type = "1s_c_d_dd";  // -feat
+
+  static std::vector<float> DefaultCmnInit() { return {40, 3, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; }
 };
+
+bool operator==(const FrontEndOptions& a, const FrontEndOptions& b);
+bool operator==(const FeaturePipeline& a, const FeaturePipeline& b);
 
 // OK, or INVALID_ARGUMENT naming the first option sphinxbase could not use.
 absl::Status ValidateFrontEndOptions(const FrontEndOptions& options);
@@ -89,13 +100,40 @@ absl::StatusOr<FeaturePipeline> FeaturePipelineFromFeatParams(const SphinxFeatPa
 // directory (no mdef and means).
 absl::StatusOr<FeaturePipeline> FeaturePipelineForModel(const std::string& model_dir);
 
+// sphinxbase's front end over audio that arrives in pieces: the cepstra of
+// each piece's whole frames as they complete (samples short of a frame wait
+// for the next piece), then End: one last zero-padded frame for leftover
+// samples, as sphinx_fe does. The result does not depend on how the audio
+// is cut. Not thread-safe; movable.
+class CepstraStream {
+ public:
+  // INVALID_ARGUMENT as ValidateFrontEndOptions; INTERNAL when sphinxbase fails.
+  static absl::StatusOr<CepstraStream> Create(const FrontEndOptions& options);
+  CepstraStream(CepstraStream&&) noexcept;
+  CepstraStream& operator=(CepstraStream&&) noexcept;
+  ~CepstraStream();
+
+  // Cepstra (rows x width()) of the frames `samples` completed; 0 rows is
+  // fine. FAILED_PRECONDITION after End.
+  absl::StatusOr<FloatMatrix> Process(absl::Span<const int16_t> samples);
+  // The last frame (0 or 1 rows); the stream takes no more samples.
+  absl::StatusOr<FloatMatrix> End();
+  int width() const;
+
+ private:
+  struct State;
+  explicit CepstraStream(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 // Cepstra (frames x num_cepstra) of `samples`, taken at options.sample_rate:
 // every whole frame plus, as sphinx_fe does, one last zero-padded frame for
 // leftover samples. No samples give 0 rows.
 absl::StatusOr<FloatMatrix> ComputeCepstra(absl::Span<const int16_t> samples, const FrontEndOptions& options);
 
 // Cepstra, CMN and dynamic features: what the model scores (frames x
-// SphinxFeatureDim). `name` names the audio in errors; INVALID_ARGUMENT when
+// SphinxFeatureDim). Live CMN runs the audio through a LiveFrontEnd
+// (live_front_end.h), exactly as an audio stream would. `name` names the audio in errors; INVALID_ARGUMENT when
 // audio.sample_rate differs from the pipeline's.
 absl::StatusOr<FloatMatrix> ComputeFeatures(const PcmAudio& audio, const FeaturePipeline& pipeline,
                                             const std::string& name);

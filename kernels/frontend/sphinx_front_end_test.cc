@@ -210,6 +210,8 @@ TEST(SphinxFrontEndTest, FeatParamsValuesSphinxbaseCannotUseAreRefused) {
       // Found by fuzzing: filters narrower than a DFT bin without rounding
       // made sphinxbase exit the process.
       {{{"lowerf", "1"}, {"upperf", "6.4976"}, {"nfilt", "20"}, {"round_filters", "no"}}, "-nfilt"},
+      {{{"cmninit", "40,x"}}, "-cmninit"},
+      {{{"cmninit", "1,2,3,4,5,6,7,8,9,10,11,12,13,14"}}, "-cmninit"},
   };
   for (const auto& [values, option] : cases) {
     absl::Status status = FromParams(values);
@@ -218,7 +220,7 @@ TEST(SphinxFrontEndTest, FeatParamsValuesSphinxbaseCannotUseAreRefused) {
     EXPECT_THAT(status.message(), HasSubstr("m/feat.params"));
   }
   for (const auto& values : std::vector<std::map<std::string, std::string>>{
-           {{"cmn", "live"}}, {{"agc", "max"}}, {{"varnorm", "yes"}}, {{"lda", "x"}},
+           {{"cmn", "median"}}, {{"agc", "max"}}, {{"varnorm", "yes"}}, {{"lda", "x"}},
            {{"feat", "1s_c_wd_dd"}}, {{"ncep", "20"}, {"nfilt", "40"}}, {{"warp_type", "affine"}}}) {
     absl::Status status = FromParams(values);
     EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
@@ -227,6 +229,7 @@ TEST(SphinxFrontEndTest, FeatParamsValuesSphinxbaseCannotUseAreRefused) {
   // Decoder options and the ones fixed here are accepted.
   EXPECT_TRUE(FromParams({{"model", "ptm"}, {"svspec", "0-12/13-25/26-38"}, {"dither", "yes"},
                           {"cmninit", "41.00,-5.29"}, {"cmn", "current"}}).ok());
+  EXPECT_TRUE(FromParams({{"cmn", "live"}}).ok());
   EXPECT_EQ(FeaturePipelineForModel("/nonexistent/model").status().code(), absl::StatusCode::kNotFound);
 }
 

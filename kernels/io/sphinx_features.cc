@@ -86,6 +86,14 @@ int SphinxFeatureDim(absl::string_view type, int ceplen) {
   return 0;
 }
 
+int SphinxFeatureContext(absl::string_view type) {
+  if (type == "1s_c") return 0;
+  if (type == "1s_c_d") return 2;
+  if (type == "1s_c_d_dd") return 3;
+  if (type == "s2_4x") return 4;
+  return -1;
+}
+
 absl::StatusOr<FloatMatrix> ComputeSphinxFeatures(const FloatMatrix& cepstra, absl::string_view type) {
   constexpr int kCep = 13;
   const int width = SphinxFeatureDim(type, kCep);

@@ -49,6 +49,11 @@ void ApplyBatchCmn(FloatMatrix* cepstra);
 // Output width of a feature type for 13-dim cepstra, or 0 when unknown.
 int SphinxFeatureDim(absl::string_view type, int ceplen = 13);
 
+// Frames on each side of frame t that its features read (0 for 1s_c, 2 for
+// 1s_c_d, 3 for 1s_c_d_dd, 4 for s2_4x): a live front end can give frame t
+// once frame t + this has arrived. -1 when unknown.
+int SphinxFeatureContext(absl::string_view type);
+
 // Dynamic features of `cepstra` (T x 13) for `type` (see the file comment).
 // T = 0 gives 0 x width. UNIMPLEMENTED for another type, INVALID_ARGUMENT
 // when the cepstra are not 13 wide.
