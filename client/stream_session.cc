@@ -79,18 +79,32 @@ absl::Status StreamSession::AwaitEnd() {
 }
 
 absl::Status StreamSession::Push(ConstMatrixView frames) {
+  v1::StreamScoreRequest request;
+  FeaturesToProto(frames, request.mutable_chunk());
+  return Write(request, frames.rows);
+}
+
+absl::Status StreamSession::PushAudio(absl::Span<const int16_t> samples) {
+  v1::StreamScoreRequest request;
+  std::string* bytes = request.mutable_audio()->mutable_samples();
+  bytes->resize(samples.size() * 2);
+  for (size_t i = 0; i < samples.size(); ++i) {  // little-endian, whatever the host
+    const auto sample = static_cast<uint16_t>(samples[i]);
+    (*bytes)[2 * i] = static_cast<char>(sample & 0xff);
+    (*bytes)[2 * i + 1] = static_cast<char>(sample >> 8);
+  }
+  return Write(request, 0);
+}
+
+absl::Status StreamSession::Write(const v1::StreamScoreRequest& request, int64_t frames) {
   {
     absl::MutexLock lock(&write_mu_);
     if (send_closed_) {
       return absl::FailedPreconditionError("Push after CloseSend: the stream takes no more frames");
     }
-    if (!call_finished_) {
-      v1::StreamScoreRequest request;
-      FeaturesToProto(frames, request.mutable_chunk());
-      if (stream_->Write(request)) {
-        frames_pushed_ += frames.rows;
-        return absl::OkStatus();
-      }
+    if (!call_finished_ && stream_->Write(request)) {
+      frames_pushed_ += frames;
+      return absl::OkStatus();
     }
   }
   // The stream has ended: say how.

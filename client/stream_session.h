@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/sync_stream.h"
@@ -71,6 +72,11 @@ class StreamSession {
   // Sends `frames` (T >= 1 rows) as one chunk. FAILED_PRECONDITION after
   // CloseSend; once the stream has ended, its final status (or UNAVAILABLE).
   absl::Status Push(ConstMatrixView frames);
+  // An audio stream's (StreamConfig.audio, PCM16): sends `samples` (any
+  // number, at least one) as one audio chunk. Its answers are the feature
+  // frames the server's front end completed, so they need not be one per
+  // push; the half-close (CloseSend) releases the last ones. Errors as Push.
+  absl::Status PushAudio(absl::Span<const int16_t> samples);
 
   // No more chunks will be pushed; the server answers the rest and ends.
   absl::Status CloseSend();
@@ -92,6 +98,8 @@ class StreamSession {
 
  private:
   void ReadLoop();
+  // Writes one request (carrying `frames` feature frames) unless closed.
+  absl::Status Write(const v1::StreamScoreRequest& request, int64_t frames);
   // The answer at the head of answers_, or the end status; mu_ held.
   absl::StatusOr<StreamAnswer> PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for the reader to see the end; the final status.

@@ -61,6 +61,7 @@ absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path
 // will hold.
 absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
                                            ScoringBackend* backend, const AlignDictionaries& align,
+                                           const std::map<std::string, FrontEndSource>& front_ends,
                                            const std::function<absl::Status(int64_t)>& fits) {
   const absl::Time start = absl::Now();
   absl::StatusOr<ModelFormat> format = DetectModelFormat(path);
@@ -77,12 +78,19 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
   if (!prepared.ok()) return WithPath(prepared.status(), path);
   absl::StatusOr<std::shared_ptr<ModelAligner>> aligner = AlignerFor(path, name, *format, backend, align);
   if (!aligner.ok()) return WithPath(aligner.status(), path);
+  const auto configured = front_ends.find(name);
+  absl::StatusOr<ModelFrontEnd> front_end =
+      FrontEndForModel(path, *format, static_cast<int>((*prepared)->dim()),
+                       configured == front_ends.end() ? nullptr : &configured->second);
+  if (!front_end.ok()) return WithPath(front_end.status(), path);
   return ServedModel{.name = name,
                      .source = path,
                      .format = std::string(ModelFormatName(*format)),
                      .load_time = absl::Now() - start,
                      .prepared = *std::move(prepared),
-                     .aligner = *std::move(aligner)};
+                     .aligner = *std::move(aligner),
+                     .front_end = std::move(front_end->pipeline),
+                     .no_front_end = std::move(front_end->missing)};
 }
 
 absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
@@ -114,6 +122,7 @@ ModelRepository::ModelRepository(Snapshot models, std::string device, std::strin
       max_batch_frames_(options.max_batch_frames),
       precision_(options.precision),
       align_(options.align),
+      front_ends_(options.front_ends),
       models_(std::move(models)) {}
 
 int64_t ModelRepository::MaxBatchFramesOf(const std::string& name) const {
@@ -187,7 +196,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
 
   std::vector<ServedModel> models;
   for (const auto& [file, name] : files) {
-    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, options.align, nullptr);
+    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, options.align, options.front_ends, nullptr);
     if (!served.ok()) return served.status();
     models.push_back(*std::move(served));
   }
@@ -302,7 +311,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
     return held + adding > budget_bytes_ ? OverBudget(held, adding, budget_bytes_)
                                          : absl::OkStatus();
   };
-  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, align_, fits);
+  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, align_, front_ends_, fits);
   if (!served.ok()) return served.status();
   // The backend's real size may differ from the host estimate.
   if (absl::Status status = fits(served->resident_bytes()); !status.ok()) {

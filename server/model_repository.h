@@ -31,6 +31,7 @@
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/score/scoring_backend.h"
 #include "server/model_aligner.h"
+#include "server/model_front_end.h"
 
 namespace gmmscore {
 
@@ -51,6 +52,10 @@ struct ServedModel {
   // otherwise. Built over the repository's backend with the version, and
   // released with it (by the last request still aligning with it).
   std::shared_ptr<ModelAligner> aligner;
+  // The front end of audio streams (model_front_end.h); null: none, and
+  // no_front_end says why.
+  std::shared_ptr<const FeaturePipeline> front_end;
+  std::string no_front_end;
 
   // Untied models only (prepared->tied() is false); dim, states and sizes
   // of any model are on `prepared`.
@@ -89,6 +94,8 @@ struct RepositoryOptions {
   // its load (INVALID_ARGUMENT); the default applies to Sphinx directories
   // only.
   AlignDictionaries align;
+  // Per model name: the config file's front_end section (ModelConfig).
+  std::map<std::string, FrontEndSource> front_ends;
 };
 
 class ModelRepository {
@@ -184,6 +191,7 @@ class ModelRepository {
   const std::map<std::string, int64_t> max_batch_frames_;
   const std::map<std::string, Precision> precision_;
   const AlignDictionaries align_;
+  const std::map<std::string, FrontEndSource> front_ends_;
 
   absl::Mutex load_mu_;  // serialises Load and Unload
   mutable absl::Mutex mu_;

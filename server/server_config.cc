@@ -154,6 +154,10 @@ absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string
     }
     if (model.load_on_demand()) options->skip_at_start.push_back(model.name());
     if (!model.dictionary().empty()) options->align.per_model[model.name()] = model.dictionary();
+    if (model.has_front_end()) {
+      options->front_ends[model.name()] = {.feat_params = model.front_end().feat_params(),
+                                           .options = model.front_end().options()};
+    }
   }
   return absl::OkStatus();
 }

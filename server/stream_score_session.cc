@@ -1,8 +1,10 @@
 #include "server/stream_score_session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/core/status_macros.h"
 #include "proto/rpc_status.h"
 #include "server/client_text.h"
 #include "server/log.h"
@@ -53,7 +55,11 @@ void StreamScoreSession::OnReadDone(bool ok) {
     read_in_flight_ = false;
     if (ok) last_activity_ = absl::Now();
     if (!ok) {
-      EndLocked(absl::OkStatus());  // half-close (or a dead call: OnCancel follows)
+      // Half-close (or a dead call: OnCancel follows): an audio stream's
+      // front end gives the frames it held back first.
+      absl::Status flushed = FlushAudioLocked(&actions);
+      if (!flushed.ok()) LogInfo("stream %s (%s): ending: %s", stream_id_, peer_, flushed.ToString());
+      EndLocked(flushed);
     } else if (!finished_) {
       HandleRequestLocked(&actions);
     }
@@ -72,6 +78,9 @@ void StreamScoreSession::HandleRequestLocked(Actions* actions) {
       status = HandleChunkLocked(
           request_.message.chunk(),
           request_.message.has_posteriors() ? &request_.message.posteriors() : nullptr, actions);
+      break;
+    case v1::StreamScoreRequest::kAudio:
+      status = HandleAudioLocked(request_.message.audio(), request_.message.has_posteriors(), actions);
       break;
     default:
       status = absl::InvalidArgumentError(
@@ -106,6 +115,11 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     if (!adaptation.ok()) return adaptation.status();
     adaptation_ = *std::move(adaptation);
   }
+  if (config.has_audio()) {
+    absl::StatusOr<std::unique_ptr<StreamAudio>> audio = StreamAudio::Create(config.audio(), *plan);
+    if (!audio.ok()) return audio.status();
+    audio_ = *std::move(audio);
+  }
   plan_ = *std::move(plan);
   // Only logged: escaped and cut once here (a client's id may hold anything).
   stream_id_ = config.stream_id().empty() ? peer_ : ClientText(config.stream_id());
@@ -119,10 +133,59 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
     return absl::FailedPreconditionError(
         "a chunk before the config; the first message of a stream must be a StreamConfig");
   }
+  if (audio_ != nullptr) {
+    return absl::InvalidArgumentError(
+        "a chunk of features on an audio stream (StreamConfig.audio): send StreamScoreRequest.audio");
+  }
   absl::StatusOr<std::shared_ptr<const FloatMatrix>> frames =
       CheckFrames(chunk, *plan_,
                   {.first_frame = next_frame_, .max_frames = env_.max_chunk_frames});
   if (!frames.ok()) return frames.status();
+  return HandleFramesLocked(*std::move(frames), posteriors, actions);
+}
+
+absl::Status StreamScoreSession::HandleAudioLocked(const v1::AudioChunk& chunk, bool has_posteriors,
+                                                   Actions* actions) {
+  if (!plan_.has_value()) {
+    return absl::FailedPreconditionError(
+        "an audio chunk before the config; the first message of a stream must be a StreamConfig");
+  }
+  if (audio_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "an audio chunk on a stream of features: set StreamConfig.audio to send audio");
+  }
+  if (has_posteriors) {
+    return absl::InvalidArgumentError(
+        "an audio chunk with decoder posteriors: its frames are not known to the client; send features "
+        "for supervised adaptation");
+  }
+  absl::StatusOr<FloatMatrix> frames = audio_->Push(chunk);
+  if (!frames.ok()) return frames.status();
+  return HandleAudioFramesLocked(*std::move(frames), actions);
+}
+
+absl::Status StreamScoreSession::FlushAudioLocked(Actions* actions) {
+  if (audio_ == nullptr || audio_->finished() || end_status_.has_value() || !plan_.has_value()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<FloatMatrix> frames = audio_->Finish();
+  if (!frames.ok()) return frames.status();
+  return HandleAudioFramesLocked(*std::move(frames), actions);
+}
+
+absl::Status StreamScoreSession::HandleAudioFramesLocked(FloatMatrix frames, Actions* actions) {
+  // Pieces of at most --max_chunk_frames frames, each answered as a chunk.
+  for (int64_t first = 0; first < frames.rows(); first += env_.max_chunk_frames) {
+    const int64_t rows = std::min(env_.max_chunk_frames, frames.rows() - first);
+    auto piece = std::make_shared<FloatMatrix>(rows, frames.cols());
+    std::copy(frames.row(first), frames.row(first) + rows * frames.cols(), piece->data());
+    GMM_RETURN_IF_ERROR(HandleFramesLocked(std::move(piece), nullptr, actions));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatMatrix> frames,
+                                                    const v1::ChunkPosteriors* posteriors, Actions* actions) {
   std::optional<std::vector<StatsPair>> decoder_pairs;
   if (posteriors != nullptr) {
     if (adaptation_ == nullptr) {
@@ -132,34 +195,34 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
           next_frame_));
     }
     absl::StatusOr<std::vector<StatsPair>> pairs =
-        adaptation_->DecoderPairs(*posteriors, (*frames)->rows(), next_frame_);
+        adaptation_->DecoderPairs(*posteriors, frames->rows(), next_frame_);
     if (!pairs.ok()) return pairs.status();
     decoder_pairs = *std::move(pairs);
   }
-  absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked((*frames)->rows());
+  absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked(frames->rows());
   if (!charge.ok()) return charge.status();
 
   auto pending = std::make_shared<Chunk>();
   pending->charge = *std::move(charge);
   if (adaptation_ != nullptr) {
     pending->adaptation = adaptation_;
-    pending->features = *frames;
+    pending->features = frames;
     pending->decoder_pairs = std::move(decoder_pairs);
   }
   const int num_models = static_cast<int>(plan_->models.size());
   pending->first_frame = next_frame_;
-  pending->frames = (*frames)->rows();
+  pending->frames = frames->rows();
   pending->results.resize(num_models);
-  next_frame_ += (*frames)->rows();
+  next_frame_ += frames->rows();
   pending_.push_back(pending);
   if (fusion_.has_value()) {
     pending->remaining = 1;
     const bool in_order = fusion_->options().method == FusionMethod::kPosterior;
     if (in_order && fusion_in_flight_) {
-      held_.emplace_back(std::move(pending), *std::move(frames));
+      held_.emplace_back(std::move(pending), std::move(frames));
     } else {
       fusion_in_flight_ = in_order;
-      actions->jobs.push_back(MakeFusedJobLocked(std::move(pending), *std::move(frames)));
+      actions->jobs.push_back(MakeFusedJobLocked(std::move(pending), std::move(frames)));
     }
     return absl::OkStatus();
   }
@@ -168,7 +231,7 @@ absl::Status StreamScoreSession::HandleChunkLocked(const v1::FeatureMatrix& chun
   for (int m = 0; m < num_models; ++m) {
     actions->jobs.push_back(
         {.model = scoring.models[m]->prepared,
-         .features = *frames,
+         .features = frames,
          .transform = scoring.transform,
          .cancelled = cancelled_,
          .deadline = deadline_,

@@ -63,6 +63,7 @@
 #include "server/scoring_plan.h"
 #include "server/stream_call.h"
 #include "server/stream_adaptation.h"
+#include "server/stream_audio.h"
 #include "server/stream_registry.h"
 
 namespace gmmscore {
@@ -176,6 +177,17 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   absl::Status HandleChunkLocked(const v1::FeatureMatrix& chunk,
                                  const v1::ChunkPosteriors* posteriors, Actions* actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An audio stream's chunk: its samples through the front end, then the
+  // frames they completed as chunks of at most env_.max_chunk_frames.
+  absl::Status HandleAudioLocked(const v1::AudioChunk& chunk, bool has_posteriors, Actions* actions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At the half-close: the frames the front end held back, as above.
+  absl::Status FlushAudioLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status HandleAudioFramesLocked(FloatMatrix frames, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Accepts checked frames as the next chunk and submits its jobs.
+  absl::Status HandleFramesLocked(std::shared_ptr<const FloatMatrix> frames,
+                                  const v1::ChunkPosteriors* posteriors, Actions* actions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What scores `chunk` now: plan_, or for an adapting stream plan_ with the
   // current adaptation's transform or model (recorded in the chunk).
   const ScoringPlan& ScoringPlanLocked(Chunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -227,6 +239,8 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // plan_ with adaptation version adapted_version_ applied.
   std::shared_ptr<StreamAdaptation> adaptation_ ABSL_GUARDED_BY(mu_);
   std::optional<ScoringPlan> adapted_plan_ ABSL_GUARDED_BY(mu_);
+  // Set with plan_ for an audio stream (StreamConfig.audio).
+  std::unique_ptr<StreamAudio> audio_ ABSL_GUARDED_BY(mu_);
   uint64_t adapted_version_ ABSL_GUARDED_BY(mu_) = 0;
   bool fusion_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::pair<std::shared_ptr<Chunk>, std::shared_ptr<const FloatMatrix>>> held_

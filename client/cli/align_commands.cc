@@ -20,7 +20,9 @@
 ABSL_FLAG(std::string, dict, "", "pronunciation dictionary (cmudict format, word(2) alternatives)");
 ABSL_FLAG(std::string, transcripts, "",
           "transcripts: Sphinx '<s> words </s> (uttid)' lines or Kaldi 'uttid words' lines");
-ABSL_FLAG(std::string, audio, "", "Kaldi wav.scp: 'uttid path' lines (WAV PCM16 mono or raw PCM16)");
+ABSL_FLAG(std::string, audio, "",
+          "align: a Kaldi wav.scp ('uttid path' lines); stream: speech files, comma-separated, one audio "
+          "stream each (WAV PCM16 mono, or raw PCM16 at --sample_rate)");
 ABSL_FLAG(bool, phones, false, "align: write phone segments to the CTM instead of words");
 ABSL_FLAG(std::string, frames, "", "align: also write each frame's senone id (Kaldi int-vector archive)");
 

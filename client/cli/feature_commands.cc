@@ -23,6 +23,9 @@ ABSL_FLAG(std::string, input, "",
           "model's sample rate");
 ABSL_FLAG(std::string, feat_params, "",
           "a Sphinx feat.params naming the front end (instead of --model's)");
+ABSL_FLAG(std::string, cmn, "",
+          "cepstral mean normalisation: batch (the utterance's mean), live (a running mean from "
+          "-cmninit, exactly as an audio stream of the daemon computes it) or none; empty: feat.params' -cmn");
 ABSL_FLAG(bool, remove_silence, false,
           "drop the frames sphinxbase's VAD calls silence (pocketsphinx's default; off keeps frame t at "
           "time t / frate)");
@@ -43,6 +46,28 @@ absl::StatusOr<FeaturePipeline> PipelineFromFlags(const SpecifiedFlags& specifie
                                    "give --feat_params FILE for other models"));
   }
   return FeaturePipelineForModel(model);
+}
+
+absl::Status ApplyCmnFlag(FeaturePipeline* pipeline) {
+  const std::string cmn = absl::GetFlag(FLAGS_cmn);
+  if (cmn.empty()) return absl::OkStatus();
+  if (cmn == "batch") pipeline->cmn = CmnMode::kBatch;
+  else if (cmn == "live") pipeline->cmn = CmnMode::kLive;
+  else if (cmn == "none") pipeline->cmn = CmnMode::kNone;
+  else return UsageError(absl::StrCat("--cmn '", cmn, "' is not batch, live or none"));
+  if (pipeline->cmn == CmnMode::kLive && pipeline->front_end.remove_silence) {
+    return UsageError("--cmn live with --remove_silence: an audio stream keeps every frame");
+  }
+  return absl::OkStatus();
+}
+
+const char* CmnName(CmnMode mode) {
+  switch (mode) {
+    case CmnMode::kBatch: return "batch";
+    case CmnMode::kLive: return "live";
+    case CmnMode::kNone: break;
+  }
+  return "no";
 }
 
 // "dir/utt1.wav" -> "utt1": the archive key of one input.
@@ -81,6 +106,7 @@ absl::Status RunFeatures(const SpecifiedFlags& specified) {
   absl::StatusOr<FeaturePipeline> pipeline = PipelineFromFlags(specified);
   GMM_RETURN_IF_ERROR(pipeline.status());
   pipeline->front_end.remove_silence = absl::GetFlag(FLAGS_remove_silence);
+  GMM_RETURN_IF_ERROR(ApplyCmnFlag(&*pipeline));
 
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer, KaldiMatrixArchiveWriter::Open(wspecifier));
   int64_t frames = 0;
@@ -95,7 +121,7 @@ absl::Status RunFeatures(const SpecifiedFlags& specified) {
   std::fprintf(stderr, "gmmscore: wrote %zu utterances, %lld frames of %s features (%d Hz, %s CMN)\n",
                inputs.size(), static_cast<long long>(frames), pipeline->feature_type.c_str(),
                static_cast<int>(pipeline->front_end.sample_rate),
-               pipeline->cmn == CmnMode::kBatch ? "batch" : "no");
+               CmnName(pipeline->cmn));
   return absl::OkStatus();
 }
 
@@ -105,14 +131,16 @@ std::vector<Command> FeatureCommands() {
   return {
       {"features", "compute a Sphinx model's features from speech audio; write a Kaldi archive",
        "gmmscore features --input SPEECH[,SPEECH...] (--model SPHINX_DIR | --feat_params FILE)\n"
-       "                  --output ark[,t]:FEATS [--remove_silence]\n\n"
+       "                  --output ark[,t]:FEATS [--cmn batch|live|none] [--remove_silence]\n\n"
        "Reads each SPEECH file (RIFF WAV, 16-bit PCM mono; or headerless little-endian 16-bit PCM\n"
        "at the model's sample rate) and computes the features the model scores: sphinxbase's MFCC\n"
        "front end with the options of the model's feat.params (-samprate -lowerf -upperf -nfilt\n"
        "-ncep -nfft -wlen -transform -lifter ...; dither always off), then CMN and the dynamic\n"
        "features (-cmn, -feat, e.g. 1s_c_d_dd: 39 dims). One utterance per file, keyed by its\n"
-       "name without directory and extension. On error the partial output file is removed.",
-       {"input", "model", "feat_params", "output", "remove_silence"},
+       "name without directory and extension. On error the partial output file is removed.\n"
+       "--cmn live gives what the daemon's audio streams (StreamConfig.audio) compute from the\n"
+       "same audio, however it is cut into chunks.",
+       {"input", "model", "feat_params", "output", "cmn", "remove_silence"},
        RunFeatures},
   };
 }

@@ -38,7 +38,8 @@ ABSL_FLAG(int, requests_in_flight, 8,
           "align --server: utterances sent at once (the server aligns those that wait together as one "
           "batch)");
 ABSL_FLAG(int, sample_rate, 16000,
-          "align --server --audio: the sample rate of raw PCM16 files (WAV files carry their own); "
+          "align --server --audio and stream --audio: the sample rate of raw PCM16 files (WAV files carry "
+          "their own); "
           "it must be the model's");
 
 namespace gmmscore::cli {

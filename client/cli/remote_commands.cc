@@ -4,7 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,11 +26,15 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/kaldi_specifier.h"
+#include "kernels/io/wav_reader.h"
 
 // Shared with `gmmscore score`, which defines it (offline_commands.cc).
 ABSL_DECLARE_FLAG(std::string, features);
 
 ABSL_FLAG(std::string, server, "localhost:50051", "gmmscored address, HOST:PORT");
+ABSL_DECLARE_FLAG(std::string, audio);  // align_commands.cc; `stream` takes speech files
+ABSL_DECLARE_FLAG(int, sample_rate);    // remote_align.cc
+ABSL_FLAG(double, audio_chunk_ms, 100, "stream --audio: milliseconds of audio per chunk");
 ABSL_FLAG(int, chunk_frames, 10,
           "frames per chunk sent (10 = 100 ms at a 10 ms frame shift, a live decoder's window)");
 ABSL_FLAG(std::string, fusion, "max",
@@ -152,51 +159,124 @@ struct StreamedUtterance {
   std::optional<v1::AdaptationReport> adaptation;  // the last answer's
 };
 
-// Streams one utterance in chunks of `chunk_frames` and collects its answers.
+// Opens one stream, lets `send` push its chunks, half-closes and collects
+// every answer until the stream ends.
 absl::StatusOr<StreamedUtterance> StreamUtterance(Client& client, const v1::StreamConfig& config,
-                                                  ConstMatrixView features, int chunk_frames) {
+                                                  const std::function<absl::Status(StreamSession&)>& send) {
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StreamSession> session, client.StartStream(config));
   // Answers are received by the session's own thread, so pushing every chunk
   // first never waits for this thread to read.
-  for (int64_t first = 0; first < features.rows; first += chunk_frames) {
-    const int64_t count = std::min<int64_t>(chunk_frames, features.rows - first);
-    GMM_RETURN_IF_ERROR(session->Push(features.Rows(first, count)));
-  }
+  GMM_RETURN_IF_ERROR(send(*session));
   GMM_RETURN_IF_ERROR(session->CloseSend());
   StreamedUtterance out;
-  int64_t next = 0;
-  while (next < features.rows) {
-    GMM_ASSIGN_OR_RETURN(StreamAnswer answer, session->Next());
-    if (answer.first_frame != next) {
+  std::vector<float> scores;
+  int64_t next = 0, states = 0;
+  while (true) {
+    absl::StatusOr<StreamAnswer> answer = session->Next();
+    if (absl::IsOutOfRange(answer.status())) break;
+    GMM_RETURN_IF_ERROR(answer.status());
+    if (answer->first_frame != next) {
       return absl::InternalError(absl::StrFormat("answer for frame %d arrived when %d was due",
-                                                 answer.first_frame, next));
+                                                 answer->first_frame, next));
     }
-    if (out.scores.empty()) out.scores.Resize(features.rows, answer.scores.cols());
-    std::copy(answer.scores.data(), answer.scores.data() + answer.scores.rows() * answer.scores.cols(),
-              out.scores.row(next));
-    if (!answer.dominant_model.empty()) out.dominant_models.push_back(answer.dominant_model);
-    if (answer.adaptation.has_value()) out.adaptation = answer.adaptation;
-    next += answer.scores.rows();
+    states = answer->scores.cols();
+    scores.insert(scores.end(), answer->scores.span().begin(), answer->scores.span().end());
+    if (!answer->dominant_model.empty()) out.dominant_models.push_back(answer->dominant_model);
+    if (answer->adaptation.has_value()) out.adaptation = answer->adaptation;
+    next += answer->scores.rows();
   }
   GMM_RETURN_IF_ERROR(session->Finish());
+  out.scores.Resize(next, states);
+  std::copy(scores.begin(), scores.end(), out.scores.data());
   return out;
 }
 
+// Feature chunks of `chunk_frames`.
+std::function<absl::Status(StreamSession&)> SendFeatures(ConstMatrixView features, int chunk_frames) {
+  return [features, chunk_frames](StreamSession& session) {
+    for (int64_t first = 0; first < features.rows; first += chunk_frames) {
+      const int64_t count = std::min<int64_t>(chunk_frames, features.rows - first);
+      GMM_RETURN_IF_ERROR(session.Push(features.Rows(first, count)));
+    }
+    return absl::OkStatus();
+  };
+}
+
+// Audio chunks of `chunk_samples`.
+std::function<absl::Status(StreamSession&)> SendAudio(const std::vector<int16_t>& samples, int64_t chunk_samples) {
+  return [&samples, chunk_samples](StreamSession& session) {
+    for (size_t first = 0; first < samples.size(); first += chunk_samples) {
+      const size_t count = std::min<size_t>(chunk_samples, samples.size() - first);
+      GMM_RETURN_IF_ERROR(session.PushAudio(absl::MakeConstSpan(samples).subspan(first, count)));
+    }
+    return absl::OkStatus();
+  };
+}
+
+// One utterance to stream: features from an archive, or a speech file.
+struct StreamInput {
+  std::string key;
+  FloatMatrix features;
+  PcmAudio audio;
+};
+
+// The utterances of --features (an archive) or --audio (files), one at a time.
+class StreamInputs {
+ public:
+  static absl::StatusOr<StreamInputs> Open(const SpecifiedFlags& specified) {
+    StreamInputs inputs;
+    if (specified.contains("audio")) {
+      inputs.audio_files_ = absl::StrSplit(absl::GetFlag(FLAGS_audio), ',', absl::SkipEmpty());
+      if (inputs.audio_files_.empty()) return UsageError("--audio names no file");
+      return inputs;
+    }
+    GMM_ASSIGN_OR_RETURN(inputs.reader_, KaldiMatrixArchiveReader::Open(absl::GetFlag(FLAGS_features)));
+    return inputs;
+  }
+  bool audio() const { return reader_ == nullptr; }
+  // The next utterance, or nullopt after the last.
+  absl::StatusOr<std::optional<StreamInput>> Next() {
+    StreamInput input;
+    if (audio()) {
+      if (next_file_ == audio_files_.size()) return std::nullopt;
+      const std::string& path = audio_files_[next_file_++];
+      input.key = std::filesystem::path(path).stem().string();
+      GMM_ASSIGN_OR_RETURN(input.audio, ReadSpeechFile(path, absl::GetFlag(FLAGS_sample_rate)));
+      return input;
+    }
+    GMM_ASSIGN_OR_RETURN(const bool more, reader_->Next());
+    if (!more) return std::nullopt;
+    input.key = reader_->key();
+    input.features = reader_->matrix();
+    return input;
+  }
+
+ private:
+  std::unique_ptr<KaldiMatrixArchiveReader> reader_;
+  std::vector<std::string> audio_files_;
+  size_t next_file_ = 0;
+};
+
 absl::Status RunStream(const SpecifiedFlags& specified) {
-  GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "features", "output"}, "stream"));
-  const std::string rspecifier = absl::GetFlag(FLAGS_features);
+  GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "output"}, "stream"));
+  if (specified.contains("features") == specified.contains("audio")) {
+    return UsageError("stream needs exactly one of --features (an archive) and --audio (speech files)");
+  }
   const std::string wspecifier = absl::GetFlag(FLAGS_output);
   const int chunk_frames = absl::GetFlag(FLAGS_chunk_frames);
   if (chunk_frames < 1) return UsageError("--chunk_frames must be >= 1");
+  const double chunk_ms = absl::GetFlag(FLAGS_audio_chunk_ms);
+  if (!(chunk_ms > 0)) return UsageError("--audio_chunk_ms must be > 0");
   GMM_ASSIGN_OR_RETURN(v1::StreamConfig base_config, ConfigFromFlags());
-  GMM_RETURN_IF_ERROR(AsUsage(ParseArchiveRspecifier(rspecifier).status()));
+  if (specified.contains("features")) {
+    GMM_RETURN_IF_ERROR(AsUsage(ParseArchiveRspecifier(absl::GetFlag(FLAGS_features)).status()));
+  }
   absl::StatusOr<ArchiveSpecifier> output = ParseArchiveWspecifier(wspecifier);
   GMM_RETURN_IF_ERROR(AsUsage(output.status()));
   GMM_ASSIGN_OR_RETURN(auto transforms, ReadTransforms());
 
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, ConnectToServer());
-  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveReader> reader,
-                       KaldiMatrixArchiveReader::Open(rspecifier));
+  GMM_ASSIGN_OR_RETURN(StreamInputs inputs, StreamInputs::Open(specified));
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveWriter> writer,
                        KaldiMatrixArchiveWriter::Open(wspecifier));
   StreamSummary summary(absl::GetFlag(FLAGS_frame_shift_ms) / 1000.0, /*window_frames=*/25);
@@ -204,11 +284,15 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
 
   absl::Status status;
   while (status.ok()) {
-    absl::StatusOr<bool> more = reader->Next();
-    if (!more.ok()) status = more.status();
-    if (!status.ok() || !*more) break;
-    const std::string& key = reader->key();
+    absl::StatusOr<std::optional<StreamInput>> input = inputs.Next();
+    if (!input.ok()) status = input.status();
+    if (!status.ok() || !input->has_value()) break;
+    const std::string& key = (*input)->key;
     v1::StreamConfig config = base_config;
+    if (inputs.audio()) {
+      config.mutable_audio()->set_encoding(v1::AudioStreamConfig::PCM16);
+      config.mutable_audio()->set_sample_rate((*input)->audio.sample_rate);
+    }
     config.set_stream_id(key);
     if (config.has_adaptation()) config.mutable_adaptation()->set_save_as(key);
     if (!transforms.empty()) {
@@ -224,8 +308,16 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
                                                         it->second.span().end());
     }
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<StreamedUtterance> streamed =
-        StreamUtterance(*client, config, reader->matrix().view(), chunk_frames);
+    const int64_t chunk_samples =
+        std::max<int64_t>(1, std::llround(chunk_ms / 1000.0 * (*input)->audio.sample_rate));
+    absl::StatusOr<StreamedUtterance> streamed = StreamUtterance(
+        *client, config,
+        inputs.audio() ? SendAudio((*input)->audio.samples, chunk_samples)
+                       : SendFeatures((*input)->features.view(), chunk_frames));
+    if (streamed.ok() && !inputs.audio() && streamed->scores.rows() != (*input)->features.rows()) {
+      streamed = absl::InternalError(absl::StrFormat("the stream ended after %d of %d frames",
+                                                     streamed->scores.rows(), (*input)->features.rows()));
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!streamed.ok()) {
@@ -290,8 +382,9 @@ absl::Status RunAdaptation(const SpecifiedFlags& specified) {
 std::vector<Command> RemoteCommands() {
   return {
       {"stream", "stream a feature archive through a gmmscored; write its log-likelihoods",
-       "gmmscore stream --server HOST:PORT --model NAME[,NAME...] --features ark:FEATS\n"
-       "                --output ark[,t]:OUT [--chunk_frames 10]\n"
+       "gmmscore stream --server HOST:PORT --model NAME[,NAME...]\n"
+       "                (--features ark:FEATS [--chunk_frames 10] | --audio SPEECH[,...] [--audio_chunk_ms 100])\n"
+       "                --output ark[,t]:OUT\n"
        "                [--fusion max|logsumexp|posterior] [--weights W,...]\n"
        "                [--window_frames 50] [--acoustic_scale 1] [--transforms ark:TRANS]\n"
        "                [--adaptation none|fmllr|map] [--adaptation_start_frames 300]\n"
@@ -301,10 +394,14 @@ std::vector<Command> RemoteCommands() {
        "a live decoder would; the answers (the fused matrix when several models are named,\n"
        "else the model's) are written under the utterance's key as a frames x states archive,\n"
        "like `gmmscore score`. A summary (frames, real-time factor, best states over time,\n"
-       "dominant model) goes to stderr unless --nosummary. With --adaptation the server adapts\n"
+       "dominant model) goes to stderr unless --nosummary. With --audio each speech file (WAV\n"
+       "or raw PCM16) becomes one audio stream, keyed by its name: the server runs the models'\n"
+       "front end with live CMN (the features of `gmmscore features --cmn live`).\n"
+       "With --adaptation the server adapts\n"
        "each stream live from its own speech (docs/TRAINING.md) and publishes each update\n"
        "under the utterance's key.",
-       WithConnectionFlags({"server", "model", "features", "output", "chunk_frames", "fusion",
+       WithConnectionFlags({"server", "model", "features", "audio", "audio_chunk_ms", "sample_rate",
+                            "output", "chunk_frames", "fusion",
                             "weights", "window_frames", "acoustic_scale", "transforms",
                             "adaptation", "adaptation_start_frames", "adaptation_every_frames",
                             "frame_shift_ms", "summary"}),
