@@ -399,7 +399,8 @@ void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCa
                         .sessions_alive = &sessions_alive_,
                         .stalled_streams = &stalled_streams_,
                         .send_stats = &answer_send_stats_,
-                        .adaptation = adaptation_};
+                        .adaptation = adaptation_,
+                        .audio_stats = &audio_stats_};
   // Deletes itself once its RPC is done and no job refers to it.
   new StreamScoreSession(env, call, context.peer(), DeadlineOf(context), token);
 }
@@ -415,7 +416,8 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
                    .uptime = absl::Now() - start_time_,
                    .device = repository_->device(),
                    .adaptation = adaptation_ == nullptr ? AdaptationCounters{}
-                                                        : adaptation_->counters()},
+                                                        : adaptation_->counters(),
+                   .audio = audio_stats_.totals()},
                   response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

@@ -37,6 +37,7 @@
 #include "server/batch_scheduler.h"
 #include "server/idle_watchdog.h"
 #include "server/model_repository.h"
+#include "server/audio_stream_stats.h"
 #include "server/stream_call.h"
 #include "server/stream_registry.h"
 #include "server/stream_score_session.h"
@@ -130,6 +131,8 @@ class ScorerService final : public ScorerServiceBase {
   void Drain();
 
   int64_t live_streams() const { return registry_.live_streams(); }
+  // What audio streams' front ends did (GetServerStats, /metrics).
+  AudioCounters audio_counters() const { return audio_stats_.totals(); }
   // Bytes of stream answers computed and not yet taken by their clients;
   // chunks refused because all of them together were at the limit; streams
   // cancelled because their client stopped reading (stream_write_timeout).
@@ -163,6 +166,7 @@ class ScorerService final : public ScorerServiceBase {
   std::atomic<int64_t> sessions_alive_{0};
   std::atomic<int64_t> stalled_streams_{0};
   AnswerSendStats answer_send_stats_;
+  AudioStreamStats audio_stats_;
   std::atomic<int64_t> streams_started_{0};
   const absl::Time start_time_ = absl::Now();
 };

@@ -279,6 +279,16 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
   }
   if (sources.adaptation != nullptr) WriteAdaptation(sources.adaptation->counters(), &out);
   if (sources.service != nullptr) {
+    const AudioCounters audio = sources.service->audio_counters();
+    Counter(&out, "gmmscore_audio_streams_total", "Audio streams (StreamConfig.audio) started.",
+            static_cast<double>(audio.streams));
+    Counter(&out, "gmmscore_audio_samples_total", "Audio samples received by audio streams.",
+            static_cast<double>(audio.samples));
+    Counter(&out, "gmmscore_audio_frames_total", "Feature frames computed by audio streams' front ends.",
+            static_cast<double>(audio.frames));
+    Counter(&out, "gmmscore_audio_front_end_seconds_total",
+            "Time spent in audio streams' front ends (decoding, MFCC, CMN, dynamic features).",
+            audio.front_end_us * 1e-6);
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",
           static_cast<double>(sources.service->live_streams()));
     Gauge(&out, "gmmscore_unsent_answer_bytes",

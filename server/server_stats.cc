@@ -47,6 +47,10 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
   out->set_adaptation_updates(a.updates);
   out->set_adaptation_gather_us(a.gather_us);
   out->set_adaptation_update_us(a.update_us);
+  out->set_audio_streams(counters.audio.streams);
+  out->set_audio_samples(counters.audio.samples);
+  out->set_audio_frames(counters.audio.frames);
+  out->set_audio_front_end_us(counters.audio.front_end_us);
 }
 
 }  // namespace gmmscore

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.pb.h"
 #include "server/adaptation_hub.h"
+#include "server/audio_stream_stats.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
 
@@ -27,6 +28,7 @@ struct ServerCounters {
   absl::Duration uptime;
   std::string device;
   AdaptationCounters adaptation;  // zeros without live adaptation
+  AudioCounters audio;
 };
 
 // Fills every field of *out from `counters`, plus process_cpu_us from

@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<int16_t>> DecodeSamples(const std::string& bytes,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StreamAudio>> StreamAudio::Create(const v1::AudioStreamConfig& config,
-                                                                 const ScoringPlan& plan) {
+                                                                 const ScoringPlan& plan, AudioStreamStats* stats) {
   if (config.encoding() != v1::AudioStreamConfig::PCM16 && config.encoding() != v1::AudioStreamConfig::FLOAT32) {
     return absl::InvalidArgumentError("StreamConfig.audio.encoding is not set: say PCM16 or FLOAT32");
   }
@@ -85,18 +85,29 @@ absl::StatusOr<std::unique_ptr<StreamAudio>> StreamAudio::Create(const v1::Audio
     return absl::FailedPreconditionError(absl::StrFormat(
         "the front end gives %d-dim features, but the models take %d", (*front_end)->dim(), plan.dim));
   }
-  return std::unique_ptr<StreamAudio>(new StreamAudio(config.encoding(), *std::move(front_end)));
+  if (stats != nullptr) stats->AddStream();
+  return std::unique_ptr<StreamAudio>(new StreamAudio(config.encoding(), *std::move(front_end), stats));
 }
 
 absl::StatusOr<FloatMatrix> StreamAudio::Push(const v1::AudioChunk& chunk) {
+  const absl::Time start = absl::Now();
   GMM_ASSIGN_OR_RETURN(const std::vector<int16_t> samples, DecodeSamples(chunk.samples(), encoding_, samples_));
   samples_ += static_cast<int64_t>(samples.size());
-  return front_end_->Push(samples);
+  absl::StatusOr<FloatMatrix> frames = front_end_->Push(samples);
+  Count(static_cast<int64_t>(samples.size()), frames, start);
+  return frames;
 }
 
 absl::StatusOr<FloatMatrix> StreamAudio::Finish() {
+  const absl::Time start = absl::Now();
   finished_ = true;
-  return front_end_->Finish();
+  absl::StatusOr<FloatMatrix> frames = front_end_->Finish();
+  Count(0, frames, start);
+  return frames;
+}
+
+void StreamAudio::Count(int64_t samples, const absl::StatusOr<FloatMatrix>& frames, absl::Time start) {
+  if (stats_ != nullptr) stats_->Add(samples, frames.ok() ? frames->rows() : 0, absl::Now() - start);
 }
 
 }  // namespace gmmscore

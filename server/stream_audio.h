@@ -20,6 +20,7 @@
 #include "gmmscore/v1/scorer.pb.h"
 #include "kernels/core/matrix.h"
 #include "kernels/frontend/live_front_end.h"
+#include "server/audio_stream_stats.h"
 #include "server/scoring_plan.h"
 
 namespace gmmscore {
@@ -29,8 +30,9 @@ class StreamAudio {
   // INVALID_ARGUMENT: no encoding, or a sample rate that is not the front
   // end's; FAILED_PRECONDITION: a model of the plan has no front end (the
   // message says why) or two have different ones.
+  // `stats` (may be null) counts the stream, its samples, frames and time.
   static absl::StatusOr<std::unique_ptr<StreamAudio>> Create(const v1::AudioStreamConfig& config,
-                                                             const ScoringPlan& plan);
+                                                             const ScoringPlan& plan, AudioStreamStats* stats);
 
   // The feature frames `chunk` completed. INVALID_ARGUMENT for no samples,
   // a byte count that is not whole samples, or a non-finite float (its
@@ -43,11 +45,15 @@ class StreamAudio {
   int64_t samples() const { return samples_; }
 
  private:
-  StreamAudio(v1::AudioStreamConfig::Encoding encoding, std::unique_ptr<LiveFrontEnd> front_end)
-      : encoding_(encoding), front_end_(std::move(front_end)) {}
+  StreamAudio(v1::AudioStreamConfig::Encoding encoding, std::unique_ptr<LiveFrontEnd> front_end,
+              AudioStreamStats* stats)
+      : encoding_(encoding), front_end_(std::move(front_end)), stats_(stats) {}
+  // Counts what one Push or Finish did since `start`.
+  void Count(int64_t samples, const absl::StatusOr<FloatMatrix>& frames, absl::Time start);
 
   const v1::AudioStreamConfig::Encoding encoding_;
   const std::unique_ptr<LiveFrontEnd> front_end_;
+  AudioStreamStats* const stats_;
   int64_t samples_ = 0;
   bool finished_ = false;
 };

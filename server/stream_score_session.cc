@@ -116,7 +116,7 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     adaptation_ = *std::move(adaptation);
   }
   if (config.has_audio()) {
-    absl::StatusOr<std::unique_ptr<StreamAudio>> audio = StreamAudio::Create(config.audio(), *plan);
+    absl::StatusOr<std::unique_ptr<StreamAudio>> audio = StreamAudio::Create(config.audio(), *plan, env_.audio_stats);
     if (!audio.ok()) return audio.status();
     audio_ = *std::move(audio);
   }

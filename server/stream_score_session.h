@@ -96,6 +96,8 @@ struct StreamEnvironment {
   // Live adaptation (StreamConfig.adaptation); null: refused with
   // FAILED_PRECONDITION.
   AdaptationHub* adaptation = nullptr;
+  // Where audio streams' front ends are counted; may be null.
+  AudioStreamStats* audio_stats = nullptr;
 };
 
 class StreamScoreSession final : public StreamCallEvents, public DrainableStream {

@@ -280,6 +280,15 @@ TEST_F(AudioStreamTest, FramesAreAnsweredOnceTheirLookaheadArrivedAndSplitAtTheC
   EXPECT_EQ(rest->scores.rows(), 4);  // 3 held back + the zero-padded last frame (16000 is not on a frame edge)
   EXPECT_TRUE(absl::IsOutOfRange((*session)->Next().status()));
   EXPECT_TRUE((*session)->Finish().ok());
+  // The server counted it (GetServerStats; /metrics reads the same counters).
+  auto stub = v1::AcousticScorer::NewStub(grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetServerStatsResponse stats;
+  ASSERT_TRUE(stub->GetServerStats(&context, {}, &stats).ok());
+  EXPECT_EQ(stats.audio_streams(), 1u);
+  EXPECT_EQ(stats.audio_samples(), 16000u);
+  EXPECT_EQ(stats.audio_frames(), 99u);
+  EXPECT_GT(stats.audio_front_end_us(), 0u);
 }
 
 TEST_F(AudioStreamTest, BadAudioGetsItsStatusWhileAGoodStreamGoesOn) {

@@ -26,6 +26,8 @@
 #include "client/load/answer_verifier.h"
 #include "client/load/feature_source.h"
 #include "client/load/load_report.h"
+#include "absl/strings/str_cat.h"
+#include "client/load/audio_source.h"
 #include "client/load/load_runner.h"
 #include "client/load/svg_plot.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
@@ -76,6 +78,11 @@ ABSL_FLAG(int32_t, search_resolution, 1,
 ABSL_FLAG(std::string, features, "",
           "Kaldi feature archive to stream (ark:FILE, scp:...); empty = synthetic frames of the "
           "model's dimension (from ListModels).");
+ABSL_FLAG(std::string, audio, "",
+          "Speech files (WAV PCM16 mono, comma-separated): every stream is an audio stream "
+          "(StreamConfig.audio) sending --chunk_frames x 10 ms of them per chunk, and the server "
+          "runs the models' front end. --chunk_frames >= 8; no --verify_fraction.");
+ABSL_FLAG(int, audio_sample_rate, 16000, "--audio: the models' sample rate (raw files are read at it).");
 ABSL_FLAG(std::string, model_file, "",
           "The file(s) the server loaded for --model, comma-separated in the same order: "
           "synthetic frames are drawn from the first, and --verify_fraction checks answers "
@@ -288,6 +295,22 @@ int Main(int argc, char** argv) {
         FeatureSource::Synthetic(dim, absl::GetFlag(FLAGS_seed), files.front().get()));
   }
 
+  std::unique_ptr<AudioSource> audio;
+  if (!absl::GetFlag(FLAGS_audio).empty()) {
+    const int rate = absl::GetFlag(FLAGS_audio_sample_rate);
+    if (absl::GetFlag(FLAGS_verify_fraction) > 0 || absl::GetFlag(FLAGS_chunk_frames) < 8 || rate % 100 != 0) {
+      return Fail(absl::InvalidArgumentError(
+          "--audio needs --chunk_frames >= 8 (one answer per chunk), no --verify_fraction and a "
+          "--audio_sample_rate that is whole samples per 10 ms frame"));
+    }
+    absl::StatusOr<AudioSource> source =
+        AudioSource::FromFiles(absl::StrSplit(absl::GetFlag(FLAGS_audio), ',', absl::SkipEmpty()), rate);
+    if (!source.ok()) return Fail(source.status());
+    audio = std::make_unique<AudioSource>(*std::move(source));
+    config->mutable_audio()->set_encoding(v1::AudioStreamConfig::PCM16);
+    config->mutable_audio()->set_sample_rate(rate);
+  }
+
   std::unique_ptr<AnswerVerifier> verifier;
   const double verify_fraction = absl::GetFlag(FLAGS_verify_fraction);
   if (verify_fraction > 0) {
@@ -325,14 +348,17 @@ int Main(int argc, char** argv) {
       .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
       .late_ms = absl::GetFlag(FLAGS_late_ms),
       .slo_ms = absl::GetFlag(FLAGS_slo_ms),
-      .drain_s = absl::GetFlag(FLAGS_drain_s)};
+      .drain_s = absl::GetFlag(FLAGS_drain_s),
+      .audio = audio.get(),
+      .samples_per_frame = absl::GetFlag(FLAGS_audio_sample_rate) / 100};
   LoadRunner runner(options, features.get(), verifier.get());
 
   LoadReport report;
   report.run = {.server = server,
                 .models = absl::StrJoin(models, ","),
                 .device = device,
-                .features = features->description(),
+                .features = audio != nullptr ? absl::StrCat("audio: ", audio->description())
+                                             : features->description(),
                 .realtime = options.realtime,
                 .chunk_frames = options.chunk_frames,
                 .duration_s = options.chunks > 0 ? 0 : options.duration_s,
@@ -342,7 +368,7 @@ int Main(int argc, char** argv) {
                 .date = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()),
                 .command_line = command_line};
   std::printf("gmmscore-load: %s on %s (%s), %d dims; features %s\n", report.run.models.c_str(),
-              server.c_str(), device.c_str(), dim, features->description().c_str());
+              server.c_str(), device.c_str(), dim, report.run.features.c_str());
   std::fflush(stdout);
 
   auto on_point = [&](const PointResult& point) {

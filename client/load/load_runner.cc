@@ -223,7 +223,9 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
                           .max_outstanding = std::max(1, o.max_outstanding),
                           .first_due_ns = t0 + offset(i) + period,
                           .period_ns = period,
-                          .max_chunks = o.chunks};
+                          .max_chunks = o.chunks,
+                          .audio = o.audio,
+                          .samples_per_frame = o.samples_per_frame};
     streams.push_back(
         std::make_unique<LoadStream>(plan, features_, &pacer, verifier_, [&done] { done.Add(); }));
     streams.back()->StopAt(max_end);

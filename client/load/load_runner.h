@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/load/answer_verifier.h"
+#include "client/load/audio_source.h"
 #include "client/load/feature_source.h"
 #include "client/load/load_stats.h"
 #include "client/load/server_breakdown.h"
@@ -60,6 +61,10 @@ struct RunOptions {
   double slo_ms = 0;      // > 0: a point passes when p99 <= slo_ms and nothing failed
   double drain_s = 10;    // after the stop: how long the last answers may take
   absl::Duration connect_timeout = absl::Seconds(10);
+  // Audio streams (config.audio set): where their samples come from (must
+  // outlive the runner), and the samples of one frame.
+  const AudioSource* audio = nullptr;
+  int samples_per_frame = 160;
 };
 
 struct PointResult {

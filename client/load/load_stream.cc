@@ -96,8 +96,12 @@ void LoadStream::WriteChunkLocked(int64_t k, Actions* actions) {
   write_in_flight_ = true;
   records_[k].sent_ns = NowNs();
   ++sent_;
-  features_->Chunk(plan_.index, k * plan_.chunk_frames, plan_.chunk_frames,
-                   request_.mutable_chunk());
+  if (plan_.audio != nullptr) {
+    const int64_t samples = int64_t{plan_.chunk_frames} * plan_.samples_per_frame;
+    plan_.audio->Chunk(plan_.index, k * samples, samples, request_.mutable_audio());
+  } else {
+    features_->Chunk(plan_.index, k * plan_.chunk_frames, plan_.chunk_frames, request_.mutable_chunk());
+  }
   actions->write = true;
 }
 
@@ -130,16 +134,21 @@ void LoadStream::OnReadDone(bool ok) {
   }
   const int64_t now = NowNs();
   const int64_t first_frame = static_cast<int64_t>(response_.first_frame());
-  const int64_t k = first_frame / plan_.chunk_frames;
   Actions actions;
   bool sample = false;
   {
     absl::MutexLock lock(&mu_);
-    if (first_frame % plan_.chunk_frames == 0 && k < static_cast<int64_t>(records_.size()) &&
+    // An audio stream's answers come one per chunk, in order, whatever
+    // their frames; the one after the last chunk is the half-close's.
+    const bool audio = plan_.audio != nullptr;
+    const int64_t k = audio ? audio_answers_++ : first_frame / plan_.chunk_frames;
+    if (audio && k >= static_cast<int64_t>(records_.size()) && closing_) {
+      // the front end's last frames: no chunk of its own
+    } else if ((audio || first_frame % plan_.chunk_frames == 0) && k < static_cast<int64_t>(records_.size()) &&
         records_[k].sent_ns != 0 && records_[k].answered_ns == 0) {
       records_[k].answered_ns = now;
       ++answered_;
-      sample = verifier_ != nullptr && verifier_->ShouldSample(plan_.index, k);
+      sample = !audio && verifier_ != nullptr && verifier_->ShouldSample(plan_.index, k);
     } else {
       ++unexpected_answers_;
     }

@@ -32,6 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "client/load/answer_verifier.h"
+#include "client/load/audio_source.h"
 #include "client/load/feature_source.h"
 #include "client/load/load_stats.h"
 #include "client/load/pacer.h"
@@ -55,6 +56,13 @@ struct StreamPlan {
   int64_t period_ns = 100'000'000;
   // Chunks to send, then half-close; 0: until the stop time.
   int64_t max_chunks = 0;
+  // An audio stream (config->audio set): chunk k is the chunk_frames *
+  // samples_per_frame samples of its frames, from `audio` (outlives the
+  // stream). Its answers are matched to chunks in order: each chunk must
+  // complete one answer's frames (chunk_frames above the front end's
+  // lookahead and window; gmmscore-load asks for >= 8).
+  const AudioSource* audio = nullptr;
+  int samples_per_frame = 160;
 };
 
 class LoadStream final
@@ -132,6 +140,7 @@ class LoadStream final
   int64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t answered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t unexpected_answers_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t audio_answers_ ABSL_GUARDED_BY(mu_) = 0;  // answers read on an audio stream
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
   bool closing_ ABSL_GUARDED_BY(mu_) = false;          // no more chunks will come
   bool writes_done_ ABSL_GUARDED_BY(mu_) = false;      // half-close started

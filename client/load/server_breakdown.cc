@@ -41,6 +41,8 @@ ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
   b.adaptation_cores = Ratio(d(before.adaptation_gather_us(), after.adaptation_gather_us()) +
                                  d(before.adaptation_update_us(), after.adaptation_update_us()),
                              us);
+  b.audio_frames = static_cast<int64_t>(d(before.audio_frames(), after.audio_frames()));
+  b.front_end_cores = Ratio(d(before.audio_front_end_us(), after.audio_front_end_us()), us);
   b.in_scheduler_ms = b.queue_wait_ms + b.worker_wait_ms + b.pack_ms + b.score_ms + b.answer_ms;
   return b;
 }
@@ -60,6 +62,10 @@ std::string FormatBreakdown(const ServerBreakdown& b) {
                           "; adaptation %.2f cores: %d frames gathered, %d skipped, %d updates",
                           b.adaptation_cores, b.adapted_frames, b.adaptation_skipped,
                           b.adaptation_updates);
+  }
+  if (b.audio_frames > 0) {
+    absl::StrAppendFormat(&line, "; front end %.2f cores for %d frames of audio", b.front_end_cores,
+                          b.audio_frames);
   }
   return line;
 }

@@ -45,6 +45,9 @@ struct ServerBreakdown {
   // its workers kept busy (gathering + estimating, off the scoring path).
   int64_t adapted_frames = 0, adaptation_skipped = 0, adaptation_updates = 0;
   double adaptation_cores = 0;
+  // Audio streams: feature frames their front ends gave, and the cores spent there.
+  int64_t audio_frames = 0;
+  double front_end_cores = 0;
 };
 
 ServerBreakdown DiffServerStats(const v1::GetServerStatsResponse& before,
