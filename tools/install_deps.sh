@@ -11,6 +11,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libmicrohttpd-dev openssl
   libsphinxbase-dev pocketsphinx-testdata pocketsphinx-en-us pocketsphinx
+  python3-venv python3-grpcio python3-numpy python3-protobuf python3-pytest  # client/python
 )
 missing=()
 for p in "${packages[@]}"; do

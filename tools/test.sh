@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs dependencies, builds (with the CUDA backend when
 # nvcc is found; its GPU tests skip without a device), runs CTest, then
-# rebuilds the stream tests with AddressSanitizer/LeakSanitizer and runs them.
+# runs the Python client's tests against the daemon just built, then rebuilds
+# the stream tests with AddressSanitizer/LeakSanitizer and runs them.
 #   tools/test.sh            # from a fresh clone
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,9 @@ jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 ninja -C build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs")
+# The Python client (client/python), installed as its README says, against
+# this build's gmmscored.
+tools/python_tests.sh build
 
 # Sanitizer pass over the engine, the server and the integration tests
 # (clients that cancel or vanish must free all they held). No CUDA here:
