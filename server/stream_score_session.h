@@ -18,7 +18,8 @@
 // env.max_stream_answer_bytes of such answers.
 //
 // How a stream ends:
-//   client half-close    answer every accepted chunk, then OK
+//   client half-close    answer every accepted chunk (an audio stream's
+//                        front end first gives its last frames as one), then OK
 //   bad message          answer the chunks accepted before it, then its
 //                        error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION)
 //   scoring failure      answer the chunks before the failed one, then its error
