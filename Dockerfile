@@ -30,10 +30,13 @@ COPY --from=build /out/bin/ /usr/local/bin/
 COPY deploy/gmmscored.textproto /etc/gmmscore/gmmscored.textproto
 USER gmmscore:gmmscore
 EXPOSE 50051 9464
-# The metrics endpoint answers only while the process serves; gRPC health
-# (grpc.health.v1) is what Kubernetes probes (deploy/kubernetes/).
-HEALTHCHECK --interval=15s --timeout=3s --start-period=120s --retries=3 \
-  CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && grep -q gmmscore_active_streams <&3"]
+# gRPC health (grpc.health.v1), as Kubernetes probes it (deploy/kubernetes/):
+# `gmmscore health` exits 0 only while the server is SERVING (not while it
+# loads its models or drains). The old check opened /dev/tcp, which the
+# image's /bin/sh (dash) does not have, so it never passed. With TLS on the
+# listener, add --tls_ca (and --tls_cert/--tls_key for mutual TLS).
+HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
+  CMD ["/usr/local/bin/gmmscore", "health", "--server", "127.0.0.1:50051", "--health_timeout_s", "3"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/gmmscored"]
 # Settings from the config file. Arguments to `docker run IMAGE ...` replace this CMD:

@@ -7,6 +7,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "kernels/core/status_macros.h"
 #include "proto/rpc_status.h"
 
 namespace gmmscore {
@@ -14,6 +15,31 @@ namespace {
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration timeout) {
   return absl::ToChronoTime(absl::Now() + timeout);
+}
+
+// Waits for `channel` to connect. The first failed attempt ends the wait
+// (nothing listening, a name that does not resolve, a TLS handshake the
+// server refuses): gRPC would otherwise retry with backoff until the
+// deadline, and a client would wait the whole connect_timeout for a port
+// that refuses at once.
+absl::Status AwaitReady(grpc::Channel& channel, const std::string& target, absl::Duration timeout) {
+  const auto deadline = DeadlineIn(timeout);
+  grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot connect to gmmscored at %s: the connection failed (nothing listening there, a name "
+          "that does not resolve, or TLS settings the server does not accept)",
+          target));
+    }
+    if (!channel.WaitForStateChange(state, deadline)) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot connect to gmmscored at %s within %s (is it running and reachable?)", target,
+          absl::FormatDuration(timeout)));
+    }
+    state = channel.GetState(/*try_to_connect=*/true);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -28,11 +54,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& targe
                                     ? options.credentials
                                     : grpc::InsecureChannelCredentials(),
                                 args);
-  if (!channel->WaitForConnected(DeadlineIn(options.connect_timeout))) {
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot connect to gmmscored at %s within %s (is it running and listening there?)",
-        target, absl::FormatDuration(options.connect_timeout)));
-  }
+  GMM_RETURN_IF_ERROR(AwaitReady(*channel, target, options.connect_timeout));
   return std::make_unique<Client>(std::move(channel), options);
 }
 

@@ -47,8 +47,10 @@ struct ClientOptions {
 class Client {
  public:
   // Opens a channel to `target` ("host:port", or any gRPC target) with
-  // options.credentials (plaintext when null) and waits up to options.connect_timeout for it to connect; UNAVAILABLE
-  // naming the target if it does not.
+  // options.credentials (plaintext when null) and waits up to
+  // options.connect_timeout for it to connect; UNAVAILABLE naming the target
+  // if it does not, at once when the first attempt fails (nothing
+  // listening, an unresolvable name, a refused TLS handshake).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target,
                                                          const ClientOptions& options = {});
 

@@ -5,6 +5,8 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "grpcpp/security/server_credentials.h"
@@ -13,6 +15,26 @@
 
 namespace gmmscore {
 namespace {
+
+// --listen: HOST:PORT, [IPV6]:PORT or unix:PATH. gRPC reads a bare host as
+// host:443 (`--listen localhost` bound port 443, or failed as non-root),
+// so a port must be given.
+absl::Status CheckListenAddress(const std::string& address) {
+  if (absl::StartsWith(address, "unix:")) return absl::OkStatus();
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+  int number = 0;
+  const bool bracketed = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
+  if (host.empty() || (host.find(':') != std::string::npos && !bracketed) ||
+      !absl::SimpleAtoi(port, &number) || number < 0 || number > 65535) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--listen '%s' is not HOST:PORT, [IPV6]:PORT or unix:PATH (a port is required: gRPC would take "
+        "a bare host as port 443); e.g. 0.0.0.0:50051",
+        address));
+  }
+  return absl::OkStatus();
+}
 
 // "host:port" -> "host:<port>" with the port actually bound.
 std::string WithPort(const std::string& address, int port) {
@@ -37,6 +59,7 @@ ServiceLimits LimitsOf(const DaemonOptions& options) {
 }  // namespace
 
 absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
+  GMM_RETURN_IF_ERROR(CheckListenAddress(options.listen_address));
   const BatchSchedulerOptions& scheduler = options.scheduler;
   const ServiceLimits& limits = options.limits;
   if (scheduler.max_batch_frames < 1 || scheduler.num_workers < 1 ||

@@ -35,6 +35,11 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
       {"--max_saved_adaptations", [](DaemonOptions* o) { o->adaptation.max_saved = 0; }},
       {"--max_align_queued_frames", [](DaemonOptions* o) { o->align.max_queued_frames = 0; }},
       {"--align_queue_delay_us", [](DaemonOptions* o) { o->align.max_queue_delay = absl::Microseconds(-1); }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "localhost"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "0.0.0.0:http"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = ":50051"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "::1:50051"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "127.0.0.1:70000"; }},
   };
   for (const Case& c : cases) {
     DaemonOptions options;
@@ -42,6 +47,11 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
     const absl::Status status = ValidateDaemonOptions(options);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.flag;
     EXPECT_NE(status.message().find(c.flag), std::string::npos) << c.flag << ": " << status;
+  }
+  for (const char* good : {"0.0.0.0:50051", "localhost:0", "[::1]:50051", "[::]:8080", "unix:/run/gmmscore.sock"}) {
+    DaemonOptions options;
+    options.listen_address = good;
+    EXPECT_TRUE(ValidateDaemonOptions(options).ok()) << good;
   }
   DaemonOptions no_limit;
   no_limit.limits.max_answer_memory_bytes = 0;  // 0: no server-wide limit

@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage_config.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -19,6 +20,7 @@
 #include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
 #include "server/auth_token.h"
+#include "kernels/core/version.h"
 #include "server/daemon.h"
 #include "server/log.h"
 #include "server/server_config.h"
@@ -285,6 +287,9 @@ int Main(int argc, char** argv) {
     }
     config = *std::move(read);
   }
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] { return VersionLine("gmmscored") + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   if (!config_path.empty()) {
     LogInfo("config: %s (command-line flags override it)", config_path);

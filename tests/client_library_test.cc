@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "absl/time/clock.h"
 #include "client/remote_decodable.h"
 #include "gtest/gtest.h"
 #include "proto/wire_convert.h"
@@ -122,6 +123,16 @@ TEST(ClientConnectTest, UnreachableServerIsUnavailable) {
       Client::Connect("127.0.0.1:1", {.connect_timeout = absl::Milliseconds(200)});
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(client.status().message().find("127.0.0.1:1"), std::string::npos);
+}
+
+TEST(ClientConnectTest, ARefusedPortFailsFastNotAfterTheTimeout) {
+  // Port 1 refuses at once on loopback; the default timeout is 10 s, which
+  // `gmmscore models` used to wait in full.
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect("127.0.0.1:1");
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(client.status().message().find("the connection failed"), std::string::npos) << client.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 }  // namespace

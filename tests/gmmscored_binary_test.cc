@@ -188,6 +188,41 @@ TEST_F(GmmscoredBinaryTest, BadRepositoryExitsWithAClearError) {
   EXPECT_THAT(daemon.Log(), HasSubstr("cannot start: NOT_FOUND: model repository"));
 }
 
+TEST_F(GmmscoredBinaryTest, ListenWithoutAPortIsRefused) {
+  DaemonProcess daemon({"--model_repository=" + dir_.string(), "--listen=localhost", "--backend=cpu"});
+  EXPECT_EQ(daemon.Wait(), 1);
+  daemon.WaitForLine("cannot start");
+  EXPECT_THAT(daemon.Log(), HasSubstr("--listen 'localhost' is not HOST:PORT"));
+}
+
+// stdout and stderr of `command`, and its exit status.
+std::pair<int, std::string> Capture(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(BinariesTest, EveryBinaryPrintsTheProjectVersionAndItsFlags) {
+  for (const auto& [binary, name] : std::vector<std::pair<std::string, std::string>>{
+           {GMMSCORE_GMMSCORED, "gmmscored"}, {GMMSCORE_CLI_BINARY, "gmmscore"}, {GMMSCORE_LOAD_BINARY, "gmmscore-load"}}) {
+    const auto [status, out] = Capture(binary + " --version");
+    EXPECT_EQ(status, 0) << name << ": " << out;
+    EXPECT_THAT(out, HasSubstr(name + " " + GMMSCORE_PROJECT_VERSION + " (")) << out;
+    EXPECT_THAT(out, Not(HasSubstr("Debug build"))) << out;  // absl's default line
+  }
+  // absl's usage filter looked for a file named after the program and listed
+  // no flag of gmmscore-load.
+  const auto [status, help] = Capture(std::string(GMMSCORE_LOAD_BINARY) + " --help");
+  EXPECT_THAT(help, HasSubstr("--streams"));
+  EXPECT_THAT(help, HasSubstr("--audio"));
+  EXPECT_THAT(help, Not(HasSubstr("No flags matched")));
+}
+
 TEST_F(GmmscoredBinaryTest, MissingRepositoryFlagIsExplained) {
   DaemonProcess daemon({"--listen=127.0.0.1:0"});
   EXPECT_EQ(daemon.Wait(), 1);

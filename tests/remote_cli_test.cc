@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -167,6 +168,28 @@ TEST_F(RemoteCliTest, ModelsListsWhatTheServerServes) {
   EXPECT_THAT(run.out, HasSubstr("NAME"));
   EXPECT_THAT(run.out, HasSubstr("spk_a"));
   EXPECT_THAT(run.out, HasSubstr("spk_b"));
+}
+
+TEST_F(RemoteCliTest, HealthExitsZeroOnlyWhileServing) {
+  RunResult run = RunProgram(GMMSCORE_CLI, {"health", "--server=" + daemon_->address()});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("the server: SERVING"));
+  run = RunProgram(GMMSCORE_CLI, {"health", "--server=" + daemon_->address(), "--service=spk_a"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("'spk_a': SERVING"));
+  run = RunProgram(GMMSCORE_CLI, {"health", "--server=" + daemon_->address(), "--service=no_such_model"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("'no_such_model': SERVICE_UNKNOWN"));
+  // Nothing listening: fails at once, not after the timeout.
+  const absl::Time start = absl::Now();
+  run = RunProgram(GMMSCORE_CLI, {"health", "--server=127.0.0.1:1", "--health_timeout_s=30"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("the connection failed"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  // Draining: NOT_SERVING (while the listener still answers) or gone.
+  daemon_->daemon().Drain(absl::ZeroDuration());
+  run = RunProgram(GMMSCORE_CLI, {"health", "--server=" + daemon_->address()});
+  EXPECT_EQ(run.exit_code, 1) << run.out;
 }
 
 TEST(SphinxMfcToArkTest, RealSpeechBecomes39DimFeaturesWithKaldiDeltas) {

@@ -13,6 +13,7 @@
 #include "client/cli/connection_flags.h"
 #include "client/client.h"
 #include "gmmscore/v1/admin.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "kernels/core/status_macros.h"
 #include "proto/rpc_status.h"
 
@@ -22,6 +23,11 @@ ABSL_DECLARE_FLAG(std::string, server);
 ABSL_FLAG(std::string, name, "",
           "model name: a file in the server's model repository without its extension (or a "
           "Sphinx model directory); for `adaptation`, the name an update was published under");
+
+ABSL_FLAG(std::string, service, "",
+          "health: the service to ask about (a model name, or gmmscore.v1.AcousticScorer); empty: the "
+          "whole server");
+ABSL_FLAG(int, health_timeout_s, 3, "health: seconds to connect and answer, each");
 
 namespace gmmscore::cli {
 namespace {
@@ -129,6 +135,34 @@ absl::Status RunUnload(const SpecifiedFlags& specified) {
   return absl::OkStatus();
 }
 
+// grpc.health.v1 Check: prints the status; OK only for SERVING, so that a
+// container's HEALTHCHECK or a script can use the exit code.
+absl::Status RunHealth(const SpecifiedFlags&) {
+  GMM_ASSIGN_OR_RETURN(ClientOptions options, ClientOptionsFromFlags());
+  options.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_health_timeout_s));
+  options.call_timeout = options.connect_timeout;
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(absl::GetFlag(FLAGS_server), options));
+  auto stub = grpc::health::v1::Health::NewStub(client->channel());
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(absl::GetFlag(FLAGS_service));
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status checked = stub->Check(&context, request, &response);
+  const std::string what = request.service().empty() ? "the server" : absl::StrCat("'", request.service(), "'");
+  if (checked.error_code() == grpc::StatusCode::NOT_FOUND) {
+    return absl::NotFoundError(absl::StrCat(what, ": SERVICE_UNKNOWN (not a model this server serves, nor "
+                                                  "gmmscore.v1.AcousticScorer)"));
+  }
+  GMM_RETURN_IF_ERROR(ToAbslStatus(checked));
+  const std::string status = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+  std::printf("%s: %s\n", what.c_str(), status.c_str());
+  if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(absl::StrCat(what, " is ", status));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> FlagsWith(std::vector<std::string> names) {
   names.push_back("server");
   for (std::string& name : ConnectionFlagNames()) names.push_back(std::move(name));
@@ -143,6 +177,14 @@ constexpr char kConnection[] =
 
 std::vector<Command> AdminCommands() {
   return {
+      {"health", "ask a gmmscored whether it serves (grpc.health.v1); exit 0 only if SERVING",
+       absl::StrCat("gmmscore health --server HOST:PORT [--service NAME] [--health_timeout_s 3]\n\n"
+                    "Prints SERVING, NOT_SERVING (e.g. draining, or a model that cannot serve) or the\n"
+                    "error; exits 0 only for SERVING, 1 otherwise. --service names a model (or\n"
+                    "gmmscore.v1.AcousticScorer); empty asks about the whole server. For a container's\n"
+                    "HEALTHCHECK or a load balancer's probe script.",
+                    kConnection),
+       FlagsWith({"service", "health_timeout_s"}), RunHealth},
       {"admin list", "list the model versions a gmmscored serves, memory and budget",
        absl::StrCat("gmmscore admin list --server HOST:PORT\n\n"
                     "One line per served model: version, format, resident MiB, load time, "

@@ -28,6 +28,7 @@
 #include "client/cli/bw_command.h"
 #include "client/cli/fmllr_command.h"
 #include "kernels/core/mutex_mode.h"
+#include "kernels/core/version.h"
 
 namespace gmmscore::cli {
 namespace {
@@ -102,6 +103,10 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = AllCommands();
   if (argc < 2) return Fail(UsageError("no command given (see: gmmscore --help)"));
   const std::string first = argv[1];
+  if (first == "--version" || first == "version") {
+    std::puts(VersionLine("gmmscore").c_str());
+    return kExitOk;
+  }
   if (first == "--help" || first == "-h" || first == "help") {
     if (first != "help" || argc == 2) {
       PrintOverview(commands);

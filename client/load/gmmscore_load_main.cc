@@ -26,7 +26,10 @@
 #include "client/load/answer_verifier.h"
 #include "client/load/feature_source.h"
 #include "client/load/load_report.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/core/version.h"
 #include "client/load/audio_source.h"
 #include "client/load/load_runner.h"
 #include "client/load/svg_plot.h"
@@ -239,6 +242,14 @@ int Main(int argc, char** argv) {
       "real-time pace (or as fast as possible), and reports throughput, chunk latency "
       "percentiles (from when a chunk was due to its answer), lateness, errors by status, "
       "stability, a verification sample and the server's own time breakdown.");
+  // --help lists this program's flags (absl's default filter looks for a
+  // file named after the program, gmmscore-load, and found none), and
+  // --version prints the project's version.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) { return absl::StrContains(file, "client/load/"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  usage.version_string = [] { return VersionLine("gmmscore-load") + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   const std::string command_line = CommandLine(argc, argv);
   absl::ParseCommandLine(argc, argv);
 
