@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/io/model_loader.h"
 #include "server/client_text.h"
+#include "server/log.h"
 
 namespace gmmscore {
 namespace {
@@ -177,9 +179,17 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     return absl::NotFoundError(absl::StrFormat("model repository %s is not a directory", dir));
   }
   std::vector<std::pair<fs::path, std::string>> files;
+  std::vector<std::string> strays;  // files that are no model format at all
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     const std::string name = ModelNameOf(entry);
     if (name.empty()) continue;
+    // A README or notes beside the models is not a reason to stop serving;
+    // a file that is a model format but does not load still is.
+    if (absl::Status format = DetectModelFormat(entry.path().string()).status(); !format.ok()) {
+      LogWarning("model repository %s: skipping %s: %s", dir, entry.path().filename().string(), format.message());
+      strays.push_back(entry.path().filename().string());
+      continue;
+    }
     if (std::find(options.skip_at_start.begin(), options.skip_at_start.end(), name) !=
         options.skip_at_start.end()) {
       continue;
@@ -190,7 +200,9 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     return absl::NotFoundError(absl::StrFormat("cannot list %s: %s", dir, error.message()));
   }
   if (files.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat("model repository %s holds no models", dir));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model repository %s holds no models%s", dir,
+        strays.empty() ? "" : absl::StrCat(" (skipped, not a model format: ", absl::StrJoin(strays, ", "), ")")));
   }
   std::sort(files.begin(), files.end());
 

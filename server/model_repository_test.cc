@@ -118,8 +118,26 @@ TEST_F(ModelRepositoryTest, BadFilesAndDirectoriesAreNamed) {
             absl::StatusCode::kInvalidArgument);  // empty
   std::ofstream(dir_ / "junk.txt") << "not a model\n";
   absl::Status status = ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("holds no models (skipped, not a model format: junk.txt)"), std::string::npos)
+      << status;
+  // A file that is a model format but does not load still stops the load.
+  std::ofstream(dir_ / "broken.txt") << "<DIMENSION> 3 <NUMPDFS> 1 <DiagGMM> <GCONSTS> [ 1.0\n";
+  status = ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status();
   EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("junk.txt"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("broken.txt"), std::string::npos) << status;
+}
+
+TEST_F(ModelRepositoryTest, StrayFilesBesideTheModelsAreSkipped) {
+  // One README in the repository used to make gmmscored exit.
+  WriteModel("am.gmm", 1);
+  std::ofstream(dir_ / "README.md") << "# our models\n";
+  std::ofstream(dir_ / "notes") << "trained 2026-11-20\n";
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
+      ModelRepository::LoadDirectory(dir_.string(), backend_.get());
+  ASSERT_TRUE(repository.ok()) << repository.status();
+  ASSERT_EQ((*repository)->models().size(), 1u);
+  EXPECT_EQ((*repository)->models()[0].name, "am");
 }
 
 TEST_F(ModelRepositoryTest, FromModelsChecksNames) {

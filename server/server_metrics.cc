@@ -5,6 +5,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/support/interceptor.h"
+#include "kernels/core/version.h"
 
 namespace gmmscore {
 namespace {
@@ -187,6 +188,9 @@ void ServerMetrics::ObserveAlignBatch(const AlignBatchReport& report) {
 
 std::string ServerMetrics::Render(const MetricsSources& sources) const {
   MetricsWriter out;
+  // Which build answers (Prometheus' *_build_info convention: always 1).
+  out.Family("gmmscore_build_info", "The gmmscored build: its version and backend.", "gauge");
+  out.Sample("gmmscore_build_info", {{"version", GmmscoreVersion()}, {"backend", sources.backend}}, 1);
   out.Family("gmmscore_requests_total", "RPCs ended, by service, method and status code.",
              "counter");
   requests.WriteTo(&out, "gmmscore_requests_total");

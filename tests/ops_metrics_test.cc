@@ -3,9 +3,11 @@
 // count, active streams, per-model memory, backend; the exposition format
 // (HELP/TYPE before samples, cumulative buckets); 404 off /metrics.
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "gtest/gtest.h"
+#include "kernels/core/version.h"
 #include "proto/wire_convert.h"
 #include "server/metrics_exposition.h"
 #include "tests/ops_test_util.h"
@@ -54,6 +56,9 @@ TEST(OpsMetricsTest, ValuesAfterKnownTraffic) {
   const std::string text = HttpGet(port, "/metrics", &code);
   ASSERT_EQ(code, 200) << text;
   auto value = [&](const std::string& series) { return MetricValue(text, series); };
+  EXPECT_NE(text.find(absl::StrCat("gmmscore_build_info{version=\"", GmmscoreVersion(), "\",backend=\"")),
+            std::string::npos)
+      << text.substr(0, 400);
   EXPECT_EQ(value(std::string("gmmscore_requests_total") + kStream + ",grpc_code=\"OK\"}"), 3);
   EXPECT_EQ(value(std::string("gmmscore_requests_total") + kScore + ",grpc_code=\"OK\"}"), 2);
   EXPECT_EQ(value(std::string("gmmscore_requests_total") + kScore + ",grpc_code=\"NOT_FOUND\"}"),

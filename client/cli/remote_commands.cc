@@ -23,6 +23,7 @@
 #include "client/cli/connection_flags.h"
 #include "client/cli/stream_summary.h"
 #include "client/client.h"
+#include "client/fusion_method.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/kaldi_specifier.h"
@@ -107,18 +108,10 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags() {
     config.add_models(std::string(absl::StripAsciiWhitespace(name)));
   }
   if (config.models().empty()) return UsageError("--model names no model");
-  const std::string fusion = absl::GetFlag(FLAGS_fusion);
   v1::FusionOptions* options = config.mutable_fusion();
-  if (fusion == "max") {
-    options->set_method(v1::FUSION_METHOD_MAX);
-  } else if (fusion == "logsumexp") {
-    options->set_method(v1::FUSION_METHOD_LOG_SUM_EXP);
-  } else if (fusion == "posterior") {
-    options->set_method(v1::FUSION_METHOD_POSTERIOR);
-  } else {
-    return UsageError(absl::StrCat("unknown --fusion '", fusion,
-                                   "' (expected max, logsumexp or posterior)"));
-  }
+  absl::StatusOr<v1::FusionMethod> method = FusionMethodFor(absl::GetFlag(FLAGS_fusion));
+  if (!method.ok()) return UsageError(method.status().message());
+  options->set_method(*method);
   for (absl::string_view text :
        absl::StrSplit(absl::GetFlag(FLAGS_weights), ',', absl::SkipWhitespace())) {
     float weight;

@@ -30,6 +30,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/core/version.h"
+#include "client/fusion_method.h"
 #include "client/load/audio_source.h"
 #include "client/load/load_runner.h"
 #include "client/load/svg_plot.h"
@@ -94,7 +95,7 @@ ABSL_FLAG(double, verify_fraction, 0,
           "Share of answers scored again offline (LoadModel + CPU backend) and compared.");
 ABSL_FLAG(double, verify_tolerance, 1e-3,
           "Verification: |server - offline| <= tolerance * max(1, |offline|).");
-ABSL_FLAG(std::string, fusion, "max", "Several models: max, log_sum_exp or posterior.");
+ABSL_FLAG(std::string, fusion, "max", "Several models: max, logsumexp (or log_sum_exp) or posterior.");
 ABSL_FLAG(bool, fused_only, false, "Several models: answers carry only the fused matrix.");
 ABSL_FLAG(bool, frame_totals, false, "Answers carry per-frame totals too.");
 ABSL_FLAG(float, beam, 0,
@@ -143,16 +144,9 @@ absl::StatusOr<v1::ListModelsResponse> ListModels(const std::string& server) {
 absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>& models) {
   v1::StreamConfig config;
   for (const std::string& m : models) config.add_models(m);
-  const std::string fusion = absl::GetFlag(FLAGS_fusion);
-  if (fusion == "max") {
-    config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
-  } else if (fusion == "log_sum_exp") {
-    config.mutable_fusion()->set_method(v1::FUSION_METHOD_LOG_SUM_EXP);
-  } else if (fusion == "posterior") {
-    config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);
-  } else {
-    return absl::InvalidArgumentError("--fusion: max, log_sum_exp or posterior");
-  }
+  absl::StatusOr<v1::FusionMethod> method = FusionMethodFor(absl::GetFlag(FLAGS_fusion));
+  if (!method.ok()) return method.status();
+  config.mutable_fusion()->set_method(*method);
   config.mutable_output()->set_fused_only(absl::GetFlag(FLAGS_fused_only));
   config.mutable_output()->set_frame_totals(absl::GetFlag(FLAGS_frame_totals));
   config.mutable_output()->set_beam(absl::GetFlag(FLAGS_beam));
