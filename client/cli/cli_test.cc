@@ -22,6 +22,7 @@ namespace gmmscore {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 std::string Fixture(absl::string_view name) { return absl::StrCat(GMMSCORE_IO_TESTDATA, "/", name); }
@@ -109,6 +110,11 @@ TEST(GmmscoreCliTest, Help) {
   EXPECT_THAT(run.out, HasSubstr("--features"));
   EXPECT_THAT(run.out, HasSubstr("(default: auto)"));
   EXPECT_EQ(Gmmscore({"synth", "--help"}).out, Gmmscore({"help", "synth"}).out);
+  // --model is a file offline and a served model's name for `stream`.
+  EXPECT_THAT(run.out, HasSubstr("model file: a gmmscore native model"));
+  run = Gmmscore({"help", "stream"});
+  EXPECT_THAT(run.out, HasSubstr("models the server serves"));
+  EXPECT_THAT(run.out, Not(HasSubstr("model file:")));
 }
 
 TEST(GmmscoreCliTest, RuntimeErrorsExitOneWithOneLine) {

@@ -12,6 +12,7 @@
 #define GMMSCORE_CLIENT_CLI_COMMAND_H_
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct Command {
   // For commands that take operands after their flags (sum-accs IN...):
   // set instead of `run`; other commands refuse operands.
   std::function<absl::Status(const SpecifiedFlags&, const std::vector<std::string>&)> run_with_operands;
+  // This command's own help for flags whose shared text does not fit it
+  // (--model is a file offline and a served name remotely).
+  std::map<std::string, std::string> flag_help;
 };
 
 // A Status that makes the program exit with kExitUsage (bad flags, missing

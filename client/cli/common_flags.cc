@@ -3,7 +3,8 @@
 #include "absl/flags/flag.h"
 
 ABSL_FLAG(std::string, model, "",
-          "model file: a gmmscore native model or a Kaldi text AmDiagGmm (detected by content)");
+          "model file: a gmmscore native model, a Kaldi AmDiagGmm (text or binary), an HTK MMF or a CMU "
+          "Sphinx model directory (detected by content; docs/MODEL_FORMAT.md)");
 ABSL_FLAG(std::string, output, "", "where to write the result");
 ABSL_FLAG(std::string, backend, "auto", "scoring backend: cpu, cuda, cuda:N or auto (cuda when a GPU answers)");
 ABSL_FLAG(std::string, features, "", "feature archive rspecifier: ark:FILE, ark,t:FILE or ark:- (stdin)");

@@ -89,7 +89,8 @@ std::string DescribeFlags(const Command& command) {
     absl::StrAppend(&out, "  --", name);
     const std::string default_value = flag->DefaultValue();
     if (!default_value.empty()) absl::StrAppend(&out, " (default: ", default_value, ")");
-    absl::StrAppend(&out, "\n      ", flag->Help(), "\n");
+    const auto own = command.flag_help.find(name);
+    absl::StrAppend(&out, "\n      ", own != command.flag_help.end() ? own->second : flag->Help(), "\n");
   }
   return out;
 }

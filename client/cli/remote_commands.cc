@@ -373,7 +373,7 @@ absl::Status RunAdaptation(const SpecifiedFlags& specified) {
 }  // namespace
 
 std::vector<Command> RemoteCommands() {
-  return {
+  std::vector<Command> commands = {
       {"stream", "stream a feature archive through a gmmscored; write its log-likelihoods",
        "gmmscore stream --server HOST:PORT --model NAME[,NAME...]\n"
        "                (--features ark:FEATS [--chunk_frames 10] | --audio SPEECH[,...] [--audio_chunk_ms 100])\n"
@@ -414,6 +414,13 @@ std::vector<Command> RemoteCommands() {
        WithConnectionFlags({"server"}),
        RunModels},
   };
+  for (Command& command : commands) {
+    if (command.name == "stream") {
+      command.flag_help["model"] =
+          "name(s) of models the server serves (see `gmmscore models`), comma-separated; not files";
+    }
+  }
+  return commands;
 }
 
 }  // namespace gmmscore::cli
