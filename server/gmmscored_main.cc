@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -156,6 +157,9 @@ ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
           "Resident MiB all model versions together may hold (device memory on a GPU); a "
           "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
 
+ABSL_FLAG(bool, strict_config, false,
+          "Stop (instead of warning) when a --config models entry names no model in the repository.");
+
 namespace gmmscore {
 namespace {
 
@@ -185,6 +189,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
                                               &repository_options);
       !status.ok()) {
     return status;
+  }
+  const std::set<std::string> available = ModelRepository::ModelNamesIn(dir);
+  for (const std::string& name : UnmatchedModelConfigs(config, available)) {
+    const std::string problem = absl::StrFormat(
+        "config: models entry '%s' names no model in the repository %s (a typo? its settings apply to "
+        "nothing)", name, dir);
+    if (absl::GetFlag(FLAGS_strict_config)) return absl::InvalidArgumentError(problem + " (--strict_config)");
+    LogWarning("%s", problem);
   }
   absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
       ModelRepository::LoadDirectory(dir, backend->get(), repository_options);

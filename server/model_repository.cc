@@ -215,6 +215,16 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
   return Create(std::move(models), backend, dir, options);
 }
 
+std::set<std::string> ModelRepository::ModelNamesIn(const std::string& dir) {
+  std::set<std::string> names;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = ModelNameOf(entry);
+    if (!name.empty() && DetectModelFormat(entry.path().string()).ok()) names.insert(name);
+  }
+  return names;
+}
+
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
     std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
     ScoringBackend* backend) {

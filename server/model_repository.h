@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <utility>
@@ -114,6 +115,11 @@ class ModelRepository {
   // RESOURCE_EXHAUSTED if the models exceed options.memory_budget_bytes.
   static absl::StatusOr<std::unique_ptr<ModelRepository>> LoadDirectory(
       const std::string& dir, ScoringBackend* backend, const RepositoryOptions& options = {});
+
+  // The names LoadDirectory gives the models in `dir` (files of a model
+  // format by their stem, Sphinx model directories by their name), whether
+  // loaded at start or not; empty when `dir` cannot be listed.
+  static std::set<std::string> ModelNamesIn(const std::string& dir);
 
   // The same for models already in memory (tests, embedding). INVALID_ARGUMENT
   // for an empty list, an empty or duplicate name, or a null model.

@@ -122,6 +122,15 @@ absl::Status ApplyConfigToFlags(const v1::ServerConfig& config, const std::strin
   return ApplyMessage(config, path);
 }
 
+std::vector<std::string> UnmatchedModelConfigs(const v1::ServerConfig& config,
+                                               const std::set<std::string>& available) {
+  std::vector<std::string> unmatched;
+  for (const v1::ModelConfig& model : config.models()) {
+    if (!available.contains(model.name())) unmatched.push_back(model.name());
+  }
+  return unmatched;
+}
+
 absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,
                                int64_t max_batch_frames, RepositoryOptions* options) {
   std::set<std::string> seen;

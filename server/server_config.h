@@ -15,7 +15,9 @@
 #define GMMSCORE_SERVER_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,6 +47,12 @@ absl::Status ApplyConfigToFlags(const v1::ServerConfig& config, const std::strin
 // that let Sphinx models align). INVALID_ARGUMENT naming the
 // model for an empty or repeated name, another backend, a precision other
 // than fp32, or a batch limit outside [0, max_batch_frames].
+// The names of `config.models` entries that name no model of `available`
+// (ModelRepository::ModelNamesIn): a typo, whose settings would apply to
+// nothing. gmmscored warns about each, and stops with --strict_config.
+std::vector<std::string> UnmatchedModelConfigs(const v1::ServerConfig& config,
+                                               const std::set<std::string>& available);
+
 absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,
                                int64_t max_batch_frames, RepositoryOptions* options);
 

@@ -237,6 +237,27 @@ std::string WriteFile(const fs::path& dir, const std::string& name, const std::s
   return path.string();
 }
 
+TEST_F(GmmscoredBinaryTest, AConfigEntryNamingNoModelWarnsOrStopsUnderStrictConfig) {
+  const fs::path etc = dir_.string() + "_typo";
+  fs::create_directories(etc);
+  // "alpah": a typo of a served model, whose batch cap used to apply to nothing, silently.
+  const std::string config = WriteFile(etc, "gmmscored.textproto",
+                                       "model_repository: \"" + dir_.string() + "\"\n"
+                                       "listen: \"127.0.0.1:0\"\nbackend: \"cpu\"\n"
+                                       "models { name: \"alpah\" max_batch_frames: 64 }\n");
+  {
+    DaemonProcess daemon({"--config=" + config});
+    daemon.WaitForLine("listening on ");
+    EXPECT_THAT(daemon.Log(), HasSubstr("models entry 'alpah' names no model in the repository"));
+  }
+  DaemonProcess strict({"--config=" + config, "--strict_config"});
+  EXPECT_EQ(strict.Wait(), 1);
+  strict.WaitForLine("cannot start");
+  EXPECT_THAT(strict.Log(), HasSubstr("'alpah' names no model in the repository"));
+  EXPECT_THAT(strict.Log(), HasSubstr("(--strict_config)"));
+  fs::remove_all(etc);
+}
+
 TEST_F(GmmscoredBinaryTest, ConfigFileSetsValuesAndFlagsOverrideThem) {
   const fs::path etc = dir_.string() + "_etc";
   fs::create_directories(etc);
