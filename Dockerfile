@@ -36,7 +36,7 @@ EXPOSE 50051 9464
 # image's /bin/sh (dash) does not have, so it never passed. With TLS on the
 # listener, add --tls_ca (and --tls_cert/--tls_key for mutual TLS).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
-  CMD ["/usr/local/bin/gmmscore", "health", "--server", "127.0.0.1:50051", "--health_timeout_s", "3"]
+  CMD ["/usr/local/bin/gmmscore", "health", "--server", "127.0.0.1:50051", "--health_timeout_s", "2"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/gmmscored"]
 # Settings from the config file. Arguments to `docker run IMAGE ...` replace this CMD:

@@ -17,16 +17,16 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration timeout) {
   return absl::ToChronoTime(absl::Now() + timeout);
 }
 
-// Waits for `channel` to connect. The first failed attempt ends the wait
-// (nothing listening, a name that does not resolve, a TLS handshake the
-// server refuses): gRPC would otherwise retry with backoff until the
-// deadline, and a client would wait the whole connect_timeout for a port
-// that refuses at once.
-absl::Status AwaitReady(grpc::Channel& channel, const std::string& target, absl::Duration timeout) {
+// Waits for `channel` to connect. With `fail_fast` the first failed attempt
+// ends the wait (nothing listening, a name that does not resolve, a TLS
+// handshake the server refuses); without, gRPC retries with backoff until
+// the deadline.
+absl::Status AwaitReady(grpc::Channel& channel, const std::string& target, absl::Duration timeout,
+                        bool fail_fast) {
   const auto deadline = DeadlineIn(timeout);
   grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
-    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+    if (fail_fast && (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN)) {
       return absl::UnavailableError(absl::StrFormat(
           "cannot connect to gmmscored at %s: the connection failed (nothing listening there, a name "
           "that does not resolve, or TLS settings the server does not accept)",
@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& targe
                                     ? options.credentials
                                     : grpc::InsecureChannelCredentials(),
                                 args);
-  GMM_RETURN_IF_ERROR(AwaitReady(*channel, target, options.connect_timeout));
+  GMM_RETURN_IF_ERROR(AwaitReady(*channel, target, options.connect_timeout, options.fail_fast));
   return std::make_unique<Client>(std::move(channel), options);
 }
 

@@ -32,6 +32,12 @@ namespace gmmscore {
 struct ClientOptions {
   // How long Connect waits for the server to answer.
   absl::Duration connect_timeout = absl::Seconds(10);
+  // Connect gives up at the first failed attempt (nothing listening, a name
+  // that does not resolve, TLS refused) instead of retrying until
+  // connect_timeout: for command-line tools, where waiting 10 s for a dead
+  // port helps nobody. Off for decoders, which may start beside a daemon
+  // that is still loading its models.
+  bool fail_fast = false;
   // Deadline of unary calls (ListModels, Score, Align).
   absl::Duration call_timeout = absl::Seconds(60);
   // Largest message received; answers of big models are large. -1: no limit.
@@ -49,8 +55,8 @@ class Client {
   // Opens a channel to `target` ("host:port", or any gRPC target) with
   // options.credentials (plaintext when null) and waits up to
   // options.connect_timeout for it to connect; UNAVAILABLE naming the target
-  // if it does not, at once when the first attempt fails (nothing
-  // listening, an unresolvable name, a refused TLS handshake).
+  // if it does not (with options.fail_fast, at once when the first attempt
+  // fails).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& target,
                                                          const ClientOptions& options = {});
 

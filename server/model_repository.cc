@@ -184,8 +184,12 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     const std::string name = ModelNameOf(entry);
     if (name.empty()) continue;
     // A README or notes beside the models is not a reason to stop serving;
-    // a file that is a model format but does not load still is.
-    if (absl::Status format = DetectModelFormat(entry.path().string()).status(); !format.ok()) {
+    // a file that is a model format but does not load still is, and so are
+    // an empty file (a model cut short mid-copy) and one that cannot be read.
+    std::error_code size_error;
+    if (absl::Status format = DetectModelFormat(entry.path().string()).status();
+        absl::IsInvalidArgument(format) && entry.is_regular_file(size_error) && entry.file_size(size_error) > 0 &&
+        !size_error) {
       LogWarning("model repository %s: skipping %s: %s", dir, entry.path().filename().string(), format.message());
       strays.push_back(entry.path().filename().string());
       continue;

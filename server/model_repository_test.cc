@@ -138,6 +138,11 @@ TEST_F(ModelRepositoryTest, StrayFilesBesideTheModelsAreSkipped) {
   ASSERT_TRUE(repository.ok()) << repository.status();
   ASSERT_EQ((*repository)->models().size(), 1u);
   EXPECT_EQ((*repository)->models()[0].name, "am");
+  // An empty file (a model cut short mid-copy) is not a stray: it stops the load.
+  std::ofstream(dir_ / "spk2.gmm").close();
+  absl::Status status = ModelRepository::LoadDirectory(dir_.string(), backend_.get()).status();
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("spk2.gmm"), std::string::npos) << status;
 }
 
 TEST_F(ModelRepositoryTest, FromModelsChecksNames) {

@@ -1,5 +1,6 @@
 #include "server/stream_audio.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -12,6 +13,13 @@
 namespace gmmscore {
 namespace {
 
+// A model's front end as a stream runs it: batch CMN (which needs the
+// whole utterance) becomes live; none stays none.
+FeaturePipeline AsLive(FeaturePipeline pipeline) {
+  if (pipeline.cmn == CmnMode::kBatch) pipeline.cmn = CmnMode::kLive;
+  return pipeline;
+}
+
 // The front end all of the plan's models share.
 absl::StatusOr<FeaturePipeline> PlanFrontEnd(const ScoringPlan& plan) {
   const ServedModel& first = *plan.models.front();
@@ -21,15 +29,13 @@ absl::StatusOr<FeaturePipeline> PlanFrontEnd(const ScoringPlan& plan) {
           "model '%s' has no front end for audio streams: %s; send features instead", ClientText(model->name),
           model->no_front_end));
     }
-    if (!(*model->front_end == *first.front_end)) {
+    if (!(AsLive(*model->front_end) == AsLive(*first.front_end))) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "models '%s' and '%s' have different front ends; an audio stream's models must share one",
           ClientText(first.name), ClientText(model->name)));
     }
   }
-  FeaturePipeline pipeline = *first.front_end;
-  if (pipeline.cmn == CmnMode::kBatch) pipeline.cmn = CmnMode::kLive;
-  return pipeline;
+  return AsLive(*first.front_end);
 }
 
 // Little-endian bytes to int16 samples: PCM16 as is, float32 times 32768,
@@ -68,7 +74,8 @@ absl::StatusOr<std::vector<int16_t>> DecodeSamples(const std::string& bytes,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StreamAudio>> StreamAudio::Create(const v1::AudioStreamConfig& config,
-                                                                 const ScoringPlan& plan, AudioStreamStats* stats) {
+                                                                 const ScoringPlan& plan, int64_t max_chunk_frames,
+                                                                 AudioStreamStats* stats) {
   if (config.encoding() != v1::AudioStreamConfig::PCM16 && config.encoding() != v1::AudioStreamConfig::FLOAT32) {
     return absl::InvalidArgumentError("StreamConfig.audio.encoding is not set: say PCM16 or FLOAT32");
   }
@@ -85,12 +92,23 @@ absl::StatusOr<std::unique_ptr<StreamAudio>> StreamAudio::Create(const v1::Audio
     return absl::FailedPreconditionError(absl::StrFormat(
         "the front end gives %d-dim features, but the models take %d", (*front_end)->dim(), plan.dim));
   }
+  const FrontEndOptions& o = pipeline.front_end;
+  const int64_t shift = std::lround(o.sample_rate / o.frame_rate);
+  const int64_t window = std::lround(o.window_length * o.sample_rate);
   if (stats != nullptr) stats->AddStream();
-  return std::unique_ptr<StreamAudio>(new StreamAudio(config.encoding(), *std::move(front_end), stats));
+  return std::unique_ptr<StreamAudio>(
+      new StreamAudio(config.encoding(), *std::move(front_end), max_chunk_frames * shift + window, stats));
 }
 
 absl::StatusOr<FloatMatrix> StreamAudio::Push(const v1::AudioChunk& chunk) {
   const absl::Time start = absl::Now();
+  const int64_t width = encoding_ == v1::AudioStreamConfig::PCM16 ? 2 : 4;
+  if (static_cast<int64_t>(chunk.samples().size()) > max_samples_ * width) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the audio chunk at sample %d holds %d samples, more than this server's %d (--max_chunk_frames frames "
+        "of audio); send shorter chunks",
+        samples_, static_cast<int64_t>(chunk.samples().size()) / width, max_samples_));
+  }
   GMM_ASSIGN_OR_RETURN(const std::vector<int16_t> samples, DecodeSamples(chunk.samples(), encoding_, samples_));
   samples_ += static_cast<int64_t>(samples.size());
   absl::StatusOr<FloatMatrix> frames = front_end_->Push(samples);

@@ -31,28 +31,34 @@ class StreamAudio {
   // end's; FAILED_PRECONDITION: a model of the plan has no front end (the
   // message says why) or two have different ones.
   // `stats` (may be null) counts the stream, its samples, frames and time.
+  // A chunk may hold at most `max_chunk_frames` frames of audio (their
+  // shifts plus one window), as a feature chunk may: one message must not
+  // hold the stream's lock, and the server's memory, for minutes of audio.
   static absl::StatusOr<std::unique_ptr<StreamAudio>> Create(const v1::AudioStreamConfig& config,
-                                                             const ScoringPlan& plan, AudioStreamStats* stats);
+                                                             const ScoringPlan& plan, int64_t max_chunk_frames,
+                                                             AudioStreamStats* stats);
 
   // The feature frames `chunk` completed. INVALID_ARGUMENT for no samples,
-  // a byte count that is not whole samples, or a non-finite float (its
-  // position in the stream named).
+  // more than max_samples(), a byte count that is not whole samples, or a
+  // non-finite float (its position in the stream named).
   absl::StatusOr<FloatMatrix> Push(const v1::AudioChunk& chunk);
   // The frames held back for lookahead, and the last partial one.
   absl::StatusOr<FloatMatrix> Finish();
 
   bool finished() const { return finished_; }
+  int64_t max_samples() const { return max_samples_; }
   int64_t samples() const { return samples_; }
 
  private:
   StreamAudio(v1::AudioStreamConfig::Encoding encoding, std::unique_ptr<LiveFrontEnd> front_end,
-              AudioStreamStats* stats)
-      : encoding_(encoding), front_end_(std::move(front_end)), stats_(stats) {}
+              int64_t max_samples, AudioStreamStats* stats)
+      : encoding_(encoding), front_end_(std::move(front_end)), max_samples_(max_samples), stats_(stats) {}
   // Counts what one Push or Finish did since `start`.
   void Count(int64_t samples, const absl::StatusOr<FloatMatrix>& frames, absl::Time start);
 
   const v1::AudioStreamConfig::Encoding encoding_;
   const std::unique_ptr<LiveFrontEnd> front_end_;
+  const int64_t max_samples_;
   AudioStreamStats* const stats_;
   int64_t samples_ = 0;
   bool finished_ = false;

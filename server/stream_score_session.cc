@@ -56,8 +56,10 @@ void StreamScoreSession::OnReadDone(bool ok) {
     if (ok) last_activity_ = absl::Now();
     if (!ok) {
       // Half-close (or a dead call: OnCancel follows): an audio stream's
-      // front end gives the frames it held back first.
-      absl::Status flushed = FlushAudioLocked(&actions);
+      // front end gives the frames it held back first, unless nobody will
+      // read them.
+      absl::Status flushed =
+          cancelled_->load(std::memory_order_acquire) ? absl::OkStatus() : FlushAudioLocked(&actions);
       if (!flushed.ok()) LogInfo("stream %s (%s): ending: %s", stream_id_, peer_, flushed.ToString());
       EndLocked(flushed);
     } else if (!finished_) {
@@ -105,6 +107,13 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     if (!fusion.ok()) return fusion.status();
     fusion_.emplace(*std::move(fusion));
   }
+  // Audio first: a refused audio config must leave no adaptation behind.
+  if (config.has_audio()) {
+    absl::StatusOr<std::unique_ptr<StreamAudio>> audio =
+        StreamAudio::Create(config.audio(), *plan, env_.max_chunk_frames, env_.audio_stats);
+    if (!audio.ok()) return audio.status();
+    audio_ = *std::move(audio);
+  }
   if (config.has_adaptation()) {
     if (env_.adaptation == nullptr) {
       return absl::FailedPreconditionError("this server does not run live adaptation");
@@ -114,11 +123,6 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
         config.stream_id().empty() ? peer_ : ClientText(config.stream_id()));
     if (!adaptation.ok()) return adaptation.status();
     adaptation_ = *std::move(adaptation);
-  }
-  if (config.has_audio()) {
-    absl::StatusOr<std::unique_ptr<StreamAudio>> audio = StreamAudio::Create(config.audio(), *plan, env_.audio_stats);
-    if (!audio.ok()) return audio.status();
-    audio_ = *std::move(audio);
   }
   plan_ = *std::move(plan);
   // Only logged: escaped and cut once here (a client's id may hold anything).

@@ -218,7 +218,9 @@ double WorstError(const FloatMatrix& got, const FloatMatrix& expected) {
 TEST_F(AudioStreamTest, ScoresEqualTheOfflineScoresOfLiveCmnFeaturesForAnyChunking) {
   auto daemon = StartDaemon();
   ASSERT_NE(daemon, nullptr);
-  std::mt19937 random(std::random_device{}());
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE(absl::StrCat("seed ", seed));
+  std::mt19937 random(seed);
   std::uniform_int_distribution<int> random_size(1, 6000);
   for (const auto& [model, cmn_init] : std::vector<std::pair<std::string, std::vector<float>>>{
            {"en-us", kEnUsCmnInit}, {"synth", FeaturePipeline::DefaultCmnInit()}}) {
@@ -254,20 +256,26 @@ TEST_F(AudioStreamTest, FramesAreAnsweredOnceTheirLookaheadArrivedAndSplitAtTheC
   v1::StreamConfig config = AudioConfig("en-us", v1::AudioStreamConfig::PCM16).config();
   auto session = (*client)->StartStream(config);
   ASSERT_TRUE(session.ok()) << session.status();
-  // 1 s: 1 + (16000 - 410) / 160 = 98 frames complete, 95 answered (3 of
-  // lookahead), as 40 + 40 + 15 before the half-close.
-  ASSERT_TRUE((*session)->PushAudio(absl::MakeConstSpan(speech_).subspan(0, 16000)).ok());
+  // A chunk may hold 40 frames of audio: 40 * 160 + 410 = 6810 samples.
+  // The first completes 1 + (6810 - 410) / 160 = 41 frames, 38 answered (3
+  // of lookahead); the second 83 in all, so 42 more, answered as 40 + 2.
+  auto next_sizes = [&](int64_t until, std::vector<int64_t>* sizes, int64_t* frames) {
+    while (*frames < until) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      ASSERT_TRUE(answer.ok()) << answer.status();
+      EXPECT_EQ(answer->first_frame, *frames);
+      sizes->push_back(answer->scores.rows());
+      *frames += answer->scores.rows();
+    }
+  };
   std::vector<int64_t> sizes;
   int64_t frames = 0;
-  while (frames < 95) {
-    absl::StatusOr<StreamAnswer> answer = (*session)->Next();
-    ASSERT_TRUE(answer.ok()) << answer.status();
-    EXPECT_EQ(answer->first_frame, frames);
-    sizes.push_back(answer->scores.rows());
-    frames += answer->scores.rows();
-  }
-  EXPECT_EQ(sizes, (std::vector<int64_t>{40, 40, 15}));
-  EXPECT_EQ(frames, 95);
+  ASSERT_TRUE((*session)->PushAudio(absl::MakeConstSpan(speech_).subspan(0, 6810)).ok());
+  next_sizes(38, &sizes, &frames);
+  ASSERT_TRUE((*session)->PushAudio(absl::MakeConstSpan(speech_).subspan(6810, 6810)).ok());
+  next_sizes(80, &sizes, &frames);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{38, 40, 2}));
+  EXPECT_EQ(frames, 80);
   // Nothing more comes until more audio or the half-close.
   absl::SleepFor(absl::Milliseconds(100));
   absl::StatusOr<std::optional<StreamAnswer>> early = (*session)->TryNext();
@@ -276,18 +284,27 @@ TEST_F(AudioStreamTest, FramesAreAnsweredOnceTheirLookaheadArrivedAndSplitAtTheC
   ASSERT_TRUE((*session)->CloseSend().ok());
   absl::StatusOr<StreamAnswer> rest = (*session)->Next();
   ASSERT_TRUE(rest.ok()) << rest.status();
-  EXPECT_EQ(rest->first_frame, 95);
-  EXPECT_EQ(rest->scores.rows(), 4);  // 3 held back + the zero-padded last frame (16000 is not on a frame edge)
+  EXPECT_EQ(rest->first_frame, 80);
+  // The 3 held back, and one zero-padded frame for the 340 samples past the
+  // 83rd shift (sphinx_fe pads what is left after the last whole shift).
+  EXPECT_EQ(rest->scores.rows(), 4);
   EXPECT_TRUE(absl::IsOutOfRange((*session)->Next().status()));
   EXPECT_TRUE((*session)->Finish().ok());
-  // The server counted it (GetServerStats; /metrics reads the same counters).
+  // One sample more than 40 frames of audio is refused.
+  auto refused = (*client)->StartStream(config);
+  ASSERT_TRUE(refused.ok());
+  ASSERT_TRUE((*refused)->PushAudio(absl::MakeConstSpan(speech_).subspan(0, 6811)).ok());
+  absl::StatusOr<StreamAnswer> too_long = (*refused)->Next();
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kInvalidArgument) << too_long.status();
+  EXPECT_THAT(too_long.status().message(), HasSubstr("holds 6811 samples, more than this server's 6810"));
+  // The server counted them (GetServerStats; /metrics reads the same counters).
   auto stub = v1::AcousticScorer::NewStub(grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   v1::GetServerStatsResponse stats;
   ASSERT_TRUE(stub->GetServerStats(&context, {}, &stats).ok());
-  EXPECT_EQ(stats.audio_streams(), 1u);
-  EXPECT_EQ(stats.audio_samples(), 16000u);
-  EXPECT_EQ(stats.audio_frames(), 99u);
+  EXPECT_EQ(stats.audio_streams(), 2u);
+  EXPECT_EQ(stats.audio_samples(), 13620u);
+  EXPECT_EQ(stats.audio_frames(), 84u);
   EXPECT_GT(stats.audio_front_end_us(), 0u);
 }
 
@@ -295,7 +312,7 @@ TEST_F(AudioStreamTest, BadAudioGetsItsStatusWhileAGoodStreamGoesOn) {
   auto daemon = StartDaemon();
   ASSERT_NE(daemon, nullptr);
   const FloatMatrix offline = OfflineScores("en-us", speech_, kEnUsCmnInit);
-  // A good stream at real-time-ish pace alongside.
+  // A good stream alongside, in 50 ms chunks sent as fast as they go.
   StreamOutcome good;
   std::thread beside([&] {
     good = RunStream(daemon->address(),
@@ -327,6 +344,9 @@ TEST_F(AudioStreamTest, BadAudioGetsItsStatusWhileAGoodStreamGoesOn) {
        grpc::StatusCode::INVALID_ARGUMENT, "6 bytes"},
       {"empty chunk", {AudioConfig("en-us", v1::AudioStreamConfig::PCM16), AudioChunk("")},
        grpc::StatusCode::INVALID_ARGUMENT, "no samples"},
+      // --max_chunk_frames (1000) frames of audio: 1000 * 160 + 410 samples.
+      {"chunk too long", {AudioConfig("en-us", v1::AudioStreamConfig::PCM16), AudioChunk(std::string(2 * 160411, '\0'))},
+       grpc::StatusCode::INVALID_ARGUMENT, "holds 160411 samples, more than this server's 160410"},
       {"no front end", {AudioConfig("plain", v1::AudioStreamConfig::PCM16)},
        grpc::StatusCode::FAILED_PRECONDITION, "has no front end"},
       {"features on an audio stream", {AudioConfig("en-us", v1::AudioStreamConfig::PCM16), features},

@@ -127,12 +127,18 @@ TEST(ClientConnectTest, UnreachableServerIsUnavailable) {
 
 TEST(ClientConnectTest, ARefusedPortFailsFastNotAfterTheTimeout) {
   // Port 1 refuses at once on loopback; the default timeout is 10 s, which
-  // `gmmscore models` used to wait in full.
+  // `gmmscore models` used to wait in full (the CLI sets fail_fast).
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect("127.0.0.1:1");
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect("127.0.0.1:1", {.fail_fast = true});
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(client.status().message().find("the connection failed"), std::string::npos) << client.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // Without it, Connect keeps trying for its whole timeout (a decoder
+  // started beside a daemon that is still loading).
+  const absl::Time patient = absl::Now();
+  client = Client::Connect("127.0.0.1:1", {.connect_timeout = absl::Milliseconds(700)});
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_GE(absl::Now() - patient, absl::Milliseconds(600));
 }
 
 }  // namespace

@@ -159,7 +159,7 @@ TEST_F(RemoteCliTest, StreamReportsServerErrorsAndRemovesThePartialOutput) {
                            "--fusion=mean", "--features=ark:" + features,
                            "--output=ark:" + output});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.err, HasSubstr("unknown --fusion 'mean'"));
+  EXPECT_THAT(run.err, HasSubstr("--fusion 'mean' is not max"));
 }
 
 TEST_F(RemoteCliTest, ModelsListsWhatTheServerServes) {

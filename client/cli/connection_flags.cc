@@ -37,6 +37,7 @@ std::vector<std::string> ConnectionFlagNames() {
 
 absl::StatusOr<ClientOptions> ClientOptionsFromFlags() {
   ClientOptions options;
+  options.fail_fast = true;  // a command against a dead port says so at once
   if (const std::string path = absl::GetFlag(FLAGS_token_file); !path.empty()) {
     absl::StatusOr<std::string> token = ReadWhole(path, "token file");
     if (!token.ok()) return token.status();
