@@ -81,6 +81,33 @@ TEST(FeaturesCliTest, RawAndWavGiveTheLibrarysFeatures) {
   EXPECT_EQ(voiced[0].matrix.cols(), 39);
 }
 
+TEST(FeaturesCliTest, ArkScpOutputAndScpInputGiveTheArchivesScores) {
+  // Kaldi's pattern: features written as ark,scp, later commands read scp:.
+  REQUIRE_PATH(kEnUs);
+  const std::string ark = Temp("feats.ark"), scp = Temp("feats.scp");
+  RunResult run = Gmmscore({"features", "--input", kTestData + "/goforward.raw," + kTestData + "/librivox/"
+                            "sense_and_sensibility_01_austen_64kb-0870.wav", "--model", kEnUs, "--cmn", "live",
+                            "--output", absl::StrCat("ark,scp:", ark, ",", scp)});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream lines(scp);
+  std::string key, location;
+  std::vector<std::string> keys;
+  while (lines >> key >> location) {
+    keys.push_back(key);
+    EXPECT_EQ(location.rfind(ark + ":", 0), 0u) << location;  // ARCHIVE:OFFSET
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"goforward", "sense_and_sensibility_01_austen_64kb-0870"}));
+  const std::string from_ark = Temp("from_ark.txt"), from_scp = Temp("from_scp.txt");
+  run = Gmmscore({"score", "--model", kEnUs, "--features", "ark:" + ark, "--output", "ark,t:" + from_ark,
+                  "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  run = Gmmscore({"score", "--model", kEnUs, "--features", "scp:" + scp, "--output", "ark,t:" + from_scp,
+                  "--backend", "cpu"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GT(ReadFile(from_scp).size(), 1000u);
+  EXPECT_EQ(ReadFile(from_scp), ReadFile(from_ark));
+}
+
 TEST(FeaturesCliTest, FeatParamsFileInsteadOfModel) {
   REQUIRE_PATH(kTestData + "/goforward.raw");
   const std::string params = Temp("feat.params");

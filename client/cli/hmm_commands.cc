@@ -12,6 +12,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/hmm/baum_welch.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_script_table.h"
 #include "kernels/io/model_loader.h"
 
 ABSL_FLAG(std::string, hmm, "", "dense HMM file (docs/TRAINING.md: gmmscore-dense-hmm 1)");
@@ -28,7 +29,7 @@ struct Utterances {
 };
 
 absl::StatusOr<Utterances> ReadUtterances() {
-  GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixArchive(absl::GetFlag(FLAGS_features)));
+  GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixTable(absl::GetFlag(FLAGS_features)));
   Utterances out;
   for (KaldiMatrixEntry& entry : entries) {
     out.keys.push_back(std::move(entry.key));

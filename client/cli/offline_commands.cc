@@ -17,6 +17,7 @@
 #include "kernels/io/kaldi_fmllr.h"
 #include "kernels/io/kaldi_text_table.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_script_table.h"
 #include "kernels/io/htk_model.h"
 #include "kernels/io/kaldi_specifier.h"
 #include "kernels/io/model_loader.h"
@@ -69,8 +70,7 @@ absl::Status ScoreArchive(const PreparedModel& prepared, ScoringBackend& backend
                           const ScoreOptions& options, const std::string& rspecifier,
                           const std::string& model_path, const FmllrTransforms* fmllr,
                           KaldiMatrixArchiveWriter& writer, ScoreTotals* totals) {
-  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveReader> reader,
-                       KaldiMatrixArchiveReader::Open(rspecifier));
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixTableReader> reader, KaldiMatrixTableReader::Open(rspecifier));
   ScoreResult result;
   FloatMatrix transformed;
   while (true) {
@@ -118,7 +118,7 @@ absl::Status RunScore(const SpecifiedFlags& specified) {
   ScoreOptions options;
   options.algorithm = *algorithm;
   options.frame_totals = false;
-  GMM_RETURN_IF_ERROR(AsUsage(ParseArchiveRspecifier(rspecifier).status()));
+  GMM_RETURN_IF_ERROR(AsUsage(CheckTableRspecifier(rspecifier)));
   absl::StatusOr<ArchiveSpecifier> output = ParseArchiveWspecifier(wspecifier);
   GMM_RETURN_IF_ERROR(AsUsage(output.status()));
 

@@ -26,6 +26,7 @@
 #include "client/fusion_method.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_script_table.h"
 #include "kernels/io/kaldi_specifier.h"
 #include "kernels/io/wav_reader.h"
 
@@ -141,7 +142,7 @@ absl::StatusOr<std::map<std::string, FloatMatrix>> ReadTransforms() {
   std::map<std::string, FloatMatrix> transforms;
   const std::string rspecifier = absl::GetFlag(FLAGS_transforms);
   if (rspecifier.empty()) return transforms;
-  GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixArchive(rspecifier));
+  GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> entries, ReadKaldiMatrixTable(rspecifier));
   for (KaldiMatrixEntry& entry : entries) transforms[entry.key] = std::move(entry.matrix);
   return transforms;
 }
@@ -223,7 +224,7 @@ class StreamInputs {
       if (inputs.audio_files_.empty()) return UsageError("--audio names no file");
       return inputs;
     }
-    GMM_ASSIGN_OR_RETURN(inputs.reader_, KaldiMatrixArchiveReader::Open(absl::GetFlag(FLAGS_features)));
+    GMM_ASSIGN_OR_RETURN(inputs.reader_, KaldiMatrixTableReader::Open(absl::GetFlag(FLAGS_features)));
     return inputs;
   }
   bool audio() const { return reader_ == nullptr; }
@@ -245,7 +246,7 @@ class StreamInputs {
   }
 
  private:
-  std::unique_ptr<KaldiMatrixArchiveReader> reader_;
+  std::unique_ptr<KaldiMatrixTableReader> reader_;
   std::vector<std::string> audio_files_;
   size_t next_file_ = 0;
 };
@@ -262,7 +263,7 @@ absl::Status RunStream(const SpecifiedFlags& specified) {
   if (!(chunk_ms > 0)) return UsageError("--audio_chunk_ms must be > 0");
   GMM_ASSIGN_OR_RETURN(v1::StreamConfig base_config, ConfigFromFlags());
   if (specified.contains("features")) {
-    GMM_RETURN_IF_ERROR(AsUsage(ParseArchiveRspecifier(absl::GetFlag(FLAGS_features)).status()));
+    GMM_RETURN_IF_ERROR(AsUsage(CheckTableRspecifier(absl::GetFlag(FLAGS_features))));
   }
   absl::StatusOr<ArchiveSpecifier> output = ParseArchiveWspecifier(wspecifier);
   GMM_RETURN_IF_ERROR(AsUsage(output.status()));

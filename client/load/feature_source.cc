@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_script_table.h"
 #include "kernels/model/synthetic_model.h"
 
 namespace gmmscore::load {
@@ -20,7 +21,7 @@ constexpr int64_t kLapShift = 997;
 
 absl::StatusOr<FeatureSource> FeatureSource::FromKaldiArchive(const std::string& rspecifier,
                                                               int dim) {
-  absl::StatusOr<std::vector<KaldiMatrixEntry>> entries = ReadKaldiMatrixArchive(rspecifier);
+  absl::StatusOr<std::vector<KaldiMatrixEntry>> entries = ReadKaldiMatrixTable(rspecifier);
   if (!entries.ok()) return entries.status();
   std::vector<int64_t> starts;
   int64_t total = 0;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -289,8 +290,14 @@ absl::StatusOr<std::unique_ptr<KaldiMatrixArchiveWriter>> KaldiMatrixArchiveWrit
   }
   std::FILE* file = std::fopen(spec.path.c_str(), "wb");
   if (file == nullptr) return io_internal::ErrnoStatus(errno, "create archive", spec.path);
-  return std::unique_ptr<KaldiMatrixArchiveWriter>(
+  auto writer = std::unique_ptr<KaldiMatrixArchiveWriter>(
       new KaldiMatrixArchiveWriter(file, true, spec.text, spec.path));
+  if (!spec.script_path.empty()) {
+    writer->script_ = std::fopen(spec.script_path.c_str(), "w");
+    if (writer->script_ == nullptr) return io_internal::ErrnoStatus(errno, "create script", spec.script_path);
+    writer->script_name_ = spec.script_path;
+  }
+  return writer;
 }
 
 KaldiMatrixArchiveWriter::KaldiMatrixArchiveWriter(std::FILE* file, bool owns_file, bool text,
@@ -299,6 +306,7 @@ KaldiMatrixArchiveWriter::KaldiMatrixArchiveWriter(std::FILE* file, bool owns_fi
 
 KaldiMatrixArchiveWriter::~KaldiMatrixArchiveWriter() {
   if (file_ != nullptr && owns_file_) std::fclose(file_);
+  if (script_ != nullptr) std::fclose(script_);
 }
 
 absl::Status KaldiMatrixArchiveWriter::Write(absl::string_view key, ConstMatrixView matrix) {
@@ -307,6 +315,13 @@ absl::Status KaldiMatrixArchiveWriter::Write(absl::string_view key, ConstMatrixV
   GMM_RETURN_IF_ERROR(AppendKaldiMatrixEntry(key, matrix, text_, &buffer_));
   if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
     return io_internal::ErrnoStatus(errno, "write archive", name_);
+  }
+  // The object starts after "KEY ", where Kaldi's scp points.
+  const int64_t object = written_ + static_cast<int64_t>(key.size()) + 1;
+  written_ += static_cast<int64_t>(buffer_.size());
+  if (script_ != nullptr && std::fprintf(script_, "%.*s %s:%lld\n", static_cast<int>(key.size()), key.data(),
+                                         name_.c_str(), static_cast<long long>(object)) < 0) {
+    return io_internal::ErrnoStatus(errno, "write script", script_name_);
   }
   return absl::OkStatus();
 }
@@ -319,6 +334,10 @@ absl::Status KaldiMatrixArchiveWriter::Close() {
   const int flush_errno = errno;
   if (owns_file_ && std::fclose(file) != 0) return io_internal::ErrnoStatus(errno, "close archive", name_);
   if (!flushed) return io_internal::ErrnoStatus(flush_errno, "write archive", name_);
+  if (script_ != nullptr) {
+    std::FILE* script = std::exchange(script_, nullptr);
+    if (std::fclose(script) != 0) return io_internal::ErrnoStatus(errno, "close script", script_name_);
+  }
   return absl::OkStatus();
 }
 

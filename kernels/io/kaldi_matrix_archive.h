@@ -106,7 +106,9 @@ absl::Status AppendKaldiMatrixEntry(absl::string_view key, ConstMatrixView matri
 class KaldiMatrixArchiveWriter {
  public:
   // Parses the wspecifier and creates (truncates) the file; "-" is standard
-  // output. Errno-derived codes when the file cannot be created.
+  // output; "ark,scp:ARCHIVE,SCRIPT" also writes the script file (each
+  // key's ARCHIVE:OFFSET, as Kaldi's copy-feats does). Errno-derived codes
+  // when a file cannot be created.
   static absl::StatusOr<std::unique_ptr<KaldiMatrixArchiveWriter>> Open(absl::string_view wspecifier);
 
   KaldiMatrixArchiveWriter(const KaldiMatrixArchiveWriter&) = delete;
@@ -130,6 +132,9 @@ class KaldiMatrixArchiveWriter {
   const bool text_;
   const std::string name_;
   std::string buffer_;
+  int64_t written_ = 0;           // bytes of the archive so far
+  std::FILE* script_ = nullptr;   // "ark,scp:": the script file
+  std::string script_name_;
 };
 
 // Writes all `entries` to the archive named by `wspecifier`.

@@ -2,6 +2,7 @@
 // AmDiagGmm) crafted byte for byte as Kaldi's Write() functions lay it out,
 // text and binary; lone DiagGmms; scp tables with byte offsets.
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -248,6 +249,51 @@ TEST(KaldiScriptTableTest, ReadsObjectsAtByteOffsetsInBinaryAndTextArchives) {
   EXPECT_EQ(ReadKaldiScriptTable("scp:/nonexistent.scp").status().code(), absl::StatusCode::kNotFound);
   WriteFile(scp, "u gunzip -c x.gz |\n");
   EXPECT_EQ(ReadKaldiScriptTable(absl::StrCat("scp:", scp)).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(KaldiScriptTableTest, ArkScpWriterAndTheStreamingReaderRoundTrip) {
+  // Random matrices of random shapes (one empty), binary and text.
+  std::mt19937 random(std::random_device{}());
+  std::vector<KaldiMatrixEntry> entries;
+  for (int u = 0; u < 6; ++u) {
+    const int rows = u == 3 ? 0 : 1 + static_cast<int>(random() % 40), cols = 1 + static_cast<int>(random() % 13);
+    FloatMatrix m(rows, rows == 0 ? 0 : cols);
+    for (float& v : m.span()) v = std::uniform_real_distribution<float>(-50, 50)(random);
+    entries.push_back({absl::StrCat("utt", u), std::move(m)});
+  }
+  for (const char* options : {"ark,scp", "ark,scp,t"}) {
+    SCOPED_TRACE(options);
+    const std::string ark = TempPath("written.ark"), scp = TempPath("written.scp");
+    ASSERT_TRUE(WriteKaldiMatrixArchive(absl::StrCat(options, ":", ark, ",", scp), entries).ok());
+    // The script Kaldi would write: "KEY ARCHIVE:OFFSET" per entry.
+    absl::StatusOr<std::vector<KaldiMatrixEntry>> via_scp = ReadKaldiScriptTable("scp:" + scp);
+    ASSERT_TRUE(via_scp.ok()) << via_scp.status();
+    ASSERT_EQ(via_scp->size(), entries.size());
+    for (const std::string& spec : {"scp:" + scp, "ark:" + ark}) {
+      absl::StatusOr<std::unique_ptr<KaldiMatrixTableReader>> table = KaldiMatrixTableReader::Open(spec);
+      ASSERT_TRUE(table.ok()) << table.status();
+      for (const KaldiMatrixEntry& expected : entries) {
+        absl::StatusOr<bool> more = (*table)->Next();
+        ASSERT_TRUE(more.ok() && *more) << spec;
+        EXPECT_EQ((*table)->key(), expected.key);
+        if (std::string(options) == "ark,scp") {
+          EXPECT_EQ((*table)->matrix(), expected.matrix) << spec;  // binary: bit for bit
+        } else {
+          ASSERT_EQ((*table)->matrix().rows(), expected.matrix.rows());
+          for (int64_t i = 0; i < expected.matrix.rows() * expected.matrix.cols(); ++i) {
+            EXPECT_NEAR((*table)->matrix().data()[i], expected.matrix.data()[i], 1e-4 * 50);
+          }
+        }
+      }
+      absl::StatusOr<bool> end = (*table)->Next();
+      ASSERT_TRUE(end.ok());
+      EXPECT_FALSE(*end);
+    }
+  }
+  EXPECT_EQ(KaldiMatrixTableReader::Open("scp:/nonexistent.scp").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(CheckTableRspecifier("scp:x.scp").ok());
+  EXPECT_TRUE(CheckTableRspecifier("ark,t:x.ark").ok());
+  EXPECT_FALSE(CheckTableRspecifier("x.ark").ok());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -14,6 +15,7 @@
 #include "kernels/io/internal/input_stream.h"
 #include "kernels/io/internal/kaldi_binary.h"
 #include "kernels/io/internal/kaldi_text.h"
+#include "kernels/io/kaldi_specifier.h"
 
 namespace gmmscore {
 namespace {
@@ -114,13 +116,13 @@ absl::StatusOr<FloatMatrix> ReadKaldiMatrixObject(const std::string& path, int64
   return matrix;
 }
 
-absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_view rspecifier) {
+absl::StatusOr<std::vector<KaldiScriptLine>> ReadKaldiScript(absl::string_view rspecifier) {
   GMM_ASSIGN_OR_RETURN(const std::string scp_path, ScriptPath(rspecifier));
   absl::StatusOr<std::string> contents = io_internal::ReadFileToString(scp_path);
   if (!contents.ok()) {
     return PrefixStatus(absl::StrCat("scp '", scp_path, "'"), contents.status());
   }
-  std::vector<KaldiMatrixEntry> entries;
+  std::vector<KaldiScriptLine> lines;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(*contents, '\n')) {
     ++line_number;
@@ -131,26 +133,67 @@ absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_
     if (space == absl::string_view::npos) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": expected \"KEY FILE[:OFFSET]\""));
     }
-    const std::string key(line.substr(0, space));
+    KaldiScriptLine entry{.key = std::string(line.substr(0, space)), .where = where};
     const std::string rx(absl::StripAsciiWhitespace(line.substr(space)));
     if (rx.back() == '|' || rx.front() == '|' || rx.back() == ']') {
       return absl::UnimplementedError(absl::StrCat(where, ": pipes and ranges are not supported: \"", rx, "\""));
     }
-    std::string path = rx;
-    int64_t offset = 0;
+    entry.path = rx;
     const size_t colon = rx.rfind(':');
-    if (colon != std::string::npos && colon + 1 < rx.size() && absl::SimpleAtoi(rx.substr(colon + 1), &offset)) {
-      path = rx.substr(0, colon);
+    if (colon != std::string::npos && colon + 1 < rx.size() && absl::SimpleAtoi(rx.substr(colon + 1), &entry.offset)) {
+      entry.path = rx.substr(0, colon);
     } else {
-      offset = 0;
+      entry.offset = 0;
     }
-    absl::StatusOr<FloatMatrix> matrix = ReadKaldiMatrixObject(path, offset);
-    if (!matrix.ok()) {
-      return PrefixStatus(absl::StrCat(where, " (key '", key, "')"), matrix.status());
-    }
-    entries.push_back({key, *std::move(matrix)});
+    lines.push_back(std::move(entry));
+  }
+  return lines;
+}
+
+absl::StatusOr<FloatMatrix> ReadKaldiScriptLine(const KaldiScriptLine& line) {
+  absl::StatusOr<FloatMatrix> matrix = ReadKaldiMatrixObject(line.path, line.offset);
+  if (!matrix.ok()) return PrefixStatus(absl::StrCat(line.where, " (key '", line.key, "')"), matrix.status());
+  return matrix;
+}
+
+absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_view rspecifier) {
+  GMM_ASSIGN_OR_RETURN(const std::vector<KaldiScriptLine> lines, ReadKaldiScript(rspecifier));
+  std::vector<KaldiMatrixEntry> entries;
+  for (const KaldiScriptLine& line : lines) {
+    GMM_ASSIGN_OR_RETURN(FloatMatrix matrix, ReadKaldiScriptLine(line));
+    entries.push_back({line.key, std::move(matrix)});
   }
   return entries;
+}
+
+absl::StatusOr<std::unique_ptr<KaldiMatrixTableReader>> KaldiMatrixTableReader::Open(absl::string_view rspecifier) {
+  auto reader = std::unique_ptr<KaldiMatrixTableReader>(new KaldiMatrixTableReader());
+  if (IsScriptRspecifier(rspecifier)) {
+    GMM_ASSIGN_OR_RETURN(reader->script_, ReadKaldiScript(rspecifier));
+  } else {
+    GMM_ASSIGN_OR_RETURN(reader->archive_, KaldiMatrixArchiveReader::Open(rspecifier));
+  }
+  return reader;
+}
+
+absl::StatusOr<bool> KaldiMatrixTableReader::Next() {
+  if (archive_ != nullptr) {
+    GMM_ASSIGN_OR_RETURN(const bool more, archive_->Next());
+    if (!more) return false;
+    key_ = archive_->key();
+    matrix_ = std::move(archive_->mutable_matrix());
+    return true;
+  }
+  if (next_line_ == script_.size()) return false;
+  const KaldiScriptLine& line = script_[next_line_++];
+  GMM_ASSIGN_OR_RETURN(matrix_, ReadKaldiScriptLine(line));
+  key_ = line.key;
+  return true;
+}
+
+absl::Status CheckTableRspecifier(absl::string_view rspecifier) {
+  if (IsScriptRspecifier(rspecifier)) return ScriptPath(rspecifier).status();
+  return ParseArchiveRspecifier(rspecifier).status();
 }
 
 absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiMatrixTable(absl::string_view rspecifier) {

@@ -14,6 +14,8 @@
 #ifndef GMMSCORE_KERNELS_IO_KALDI_SCRIPT_TABLE_H_
 #define GMMSCORE_KERNELS_IO_KALDI_SCRIPT_TABLE_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,48 @@ absl::StatusOr<FloatMatrix> ReadKaldiMatrixObject(const std::string& path, int64
 
 // Reads "ark:..." or "scp:..." tables alike.
 absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiMatrixTable(absl::string_view rspecifier);
+
+// OK when `rspecifier` is an "ark:" or "scp:" table specifier this reader
+// takes (nothing is opened): a command's usage check before its work.
+absl::Status CheckTableRspecifier(absl::string_view rspecifier);
+
+// One line of a script: where KEY's matrix is.
+struct KaldiScriptLine {
+  std::string key;
+  std::string path;
+  int64_t offset = 0;
+  std::string where;  // "scp 'F', line N", for messages
+};
+// The lines of an "scp:" table (no matrix read yet).
+absl::StatusOr<std::vector<KaldiScriptLine>> ReadKaldiScript(absl::string_view rspecifier);
+absl::StatusOr<FloatMatrix> ReadKaldiScriptLine(const KaldiScriptLine& line);
+
+// Reads "ark:..." and "scp:..." tables one entry at a time, as
+// KaldiMatrixArchiveReader reads archives: a script's lines are read at
+// Open, each matrix only when Next reaches it, so a table of thousands of
+// hours is never in memory at once.
+//
+//   GMM_ASSIGN_OR_RETURN(auto table, KaldiMatrixTableReader::Open("scp:feats.scp"));
+//   while (true) { GMM_ASSIGN_OR_RETURN(bool more, table->Next()); if (!more) break; use(table->key(), table->matrix()); }
+class KaldiMatrixTableReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<KaldiMatrixTableReader>> Open(absl::string_view rspecifier);
+
+  // As KaldiMatrixArchiveReader::Next: true with an entry, false at the end.
+  absl::StatusOr<bool> Next();
+  const std::string& key() const { return key_; }
+  const FloatMatrix& matrix() const { return matrix_; }
+  FloatMatrix& mutable_matrix() { return matrix_; }
+
+ private:
+  KaldiMatrixTableReader() = default;
+
+  std::unique_ptr<KaldiMatrixArchiveReader> archive_;  // an archive, or
+  std::vector<KaldiScriptLine> script_;                // a script's lines
+  size_t next_line_ = 0;
+  std::string key_;
+  FloatMatrix matrix_;
+};
 
 }  // namespace gmmscore
 

@@ -17,14 +17,18 @@ absl::StatusOr<ArchiveSpecifier> Parse(absl::string_view spec, bool writing) {
         "'", spec, "' is not a Kaldi ", kind, ": expected ark:FILE", writing ? " or ark,t:FILE" : ""));
   }
   ArchiveSpecifier result;
-  bool archive = false;
+  bool archive = false, script = false;
   for (absl::string_view option : absl::StrSplit(spec.substr(0, colon), ',')) {
     option = absl::StripAsciiWhitespace(option);
     if (option == "ark") {
       archive = true;
     } else if (option == "scp") {
-      return absl::UnimplementedError(absl::StrCat(
-          "'", spec, "': scp tables are not supported; use an archive (ark:FILE)"));
+      if (!writing) {
+        // Readers take scp: through KaldiMatrixTableReader (kaldi_script_table.h).
+        return absl::UnimplementedError(absl::StrCat(
+            "'", spec, "': an scp table where only an archive can be read; use ark:FILE"));
+      }
+      script = true;
     } else if (option == "p") {
       return absl::UnimplementedError(
           absl::StrCat("'", spec, "': the permissive option \"p\" is not supported"));
@@ -46,6 +50,19 @@ absl::StatusOr<ArchiveSpecifier> Parse(absl::string_view spec, bool writing) {
         "'", spec, "' is not a Kaldi archive ", kind, ": expected ark:FILE", writing ? " or ark,t:FILE" : ""));
   }
   result.path = std::string(absl::StripAsciiWhitespace(spec.substr(colon + 1)));
+  if (script) {
+    // "ark,scp:ARCHIVE,SCRIPT", as Kaldi writes both at once.
+    const size_t comma = result.path.rfind(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == result.path.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", spec, "': ark,scp: needs two file names, ARCHIVE,SCRIPT"));
+    }
+    result.script_path = result.path.substr(comma + 1);
+    result.path.resize(comma);
+    if (result.path == "-" || result.script_path == "-") {
+      return absl::InvalidArgumentError(absl::StrCat("'", spec, "': ark,scp: writes files, not standard output"));
+    }
+  }
   if (result.path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("'", spec, "': no file name after the ':'"));
   }

@@ -11,8 +11,10 @@
 // (the default, as in Kaldi), "f"/"nf" (flushing) ignored.
 //
 // Errors: INVALID_ARGUMENT for a malformed specifier or an unknown option;
-// UNIMPLEMENTED for "scp:" tables, "p" (permissive), and pipes ("cmd |",
-// "| cmd"): use "ark:-" with a shell pipe instead. Reentrant.
+// UNIMPLEMENTED for reading "scp:" tables here (KaldiMatrixTableReader in
+// kaldi_script_table.h reads them), "p" (permissive), and pipes ("cmd |",
+// "| cmd"): use "ark:-" with a shell pipe instead. Writing takes
+// "ark,scp:ARCHIVE,SCRIPT". Reentrant.
 #ifndef GMMSCORE_KERNELS_IO_KALDI_SPECIFIER_H_
 #define GMMSCORE_KERNELS_IO_KALDI_SPECIFIER_H_
 
@@ -26,6 +28,9 @@ namespace gmmscore {
 struct ArchiveSpecifier {
   std::string path;    // a file name, or "-" for standard input/output
   bool text = false;   // writing only: text (",t") rather than binary
+  // Writing only, "ark,scp:ARCHIVE,SCRIPT": also write a script file with
+  // each key's "ARCHIVE:OFFSET", as Kaldi does; empty otherwise.
+  std::string script_path;
 };
 
 absl::StatusOr<ArchiveSpecifier> ParseArchiveRspecifier(absl::string_view rspecifier);

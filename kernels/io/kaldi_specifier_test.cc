@@ -30,7 +30,7 @@ TEST(KaldiSpecifierTest, RejectsWithTheRightCode) {
       {"t:feats.ark", absl::StatusCode::kInvalidArgument, "not a Kaldi archive"},
       {"ark:", absl::StatusCode::kInvalidArgument, "no file name"},
       {"ark,zz:x", absl::StatusCode::kInvalidArgument, "unknown rspecifier option \"zz\""},
-      {"scp:feats.scp", absl::StatusCode::kUnimplemented, "scp tables"},
+      {"scp:feats.scp", absl::StatusCode::kUnimplemented, "an scp table where only an archive"},
       {"ark,p:x", absl::StatusCode::kUnimplemented, "permissive"},
       {"ark:gunzip -c x.gz |", absl::StatusCode::kUnimplemented, "pipes"},
   };
@@ -41,6 +41,15 @@ TEST(KaldiSpecifierTest, RejectsWithTheRightCode) {
   }
   EXPECT_THAT(ParseArchiveWspecifier("ark,cs:x").status().ToString(),
               HasSubstr("unknown wspecifier option \"cs\""));
+  // Writing both at once, as Kaldi does.
+  absl::StatusOr<ArchiveSpecifier> both = ParseArchiveWspecifier("ark,scp,t:out/feats.ark,out/feats.scp");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->path, "out/feats.ark");
+  EXPECT_EQ(both->script_path, "out/feats.scp");
+  EXPECT_TRUE(both->text);
+  for (const char* bad : {"ark,scp:feats.ark", "ark,scp:,feats.scp", "ark,scp:-,feats.scp"}) {
+    EXPECT_EQ(ParseArchiveWspecifier(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/io/kaldi_int_vector_archive.h"
 #include "kernels/io/kaldi_matrix_archive.h"
+#include "kernels/io/kaldi_script_table.h"
 #include "kernels/io/kaldi_posterior_archive.h"
 
 namespace gmmscore {
@@ -109,8 +110,7 @@ absl::StatusOr<TrainingData> LoadTrainingData(const TrainingDataOptions& options
                                                    " states needs alignments or posteriors"));
   }
   GMM_ASSIGN_OR_RETURN(const auto labels, ReadLabels(options));
-  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixArchiveReader> reader,
-                       KaldiMatrixArchiveReader::Open(options.features));
+  GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixTableReader> reader, KaldiMatrixTableReader::Open(options.features));
   TrainingData data;
   BlockBuilder builder(options, &data);
   while (true) {
