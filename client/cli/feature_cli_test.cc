@@ -81,14 +81,25 @@ TEST(FeaturesCliTest, RawAndWavGiveTheLibrarysFeatures) {
   EXPECT_EQ(voiced[0].matrix.cols(), 39);
 }
 
-TEST(FeaturesCliTest, ArkScpOutputAndScpInputGiveTheArchivesScores) {
-  // Kaldi's pattern: features written as ark,scp, later commands read scp:.
+TEST(FeaturesCliTest, WavScpInArkScpOutAndScpInputGiveTheArchivesScores) {
+  // Kaldi's pattern: wav.scp in, features written as ark,scp, later
+  // commands read scp:.
   REQUIRE_PATH(kEnUs);
   const std::string ark = Temp("feats.ark"), scp = Temp("feats.scp");
-  RunResult run = Gmmscore({"features", "--input", kTestData + "/goforward.raw," + kTestData + "/librivox/"
-                            "sense_and_sensibility_01_austen_64kb-0870.wav", "--model", kEnUs, "--cmn", "live",
+  // The input as Kaldi's wav.scp too: keys from the scp, in its order.
+  const std::string wav_scp = Temp("wav.scp");
+  std::ofstream(wav_scp) << "goforward " << kTestData << "/goforward.raw\n"
+                         << "sense_and_sensibility_01_austen_64kb-0870 " << kTestData
+                         << "/librivox/sense_and_sensibility_01_austen_64kb-0870.wav\n";
+  RunResult run = Gmmscore({"features", "--input", "scp:" + wav_scp, "--model", kEnUs, "--cmn", "live",
                             "--output", absl::StrCat("ark,scp:", ark, ",", scp)});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string by_files = Temp("by_files.ark");
+  run = Gmmscore({"features", "--input", kTestData + "/goforward.raw," + kTestData + "/librivox/"
+                  "sense_and_sensibility_01_austen_64kb-0870.wav", "--model", kEnUs, "--cmn", "live",
+                  "--output", "ark:" + by_files});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(ReadFile(by_files), ReadFile(ark));  // same keys, order and features
   std::ifstream lines(scp);
   std::string key, location;
   std::vector<std::string> keys;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/common_flags.h"
@@ -15,12 +16,13 @@
 #include "kernels/frontend/sphinx_front_end.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 #include "kernels/io/kaldi_specifier.h"
+#include "kernels/io/kaldi_text_table.h"
 #include "kernels/io/sphinx_model.h"
 #include "kernels/io/wav_reader.h"
 
 ABSL_FLAG(std::string, input, "",
-          "speech files, comma-separated: RIFF WAV (PCM16 mono) or raw little-endian PCM16 at the "
-          "model's sample rate");
+          "speech files, comma-separated (keyed by their names), or scp:wav.scp (Kaldi's KEY PATH lines): "
+          "RIFF WAV (PCM16 mono) or raw little-endian PCM16 at the model's sample rate");
 ABSL_FLAG(std::string, feat_params, "",
           "a Sphinx feat.params naming the front end (instead of --model's)");
 ABSL_FLAG(std::string, cmn, "",
@@ -73,13 +75,50 @@ const char* CmnName(CmnMode mode) {
 // "dir/utt1.wav" -> "utt1": the archive key of one input.
 std::string UtteranceKey(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
-absl::Status WriteFeatures(const std::vector<std::string>& inputs, const FeaturePipeline& pipeline,
+// One utterance: its archive key and its speech file.
+struct SpeechInput {
+  std::string key;
+  std::string path;
+};
+
+// --input: "scp:wav.scp" (Kaldi's "KEY PATH" lines, as compute-mfcc-feats
+// reads them, in file order) or comma-separated files keyed by their names.
+absl::StatusOr<std::vector<SpeechInput>> InputsFromFlag(const std::string& flag) {
+  std::vector<SpeechInput> inputs;
+  if (absl::StartsWith(flag, "scp:")) {
+    GMM_ASSIGN_OR_RETURN(const std::vector<KaldiTokenListEntry> lines,
+                         ReadKaldiTokenListTable(absl::StrCat("ark,t:", flag.substr(4))));
+    for (const KaldiTokenListEntry& line : lines) {
+      if (line.value.size() != 1) {
+        return absl::UnimplementedError(absl::StrCat(
+            flag, ": utterance '", line.key,
+            "' is not \"KEY PATH\" (pipes and extended filenames are not supported; convert to WAV files)"));
+      }
+      inputs.push_back({line.key, line.value[0]});
+    }
+  } else {
+    for (const std::string& path : std::vector<std::string>(absl::StrSplit(flag, ',', absl::SkipEmpty()))) {
+      inputs.push_back({UtteranceKey(path), path});
+    }
+  }
+  std::set<std::string> keys;
+  for (const SpeechInput& input : inputs) {
+    if (!keys.insert(input.key).second) {
+      return UsageError(absl::StrCat("two inputs share the archive key '", input.key,
+                                     "' (keys are wav.scp keys, or file names without directory and extension)"));
+    }
+  }
+  if (inputs.empty()) return UsageError("--input names no file");
+  return inputs;
+}
+
+absl::Status WriteFeatures(const std::vector<SpeechInput>& inputs, const FeaturePipeline& pipeline,
                            KaldiMatrixArchiveWriter& writer, int64_t* frames) {
-  for (const std::string& input : inputs) {
+  for (const SpeechInput& input : inputs) {
     GMM_ASSIGN_OR_RETURN(const PcmAudio audio,
-                         ReadSpeechFile(input, static_cast<int>(pipeline.front_end.sample_rate)));
-    GMM_ASSIGN_OR_RETURN(const FloatMatrix features, ComputeFeatures(audio, pipeline, input));
-    GMM_RETURN_IF_ERROR(writer.Write(UtteranceKey(input), features.view()));
+                         ReadSpeechFile(input.path, static_cast<int>(pipeline.front_end.sample_rate)));
+    GMM_ASSIGN_OR_RETURN(const FloatMatrix features, ComputeFeatures(audio, pipeline, input.path));
+    GMM_RETURN_IF_ERROR(writer.Write(input.key, features.view()));
     *frames += features.rows();
   }
   return absl::OkStatus();
@@ -90,16 +129,7 @@ absl::Status RunFeatures(const SpecifiedFlags& specified) {
   if (specified.contains("model") == specified.contains("feat_params")) {
     return UsageError("features needs exactly one of --model (a Sphinx model directory) and --feat_params");
   }
-  const std::vector<std::string> inputs =
-      absl::StrSplit(absl::GetFlag(FLAGS_input), ',', absl::SkipEmpty());
-  std::set<std::string> keys;
-  for (const std::string& input : inputs) {
-    if (!keys.insert(UtteranceKey(input)).second) {
-      return UsageError(absl::StrCat("two inputs would share the archive key '", UtteranceKey(input),
-                                     "' (keys are file names without directory and extension)"));
-    }
-  }
-  if (inputs.empty()) return UsageError("--input names no file");
+  GMM_ASSIGN_OR_RETURN(const std::vector<SpeechInput> inputs, InputsFromFlag(absl::GetFlag(FLAGS_input)));
   const std::string wspecifier = absl::GetFlag(FLAGS_output);
   absl::StatusOr<ArchiveSpecifier> output = ParseArchiveWspecifier(wspecifier);
   if (!output.ok()) return UsageError(output.status().message());
@@ -130,14 +160,15 @@ absl::Status RunFeatures(const SpecifiedFlags& specified) {
 std::vector<Command> FeatureCommands() {
   return {
       {"features", "compute a Sphinx model's features from speech audio; write a Kaldi archive",
-       "gmmscore features --input SPEECH[,SPEECH...] (--model SPHINX_DIR | --feat_params FILE)\n"
+       "gmmscore features --input SPEECH[,SPEECH...]|scp:wav.scp (--model SPHINX_DIR | --feat_params FILE)\n"
        "                  --output ark[,t]:FEATS [--cmn batch|live|none] [--remove_silence]\n\n"
        "Reads each SPEECH file (RIFF WAV, 16-bit PCM mono; or headerless little-endian 16-bit PCM\n"
        "at the model's sample rate) and computes the features the model scores: sphinxbase's MFCC\n"
        "front end with the options of the model's feat.params (-samprate -lowerf -upperf -nfilt\n"
        "-ncep -nfft -wlen -transform -lifter ...; dither always off), then CMN and the dynamic\n"
        "features (-cmn, -feat, e.g. 1s_c_d_dd: 39 dims). One utterance per file, keyed by its\n"
-       "name without directory and extension. On error the partial output file is removed.\n"
+       "name without directory and extension, or by its key in --input scp:wav.scp (in the\n"
+       "scp's order). On error the partial output file is removed.\n"
        "--cmn live gives what the daemon's audio streams (StreamConfig.audio) compute from the\n"
        "same audio, however it is cut into chunks.",
        {"input", "model", "feat_params", "output", "cmn", "remove_silence"},
