@@ -88,6 +88,14 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
   if (options.stream_threads < 0) {
     return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: half the cores)");
   }
+  if (options.max_connection_age < absl::ZeroDuration() ||
+      options.max_connection_age > absl::Hours(24 * 365)) {
+    return absl::InvalidArgumentError("--max_connection_age_s must be 0 (never) to one year");
+  }
+  if (options.max_connection_age_grace < absl::ZeroDuration() ||
+      options.max_connection_age_grace > absl::Hours(24 * 365)) {
+    return absl::InvalidArgumentError("--max_connection_age_grace_s must be 0 to one year");
+  }
   if (limits.stream_idle_timeout < absl::ZeroDuration() ||
       limits.stream_write_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -146,6 +154,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   daemon->ops_->ConfigureBuilder(&builder);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  if (options.max_connection_age > absl::ZeroDuration()) {
+    // gRPC adds up to +-10% jitter, so that a fleet's connections do not
+    // all close at once.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_age)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_age_grace)));
+  }
   if (options.stream_api == StreamApi::kCompletionQueue) {
     daemon->cq_streams_ = std::make_unique<CqStreamServer>(
         &builder, daemon->service_.get(), StreamThreads(options.stream_threads));

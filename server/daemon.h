@@ -46,6 +46,11 @@ struct DaemonOptions {
   // (0: half the cores, at least 2).
   StreamApi stream_api = StreamApi::kCompletionQueue;
   int stream_threads = 0;
+  // A client connection older than this gets GOAWAY, so that long-lived
+  // clients reconnect and spread over pods a scaler adds; its RPCs then
+  // have the grace to finish before the connection closes. Zero: never.
+  absl::Duration max_connection_age = absl::ZeroDuration();
+  absl::Duration max_connection_age_grace = absl::Seconds(30);
   // Live adaptation's workers and bounds (server/adaptation_hub.h).
   AdaptationLimits adaptation;
 };
@@ -53,7 +58,7 @@ struct DaemonOptions {
 // OK, or INVALID_ARGUMENT naming the flag behind the first bad option: batch,
 // queue, stream and message limits, the scheduler's workers and the align
 // queue's batch, workers and frame bound below 1, a negative align delay,
-// negative stream threads or timeouts, a stream's answer memory below 1 byte
+// negative stream threads, timeouts or connection ages, a stream's answer memory below 1 byte
 // or the server's below 0. Daemon::Start checks it first.
 absl::Status ValidateDaemonOptions(const DaemonOptions& options);
 

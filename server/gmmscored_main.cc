@@ -101,6 +101,13 @@ ABSL_FLAG(std::string, stream_api, "cq",
 ABSL_FLAG(int32_t, stream_threads, 0,
           "With --stream_api cq: completion queues serving StreamScore, one thread each; 0: "
           "half the cores, at least 2.");
+ABSL_FLAG(int32_t, max_connection_age_s, 0,
+          "Send GOAWAY to a client connection this many seconds old (gRPC adds +-10% jitter), "
+          "so that long-lived clients reconnect and spread over replicas added since; 0: "
+          "never. Behind a proxy that pools connections (Envoy), set it on the proxy too.");
+ABSL_FLAG(int32_t, max_connection_age_grace_s, 30,
+          "With --max_connection_age_s: seconds a closing connection's RPCs (streams) have to "
+          "finish before they are cancelled.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
 // Operations (docs/OPERATIONS.md).
@@ -254,6 +261,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   if (!stream_api.ok()) return stream_api.status();
   options.stream_api = *stream_api;
   options.stream_threads = absl::GetFlag(FLAGS_stream_threads);
+  options.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_s));
+  options.max_connection_age_grace = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_grace_s));
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
   options.ops.admin_open = absl::GetFlag(FLAGS_admin_open);
@@ -328,12 +337,14 @@ int Main(int argc, char** argv) {
   LogInfo("limits: max_streams %d, max_chunk_frames %d, max_chunks_in_flight %d, "
           "max_request_frames %d, max_queued_frames %d, max_message_mb %d, "
           "stream_idle_timeout_s %d, stream_write_timeout_s %d, stream_answer_memory_mb %d, "
-          "answer_memory_mb %d; scoring token %s, admin token %s",
+          "answer_memory_mb %d, max_connection_age_s %d (+%d s grace); scoring token %s, "
+          "admin token %s",
           absl::GetFlag(FLAGS_max_streams), absl::GetFlag(FLAGS_max_chunk_frames),
           absl::GetFlag(FLAGS_max_chunks_in_flight), absl::GetFlag(FLAGS_max_request_frames),
           absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_max_message_mb),
           absl::GetFlag(FLAGS_stream_idle_timeout_s), absl::GetFlag(FLAGS_stream_write_timeout_s),
           absl::GetFlag(FLAGS_stream_answer_memory_mb), absl::GetFlag(FLAGS_answer_memory_mb),
+          absl::GetFlag(FLAGS_max_connection_age_s), absl::GetFlag(FLAGS_max_connection_age_grace_s),
           absl::GetFlag(FLAGS_scoring_token_file).empty() ? "off" : "required",
           !absl::GetFlag(FLAGS_admin_token_file).empty() ? "required"
           : absl::GetFlag(FLAGS_scoring_token_file).empty() || absl::GetFlag(FLAGS_admin_open)

@@ -32,7 +32,22 @@ struct GpuMonitor::Api {
   NvmlReturn (*device_by_index)(unsigned int, void**);
   NvmlReturn (*memory_info)(void*, NvmlMemory*);
   NvmlReturn (*utilization)(void*, NvmlUtilization*);
+  NvmlReturn (*uuid)(void*, char*, unsigned int);
+  NvmlReturn (*name)(void*, char*, unsigned int);
 };
+
+namespace {
+
+// nvmlDeviceGetUUID / GetName into a string ("" if NVML fails: the
+// identity labels are then empty rather than the monitor absent).
+std::string ReadDeviceText(NvmlReturn (*get)(void*, char*, unsigned int), void* device) {
+  char text[96] = {};  // NVML's UUID buffer size is 80, its name's 96
+  if (get(device, text, sizeof(text)) != kNvmlSuccess) return "";
+  text[sizeof(text) - 1] = '\0';
+  return text;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<GpuMonitor>> GpuMonitor::Open(int index,
                                                              const std::string& library) {
@@ -51,6 +66,8 @@ absl::StatusOr<std::unique_ptr<GpuMonitor>> GpuMonitor::Open(int index,
   resolve(&api->device_by_index, "nvmlDeviceGetHandleByIndex_v2");
   resolve(&api->memory_info, "nvmlDeviceGetMemoryInfo");
   resolve(&api->utilization, "nvmlDeviceGetUtilizationRates");
+  resolve(&api->uuid, "nvmlDeviceGetUUID");
+  resolve(&api->name, "nvmlDeviceGetName");
   if (!complete) {
     dlclose(handle);
     return absl::NotFoundError(absl::StrFormat("%s lacks an NVML function gmmscored uses", library));
@@ -66,11 +83,20 @@ absl::StatusOr<std::unique_ptr<GpuMonitor>> GpuMonitor::Open(int index,
     return absl::UnavailableError(
         absl::StrFormat("NVML has no GPU %d (NVML error %d)", index, code));
   }
-  return std::unique_ptr<GpuMonitor>(new GpuMonitor(handle, std::move(api), device, index));
+  std::string uuid = ReadDeviceText(api->uuid, device);
+  std::string name = ReadDeviceText(api->name, device);
+  return std::unique_ptr<GpuMonitor>(
+      new GpuMonitor(handle, std::move(api), device, index, std::move(uuid), std::move(name)));
 }
 
-GpuMonitor::GpuMonitor(void* handle, std::unique_ptr<Api> api, void* device, int index)
-    : handle_(handle), api_(std::move(api)), device_(device), index_(index) {}
+GpuMonitor::GpuMonitor(void* handle, std::unique_ptr<Api> api, void* device, int index, std::string uuid,
+                       std::string name)
+    : handle_(handle),
+      api_(std::move(api)),
+      device_(device),
+      index_(index),
+      uuid_(std::move(uuid)),
+      name_(std::move(name)) {}
 
 GpuMonitor::~GpuMonitor() {
   api_->shutdown();

@@ -50,15 +50,22 @@ class GpuMonitor {
   // The device now. UNAVAILABLE naming the NVML call that failed.
   absl::StatusOr<GpuSample> Read() const;
   int index() const { return index_; }
+  // Read once at Open: the device's identity, stable across reboots and
+  // renumbering ("GPU-8f3c..."), and its product name; "" if NVML failed.
+  const std::string& uuid() const { return uuid_; }
+  const std::string& name() const { return name_; }
 
  private:
   struct Api;  // the NVML functions used, resolved with dlsym
-  GpuMonitor(void* handle, std::unique_ptr<Api> api, void* device, int index);
+  GpuMonitor(void* handle, std::unique_ptr<Api> api, void* device, int index, std::string uuid,
+             std::string name);
 
   void* const handle_;  // dlopen's
   const std::unique_ptr<Api> api_;
   void* const device_;  // nvmlDevice_t
   const int index_;
+  const std::string uuid_;
+  const std::string name_;
 };
 
 }  // namespace gmmscore

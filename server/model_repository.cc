@@ -414,6 +414,7 @@ absl::Status ModelRepository::Publish(const std::string& name,
   }
   auto published = std::make_shared<ServedModel>(*model);
   published->name = name;
+  published->usage = std::make_shared<ModelUsage>();  // its own counts under the new name
   // Served now: counted as served, no longer as retired.
   const PreparedModel* prepared = published->prepared.get();
   retired_.erase(std::remove_if(retired_.begin(), retired_.end(),

@@ -16,6 +16,7 @@
 #ifndef GMMSCORE_SERVER_MODEL_REPOSITORY_H_
 #define GMMSCORE_SERVER_MODEL_REPOSITORY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -35,6 +36,15 @@
 #include "server/model_front_end.h"
 
 namespace gmmscore {
+
+// What clients asked of one served version, for /metrics (per-model
+// labels). Shared by the copies of a ServedModel; counted where a stream or
+// request is planned (scoring_plan.h CountStream / CountRequest / CountFrames).
+struct ModelUsage {
+  std::atomic<int64_t> streams{0};   // streams opened naming it
+  std::atomic<int64_t> requests{0};  // Score requests naming it
+  std::atomic<int64_t> frames{0};    // frames sent to be scored with it
+};
 
 struct ServedModel {
   std::string name;    // what clients ask for
@@ -57,6 +67,7 @@ struct ServedModel {
   // no_front_end says why.
   std::shared_ptr<const FeaturePipeline> front_end;
   std::string no_front_end;
+  std::shared_ptr<ModelUsage> usage = std::make_shared<ModelUsage>();
 
   // Untied models only (prepared->tied() is false); dim, states and sizes
   // of any model are on `prepared`.

@@ -358,6 +358,7 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
                                (*frames)->rows(), plan->num_states, ResultSets(*plan),
                                answer_bytes / 1048576.0, limits_.max_answer_bytes / 1048576.0)));
   }
+  CountRequest(*plan, (*frames)->rows());
   auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
   call->Submit(*std::move(frames), DeadlineOf(*context));
   return call;

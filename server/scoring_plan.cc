@@ -115,6 +115,19 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
 
 }  // namespace
 
+void CountStream(const ScoringPlan& plan) {
+  for (const auto& model : plan.models) model->usage->streams.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CountRequest(const ScoringPlan& plan, int64_t frames) {
+  for (const auto& model : plan.models) model->usage->requests.fetch_add(1, std::memory_order_relaxed);
+  CountFrames(plan, frames);
+}
+
+void CountFrames(const ScoringPlan& plan, int64_t frames) {
+  for (const auto& model : plan.models) model->usage->frames.fetch_add(frames, std::memory_order_relaxed);
+}
+
 absl::StatusOr<ScoringPlan> PlanForStream(const v1::StreamConfig& config,
                                           const ModelRepository& repository) {
   return MakePlan(config.models(), config.fusion(), config.transform(), config.output(),

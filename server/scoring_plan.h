@@ -47,6 +47,12 @@ struct ScoringPlan {
 // dimension or (with several) state count, bad fusion options, transform or
 // output options (a negative or non-finite beam);
 // NOT_FOUND: a name the repository does not serve. Messages name the field.
+// Per-model usage (ModelUsage, /metrics): a stream opened, a request, or
+// frames sent, for every model of the plan.
+void CountStream(const ScoringPlan& plan);
+void CountRequest(const ScoringPlan& plan, int64_t frames);
+void CountFrames(const ScoringPlan& plan, int64_t frames);
+
 absl::StatusOr<ScoringPlan> PlanForStream(const v1::StreamConfig& config,
                                           const ModelRepository& repository);
 absl::StatusOr<ScoringPlan> PlanForRequest(const v1::ScoreRequest& request,

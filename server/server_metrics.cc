@@ -325,6 +325,22 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
                  {{"model", model.name}, {"version", std::to_string(model.version)}},
                  static_cast<double>(model.prepared->device_bytes()));
     }
+    // What clients asked of each model (ModelUsage): where load goes.
+    auto usage_counter = [&](const char* name, const char* help,
+                             const std::atomic<int64_t> ModelUsage::*field) {
+      out.Family(name, help, "counter");
+      for (const ServedModel& model : models) {
+        out.Sample(name, {{"model", model.name}, {"version", std::to_string(model.version)}},
+                   static_cast<double>(((*model.usage).*field).load(std::memory_order_relaxed)));
+      }
+    };
+    usage_counter("gmmscore_model_streams_total", "Streams opened naming a served model.",
+                  &ModelUsage::streams);
+    usage_counter("gmmscore_model_requests_total", "Score requests naming a served model.",
+                  &ModelUsage::requests);
+    usage_counter("gmmscore_model_frames_total",
+                  "Frames sent to be scored with a served model (stream chunks and requests).",
+                  &ModelUsage::frames);
     const ModelRepository::MemoryUsage memory = sources.repository->memory();
     Gauge(&out, "gmmscore_models_served", "Models served.", static_cast<double>(models.size()));
     Gauge(&out, "gmmscore_model_memory_bytes", "Resident bytes of all served models.",
@@ -336,6 +352,14 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
           static_cast<double>(memory.budget_bytes));
   }
   if (sources.gpu != nullptr) {
+    // Which GPU this is, to join with other exporters (DCGM labels by UUID)
+    // and to follow a device across reboots; value always 1.
+    out.Family("gmmscore_gpu_info", "The scoring GPU: index, UUID and name (NVML).", "gauge");
+    out.Sample("gmmscore_gpu_info",
+               {{"gpu", std::to_string(sources.gpu->index())},
+                {"uuid", sources.gpu->uuid()},
+                {"name", sources.gpu->name()}},
+               1);
     // A failed read leaves the gauges out of this scrape rather than
     // reporting a made-up value.
     if (absl::StatusOr<GpuSample> gpu = sources.gpu->Read(); gpu.ok()) {

@@ -125,6 +125,7 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     adaptation_ = *std::move(adaptation);
   }
   plan_ = *std::move(plan);
+  CountStream(*plan_);
   // Only logged: escaped and cut once here (a client's id may hold anything).
   stream_id_ = config.stream_id().empty() ? peer_ : ClientText(config.stream_id());
   return absl::OkStatus();
@@ -218,6 +219,7 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   pending->frames = frames->rows();
   pending->results.resize(num_models);
   next_frame_ += frames->rows();
+  CountFrames(*plan_, frames->rows());
   pending_.push_back(pending);
   if (fusion_.has_value()) {
     pending->remaining = 1;

@@ -1,4 +1,4 @@
-// A stand-in for libnvidia-ml.so.1 with the five functions GpuMonitor uses
+// A stand-in for libnvidia-ml.so.1 with the seven functions GpuMonitor uses
 // and fixed answers, so that the dlopen path is tested without a GPU
 // (tests/ops_gpu_metrics_test.cc). Device 0 only.
 extern "C" {
@@ -31,6 +31,24 @@ int nvmlDeviceGetUtilizationRates(void* device, FakeUtilization* utilization) {
   utilization->gpu = 42;
   utilization->memory = 17;
   return 0;
+}
+
+static int Copy(const char* text, char* out, unsigned int length) {
+  unsigned int i = 0;
+  for (; text[i] != '\0'; ++i) {
+    if (i + 1 >= length) return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+    out[i] = text[i];
+  }
+  out[i] = '\0';
+  return 0;
+}
+int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
+  if (device != &fake_device) return 2;
+  return Copy("GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", uuid, length);
+}
+int nvmlDeviceGetName(void* device, char* name, unsigned int length) {
+  if (device != &fake_device) return 2;
+  return Copy("NVIDIA H100 80GB HBM3 \"fake\"", name, length);  // a quote to escape
 }
 
 }  // extern "C"

@@ -38,6 +38,11 @@ TEST(OpsGpuMetricsTest, GaugesComeFromNvml) {
   EXPECT_EQ(MetricValue(with, "gmmscore_gpu_memory_total_bytes{gpu=\"0\"}"), 80.0 * (1 << 30));
   EXPECT_DOUBLE_EQ(MetricValue(with, "gmmscore_gpu_utilization_ratio{gpu=\"0\"}"), 0.42);
   EXPECT_DOUBLE_EQ(MetricValue(with, "gmmscore_gpu_memory_utilization_ratio{gpu=\"0\"}"), 0.17);
+  // The device's identity, the name's quote escaped as the text format asks.
+  EXPECT_EQ((*gpu)->uuid(), "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+  EXPECT_EQ(MetricValue(with, "gmmscore_gpu_info{gpu=\"0\",uuid=\"GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\","
+                              "name=\"NVIDIA H100 80GB HBM3 \\\"fake\\\"\"}"),
+            1.0);
   EXPECT_LT(with.find("# TYPE gmmscore_gpu_memory_used_bytes gauge"),
             with.find("gmmscore_gpu_memory_used_bytes{"));
   const std::string without = metrics.Render({.backend = "cpu"});

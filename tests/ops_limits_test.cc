@@ -3,7 +3,9 @@
 // already queued is answered); a cancelled stream's and an expired
 // request's queued jobs leave the queue at once, unscored; an idle stream
 // ends with DEADLINE_EXCEEDED saying it was idle while a slow but live one
-// carries on; a message over --max_message_mb is RESOURCE_EXHAUSTED.
+// carries on; a message over --max_message_mb is RESOURCE_EXHAUSTED; a
+// connection past --max_connection_age_s plus its grace is closed, its
+// streams end, and the client's next stream goes over a new connection.
 //
 // The daemon runs on a backend whose calls can be held (GatedBackend), so
 // that "the backend is busy" is a state the test sets, not a race it hopes
@@ -326,6 +328,40 @@ TEST_F(OpsLimitsTest, StreamWaitingForItsAnswersIsNotIdle) {
   absl::StatusOr<StreamAnswer> got = busy->Next();
   EXPECT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(busy->Finish().ok());
+}
+
+// What lets clients spread over replicas a scaler adds: an old connection
+// is closed (GOAWAY, then the grace), the stream on it ends, and the same
+// Client opens its next stream on a fresh connection.
+TEST_F(OpsLimitsTest, ConnectionPastItsMaxAgeClosesAndTheClientReconnects) {
+  DaemonOptions options;
+  options.max_connection_age = absl::Seconds(1);
+  options.max_connection_age_grace = absl::Seconds(1);
+  const absl::Time before_connect = absl::Now();
+  Start(options);
+  std::unique_ptr<StreamSession> old = OpenStream();
+  absl::Status ended;
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  int answered = 0;
+  while (ended.ok() && absl::Now() < give_up) {
+    absl::Status pushed = old->Push(Frames(1).view());
+    absl::StatusOr<StreamAnswer> got = pushed.ok() ? old->Next() : pushed;
+    if (got.ok()) {
+      ++answered;
+    } else {
+      ended = got.status();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_FALSE(ended.ok()) << "the stream outlived its connection's age for 60 s";
+  // Age (1 s, gRPC's jitter at most 10%) plus grace (1 s) had to pass first.
+  EXPECT_GE(absl::Now() - before_connect, absl::Milliseconds(1800)) << ended;
+  EXPECT_GT(answered, 0);
+  std::unique_ptr<StreamSession> next = OpenStream();
+  ASSERT_TRUE(next->Push(Frames(2).view()).ok());
+  absl::StatusOr<StreamAnswer> got = next->Next();
+  EXPECT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(next->Finish().ok());
 }
 
 TEST_F(OpsLimitsTest, MessageOverTheSizeLimitIsResourceExhausted) {

@@ -76,6 +76,11 @@ TEST(OpsMetricsTest, ValuesAfterKnownTraffic) {
   EXPECT_EQ(value("gmmscore_models_served"), 1);
   EXPECT_EQ(value("gmmscore_model_resident_bytes{model=\"m\",version=\"1\"}"),
             daemon->daemon().repository().models()[0].resident_bytes());
+  // Per model: 3 streams of 40 frames, 2 requests of 10 (the unknown
+  // model's request counts nowhere).
+  EXPECT_EQ(value("gmmscore_model_streams_total{model=\"m\",version=\"1\"}"), 3);
+  EXPECT_EQ(value("gmmscore_model_requests_total{model=\"m\",version=\"1\"}"), 2);
+  EXPECT_EQ(value("gmmscore_model_frames_total{model=\"m\",version=\"1\"}"), 3 * 4 * 10 + 2 * 10);
   EXPECT_EQ(value("gmmscore_backend_info{backend=\"" +
                   daemon->daemon().repository().device() + "\"}"),
             1);

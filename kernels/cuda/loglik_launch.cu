@@ -152,6 +152,16 @@ absl::Status LaunchTensorCoreSteps(const DeviceModel& model, const float* featur
 // argument: the smallest instance that covers 1 + 2D.
 absl::Status LaunchTensorCore(const DeviceModel& model, const float* features, int64_t num_frames,
                               float* loglikes, cudaStream_t stream) {
+  // TF32 MMAs exist from sm_80 on; the sm_75 build of the kernel traps.
+  int device = 0, major = 0;
+  GMM_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "current CUDA device");
+  GMM_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                           "compute capability");
+  if (major < 8) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "tf32x3 needs TF32 tensor cores (compute capability 8.0 or newer); device ", device,
+        " is ", major, ".x: use an exact algorithm"));
+  }
   if (model.tc_ranges > kMaxGridDimYZ) {
     return absl::InvalidArgumentError(
         absl::StrCat("model has more than ", kMaxGridDimYZ, " state ranges"));

@@ -75,17 +75,28 @@ __device__ __forceinline__ float FastExp(float x) {
 }
 
 // 16-byte asynchronous copies global -> shared (cp.async, sm_80+), so a
-// tile of parameters lands while the CTA computes on the other one.
+// tile of parameters lands while the CTA computes on the other one. Turing
+// (sm_75) has no cp.async: there the copy is an ordinary load and store,
+// done when CopyAsync returns, and WaitAsync has nothing to wait for (the
+// callers' __syncthreads still orders the tile for the CTA).
 __device__ __forceinline__ void CopyAsync(float* shared, const float* global, int floats, int thread) {
+#if __CUDA_ARCH__ >= 800
   for (int i = thread * 4; i < floats; i += kStatsThreads * 4) {
     const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared + i));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global + i));
   }
   asm volatile("cp.async.commit_group;\n" ::);
+#else
+  for (int i = thread * 4; i < floats; i += kStatsThreads * 4) {
+    *reinterpret_cast<float4*>(shared + i) = __ldcg(reinterpret_cast<const float4*>(global + i));
+  }
+#endif
 }
 template <int kPending>
 __device__ __forceinline__ void WaitAsync() {
+#if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+#endif
 }
 
 // The launch's dynamic shared memory.
