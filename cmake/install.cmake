@@ -11,7 +11,8 @@ install(TARGETS gmmscored gmmscore gmmscore-load RUNTIME DESTINATION ${CMAKE_INS
 # Headers keep their repository paths under include/gmmscore, so a decoder
 # writes #include "client/client.h" as the code here does.
 set(GMMSCORE_INCLUDE_SUBDIR ${CMAKE_INSTALL_INCLUDEDIR}/gmmscore)
-foreach(header client/client.h client/stream_session.h client/remote_decodable.h client/adaptation_config.h
+foreach(header client/client.h client/stream_session.h client/remote_decodable.h client/transition_id_decodable.h
+               client/adaptation_config.h
                client/fusion_method.h proto/wire_convert.h proto/rpc_status.h proto/half_float.h
                kernels/core/matrix.h kernels/score/state_selection.h)
   get_filename_component(dir ${header} DIRECTORY)

@@ -1,10 +1,12 @@
 // The client library against a live daemon: ListModels, Score, and a decoder
-// reading a stream through RemoteDecodable.
+// reading a stream through RemoteDecodable, and by Kaldi transition-ids
+// through TransitionIdDecodable.
 #include <cmath>
 #include <memory>
 
 #include "absl/time/clock.h"
 #include "client/remote_decodable.h"
+#include "client/transition_id_decodable.h"
 #include "gtest/gtest.h"
 #include "proto/wire_convert.h"
 #include "tests/test_daemon.h"
@@ -104,6 +106,63 @@ TEST_F(ClientLibraryTest, DecodableReadsTheStreamFrameByFrame) {
   EXPECT_TRUE(decodable.status().ok());
   EXPECT_GE(decodable.first_frame_kept(), 48);
   EXPECT_TRUE((*session)->Finish().ok());
+}
+
+// A map shaped like a Kaldi TransitionModel's: several transition-ids per
+// pdf (self-loop and forward transitions of states sharing a pdf), in an
+// order that is not the pdfs'.
+std::vector<int32_t> KaldiLikeMap(int num_pdfs, int per_pdf) {
+  std::vector<int32_t> map = {-1};  // transition-id 0 is unused
+  for (int i = 0; i < num_pdfs * per_pdf; ++i) map.push_back((i * 11 + i / num_pdfs) % num_pdfs);  // 11: prime to 20 and 21, every pdf used
+  return map;
+}
+
+TEST_F(ClientLibraryTest, TransitionIdDecodableScoresEachIdWithItsPdf) {
+  v1::StreamConfig config;
+  config.add_models("x");
+  auto session = client_->StartStream(config);
+  ASSERT_TRUE(session.ok());
+  const std::vector<int32_t> map = KaldiLikeMap(20, 3);
+  auto decodable = TransitionIdDecodable::Create(session->get(), map, /*acoustic_scale=*/0.1f);
+  ASSERT_TRUE(decodable.ok()) << decodable.status();
+  EXPECT_EQ((*decodable)->NumIndices(), 60);
+  ASSERT_TRUE((*session)->Push(features_.view()).ok());
+  ASSERT_TRUE((*session)->CloseSend().ok());
+  ASSERT_TRUE((*decodable)->WaitForFrames(57).ok()) << (*decodable)->status();
+  const FloatMatrix x = daemon_->ScoreOffline("x", features_.view());
+  const FloatMatrix allowance = ScoreAllowance(daemon_->model("x"), features_.view());
+  for (int32_t t = 0; t < 57; ++t) {
+    for (int32_t tid = 1; tid <= 60; ++tid) {
+      ASSERT_NEAR((*decodable)->LogLikelihood(t, tid), 0.1f * x.at(t, map[tid]),
+                  0.1f * allowance.at(t, map[tid]) + 1e-5f)
+          << "frame " << t << " transition-id " << tid;
+    }
+  }
+  EXPECT_TRUE((*decodable)->IsLastFrame(56) || (*decodable)->WaitForFrames(58).code() ==
+                                                    absl::StatusCode::kOutOfRange);
+  EXPECT_TRUE((*session)->Finish().ok());
+}
+
+TEST_F(ClientLibraryTest, TransitionIdDecodableRefusesAMapOfAnotherModel) {
+  EXPECT_EQ(TransitionIdDecodable::Create(nullptr, {-1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TransitionIdDecodable::Create(nullptr, {-1, 3, -2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::StreamConfig config;
+  config.add_models("x");
+  auto session = client_->StartStream(config);
+  ASSERT_TRUE(session.ok());
+  // 21 pdfs for a model of 20 states: the final.mdl of another model.
+  auto decodable = TransitionIdDecodable::Create(session->get(), KaldiLikeMap(21, 2));
+  ASSERT_TRUE(decodable.ok());
+  ASSERT_TRUE((*session)->Push(features_.view()).ok());
+  const absl::Status waited = (*decodable)->WaitForFrames(10);
+  EXPECT_EQ(waited.code(), absl::StatusCode::kFailedPrecondition) << waited;
+  EXPECT_NE(waited.message().find("20 states"), std::string::npos) << waited;
+  EXPECT_EQ((*decodable)->status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*decodable)->NumFramesReady(), 0);
+  EXPECT_FALSE((*decodable)->IsLastFrame(56));
+  (*session)->Cancel();
 }
 
 TEST_F(ClientLibraryTest, StreamErrorsReachTheDecoderAndPush) {
