@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs dependencies, builds (with the CUDA backend when
 # nvcc is found; its GPU tests skip without a device), runs CTest, then
-# runs the Python client's tests against the daemon just built, then rebuilds
+# runs the Python client's tests against the daemon just built, validates
+# deploy/ (tools/validate_deploy.sh), then rebuilds
 # the stream tests with AddressSanitizer/LeakSanitizer and runs them.
 #   tools/test.sh            # from a fresh clone
 set -euo pipefail
@@ -15,6 +16,10 @@ ninja -C build -j "$jobs"
 # The Python client (client/python), installed as its README says, against
 # this build's gmmscored.
 tools/python_tests.sh build
+# deploy/: every manifest against the Kubernetes and Prometheus Operator
+# schemas, envoy.yaml against Envoy's protos, the training driver against a
+# stand-in kubectl (npm packages into .cache-validate/).
+tools/validate_deploy.sh
 
 # Sanitizer pass over the engine, the server and the integration tests
 # (clients that cancel or vanish must free all they held). No CUDA here:
