@@ -80,7 +80,7 @@ ABSL_FLAG(int32_t, search_max, 4096, "--search: most streams tried.");
 ABSL_FLAG(int32_t, search_resolution, 1,
           "--search: stop when pass and fail are this close (or 2% of the pass).");
 ABSL_FLAG(std::string, features, "",
-          "Kaldi feature archive to stream (ark:FILE, scp:...); empty = synthetic frames of the "
+          "Feature table to stream (ark:FILE, scp:FILE, htk:FILE or htk:SCRIPT); empty = synthetic frames of the "
           "model's dimension (from ListModels).");
 ABSL_FLAG(std::string, audio, "",
           "Speech files (WAV PCM16 mono, comma-separated): every stream is an audio stream "

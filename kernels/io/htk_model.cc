@@ -1,5 +1,12 @@
 #include "kernels/io/htk_model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -419,8 +426,255 @@ class MmfParser {
   std::map<std::string, std::vector<double>> means_, variances_;
 };
 
-constexpr int kHtkCompressed = 0x400;  // _C
-constexpr int kHtkChecksum = 0x1000;   // _K
+// Parameter kinds (HTK Book 5.10.1; qualifier bits are octal there).
+constexpr int kHtkBaseMask = 077;
+constexpr int kHtkWaveform = 0;
+constexpr int kHtkIrefc = 5;
+constexpr int kHtkDiscrete = 10;
+constexpr int kHtkCompressed = 02000;  // _C
+constexpr int kHtkChecksum = 010000;   // _K
+constexpr int64_t kHtkHeaderBytes = 12;
+constexpr int64_t kHtkCrcBytes = 2;
+// A compressed file's A and B vectors (float32, one value per dimension)
+// fill the room of 4 int16 frames, and nSamples counts them: HParm.c's
+// OpenParmChannel does "nSamples -= 4" after reading A and B, Julius's
+// rdparam.c "samplenum -= sizeof(float)".
+constexpr int64_t kHtkScaleSamples = 4;
+// IREFC files hold int16 reflection coefficients scaled by this (HParm.c
+// sets A = 32767, B = 0 for them).
+constexpr float kHtkIrefcScale = 32767.0f;
+
+// Finite as a float32 too (a compressed value may overflow it).
+bool FitsFloat(double value) { return std::abs(value) <= std::numeric_limits<float>::max(); }
+
+bool NeedsSwap(bool big_endian) { return big_endian != (std::endian::native == std::endian::big); }
+
+template <typename T>
+T LoadValue(const char* bytes, bool swap) {
+  T value;
+  std::memcpy(&value, bytes, sizeof(T));
+  return swap ? io_internal::ByteReader::Swap(value) : value;
+}
+
+// A parameter file's header as read in one byte order, and the layout it
+// implies.
+struct HtkHeader {
+  int32_t samples = 0;       // nSamples: the frames, + 4 when compressed
+  int32_t period = 0;        // sampPeriod
+  int32_t sample_bytes = 0;  // sampSize
+  uint16_t kind = 0;         // parmKind
+  bool big_endian = true;
+
+  bool compressed() const { return (kind & kHtkCompressed) != 0; }
+  // Values stored as int16 (then scaled) rather than float32.
+  bool shorts() const { return compressed() || (kind & kHtkBaseMask) == kHtkIrefc; }
+  int value_bytes() const { return shorts() ? 2 : 4; }
+  int64_t dim() const { return sample_bytes / value_bytes(); }
+  int64_t frames() const { return compressed() ? samples - kHtkScaleSamples : samples; }
+  // Where frame 0 starts: after the header and a compressed file's A and B.
+  int64_t data_offset() const { return kHtkHeaderBytes + (compressed() ? kHtkScaleSamples * sample_bytes : 0); }
+  // The file's size without a CRC.
+  int64_t size() const { return kHtkHeaderBytes + int64_t{samples} * sample_bytes; }
+};
+
+HtkHeader ReadHtkHeader(absl::string_view bytes, bool big_endian) {
+  const bool swap = NeedsSwap(big_endian);
+  HtkHeader h;
+  h.samples = LoadValue<int32_t>(bytes.data(), swap);
+  h.period = LoadValue<int32_t>(bytes.data() + 4, swap);
+  h.sample_bytes = LoadValue<int16_t>(bytes.data() + 8, swap);
+  h.kind = LoadValue<uint16_t>(bytes.data() + 10, swap);
+  h.big_endian = big_endian;
+  return h;
+}
+
+bool Sane(const HtkHeader& h) { return h.samples >= 0 && h.period > 0 && h.sample_bytes > 0; }
+
+// A sane header for a file of exactly `file_size` bytes: what decides the
+// byte order.
+bool FitsExactly(const HtkHeader& h, int64_t file_size) {
+  if (!Sane(h)) return false;
+  const int64_t extra = file_size - h.size();
+  return extra == 0 || (extra == kHtkCrcBytes && (h.kind & kHtkChecksum));
+}
+
+absl::Status CheckHtkHeader(const HtkHeader& h, int64_t file_size, const std::string& what) {
+  if (!Sane(h)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ", byte offset 0: bad header: ", h.samples,
+                                                   " samples, period ", h.period, ", ", h.sample_bytes,
+                                                   " bytes per sample (not an HTK parameter file?)"));
+  }
+  const int base = h.kind & kHtkBaseMask;
+  if (base == kHtkWaveform) return absl::UnimplementedError(absl::StrCat(what, ": waveform files are not supported"));
+  if (base == kHtkDiscrete) {
+    return absl::UnimplementedError(absl::StrCat(what, ": DISCRETE (vector-quantised) files are not supported"));
+  }
+  if (h.sample_bytes % h.value_bytes() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ", byte offset 8: ", h.sample_bytes,
+                                                   " bytes per sample is not a whole number of ",
+                                                   h.shorts() ? "int16" : "float32", " values"));
+  }
+  if (h.compressed() && h.samples < kHtkScaleSamples) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ", byte offset 0: a compressed (_C) file of ", h.samples,
+                                                   " samples, too few to hold its A and B vectors (4)"));
+  }
+  if (file_size < h.size()) {
+    return absl::DataLossError(absl::StrCat(what, " ends at byte ", file_size, " while reading ", h.frames(),
+                                            " frames of ", h.dim(), " values (truncated?)"));
+  }
+  const int64_t extra = file_size - h.size();
+  if (extra != 0 && !((h.kind & kHtkChecksum) && extra == kHtkCrcBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ", byte offset ", h.size(), ": ", extra, " bytes after the ",
+                                                   h.frames(), " frames the header announces"));
+  }
+  return absl::OkStatus();
+}
+
+// The header of a file of `file_size` bytes whose first bytes are `bytes`:
+// big-endian, or little-endian when only that reading fits the size. A
+// damaged file (fitting neither way) is judged by the first sane reading,
+// big-endian first, so that a truncated little-endian file is DATA_LOSS.
+absl::StatusOr<HtkHeader> ParseHtkHeader(absl::string_view bytes, int64_t file_size, const std::string& what) {
+  if (static_cast<int64_t>(bytes.size()) < kHtkHeaderBytes) {
+    return absl::DataLossError(
+        absl::StrCat(what, " ends at byte ", file_size, " while reading the header (truncated?)"));
+  }
+  const HtkHeader big = ReadHtkHeader(bytes, /*big_endian=*/true);
+  const HtkHeader little = ReadHtkHeader(bytes, /*big_endian=*/false);
+  HtkHeader h = big;
+  if (!FitsExactly(big, file_size) && (FitsExactly(little, file_size) || (!Sane(big) && Sane(little)))) h = little;
+  GMM_RETURN_IF_ERROR(CheckHtkHeader(h, file_size, what));
+  return h;
+}
+
+// x = (s + B) / A per dimension for int16 files; empty for float32 ones.
+struct HtkScale {
+  std::vector<float> a, b;
+};
+
+// `bytes`: the file's bytes between the header and frame 0.
+absl::StatusOr<HtkScale> DecodeHtkScale(const HtkHeader& h, absl::string_view bytes, const std::string& what) {
+  HtkScale scale;
+  if (!h.shorts()) return scale;
+  const int64_t dim = h.dim();
+  if (!h.compressed()) {
+    scale.a.assign(dim, kHtkIrefcScale);
+    scale.b.assign(dim, 0.0f);
+    return scale;
+  }
+  const bool swap = NeedsSwap(h.big_endian);
+  for (int64_t d = 0; d < dim; ++d) {
+    scale.a.push_back(LoadValue<float>(bytes.data() + 4 * d, swap));
+    scale.b.push_back(LoadValue<float>(bytes.data() + 4 * (dim + d), swap));
+    if (!std::isfinite(scale.a[d]) || scale.a[d] == 0.0f || !std::isfinite(scale.b[d])) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ", byte offset ", kHtkHeaderBytes + 4 * d, ": dimension ", d,
+                                                     " has compression scale A = ", scale.a[d], ", B = ", scale.b[d],
+                                                     " (A must be finite and non-zero, B finite)"));
+    }
+  }
+  return scale;
+}
+
+// Frames first.. of the file, decoded from `data`: exactly those frames'
+// bytes. Messages give offsets in the file.
+absl::StatusOr<FloatMatrix> DecodeHtkFrames(const HtkHeader& h, const HtkScale& scale, absl::string_view data,
+                                            int64_t first, const std::string& what) {
+  const int64_t dim = h.dim();
+  const int64_t count = static_cast<int64_t>(data.size()) / h.sample_bytes;
+  const bool swap = NeedsSwap(h.big_endian);
+  FloatMatrix frames(count, dim);
+  float* out = frames.data();
+  for (int64_t i = 0; i < count * dim; ++i) {
+    const char* at = data.data() + i * h.value_bytes();
+    // In double, so that a compressed value is (s + B) / A rounded once.
+    double value;
+    if (h.shorts()) {
+      const int64_t d = i % dim;
+      value = (LoadValue<int16_t>(at, swap) + static_cast<double>(scale.b[d])) / scale.a[d];
+    } else {
+      value = LoadValue<float>(at, swap);
+    }
+    if (!FitsFloat(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ", byte offset ", h.data_offset() + first * h.sample_bytes + i * h.value_bytes(),
+                       ": frame ", first + i / dim, ", dimension ", i % dim, " is not finite"));
+    }
+    out[i] = static_cast<float>(value);
+  }
+  return frames;
+}
+
+HtkFeatures MakeHtkFeatures(const HtkHeader& h, FloatMatrix frames) {
+  HtkFeatures out;
+  out.frames = std::move(frames);
+  out.sample_period = h.period;
+  out.parameter_kind = h.kind;
+  return out;
+}
+
+std::string HtkFileWhat(const std::string& name) { return absl::StrCat("HTK parameter file '", name, "'"); }
+
+// Closes a file descriptor on scope exit.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// `count` bytes of `fd` from `offset`; DATA_LOSS if the file has fewer (it
+// shrank since its size was taken).
+absl::StatusOr<std::string> ReadAt(int fd, int64_t offset, int64_t count, const std::string& path,
+                                   const std::string& what) {
+  std::string bytes(static_cast<size_t>(count), '\0');
+  int64_t done = 0;
+  while (done < count) {
+    const ssize_t got = ::pread(fd, bytes.data() + done, count - done, offset + done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return io_internal::ErrnoStatus(errno, "read", path);
+    if (got == 0) {
+      return absl::DataLossError(
+          absl::StrCat(what, " ends at byte ", offset + done, " (did it shrink while being read?)"));
+    }
+    done += got;
+  }
+  return bytes;
+}
+
+// Encoding: HParm.c's ComputeCompress, A and B per dimension from its range.
+HtkScale CompressionScale(ConstMatrixView frames) {
+  HtkScale scale;
+  for (int64_t d = 0; d < frames.cols; ++d) {
+    float low = 0.0f, high = 0.0f;
+    for (int64_t t = 0; t < frames.rows; ++t) {
+      const float x = frames.at(t, d);
+      low = t == 0 ? x : std::min(low, x);
+      high = t == 0 ? x : std::max(high, x);
+    }
+    const double range = static_cast<double>(high) - low;
+    const double a = 2.0 * 32767.0 / range, b = (static_cast<double>(high) + low) * 32767.0 / range;
+    if (range == 0.0 || !FitsFloat(a) || !FitsFloat(b)) {  // constant, or so nearly that A or B overflow
+      scale.a.push_back(1.0f);
+      scale.b.push_back(high);
+    } else {
+      scale.a.push_back(static_cast<float>(a));
+      scale.b.push_back(static_cast<float>(b));
+    }
+  }
+  return scale;
+}
+
+int16_t CompressValue(float x, float a, float b) {
+  const double s = std::round(static_cast<double>(x) * a - b);  // half away from zero, as HParm.c
+  return static_cast<int16_t>(std::clamp(s, -32767.0, 32767.0));
+}
 
 }  // namespace
 
@@ -445,39 +699,13 @@ absl::StatusOr<HtkModel> ReadHtkMmf(const std::string& path) {
 }
 
 absl::StatusOr<HtkFeatures> DecodeHtkParameterFile(absl::string_view bytes, const std::string& name) {
-  io_internal::ByteReader in(bytes, absl::StrCat("HTK parameter file '", name, "'"), /*big_endian=*/true);
-  GMM_ASSIGN_OR_RETURN(const int32_t samples, in.Read<int32_t>("the header"));
-  GMM_ASSIGN_OR_RETURN(const int32_t period, in.Read<int32_t>("the header"));
-  GMM_ASSIGN_OR_RETURN(const int16_t sample_bytes, in.Read<int16_t>("the header"));
-  GMM_ASSIGN_OR_RETURN(const uint16_t kind, in.Read<uint16_t>("the header"));
-  if (samples < 0 || period <= 0 || sample_bytes <= 0 || sample_bytes % 4 != 0) {
-    return in.ErrorAt(0, absl::StrCat("bad header: ", samples, " samples, period ", period, ", ", sample_bytes,
-                                      " bytes per sample (byte-swapped or not an HTK file?)"));
-  }
-  if ((kind & 0x3f) == 0) return absl::UnimplementedError(absl::StrCat(in.what(), ": waveform files are not supported"));
-  if (kind & kHtkCompressed) {
-    return absl::UnimplementedError(absl::StrCat(in.what(), ": compressed (_C) parameter files are not supported"));
-  }
-  const int64_t dim = sample_bytes / 4;
-  const int64_t needed = int64_t{samples} * sample_bytes;
-  if (in.remaining() < needed) return in.Truncated(absl::StrCat(samples, " frames of ", dim, " values"));
-  const int64_t extra = in.remaining() - needed;
-  if (extra != 0 && !((kind & kHtkChecksum) && extra == 2)) {
-    return in.Error(absl::StrCat(extra, " bytes after the ", samples, " frames the header announces"));
-  }
-  std::vector<float> values;
-  GMM_RETURN_IF_ERROR(in.ReadArray(int64_t{samples} * dim, "the frames", &values));
-  HtkFeatures out;
-  out.frames = FloatMatrix(samples, dim);
-  for (int64_t i = 0; i < samples * dim; ++i) {
-    if (!std::isfinite(values[i])) {
-      return in.ErrorAt(12 + 4 * i, absl::StrCat("frame ", i / dim, ", dimension ", i % dim, " is not finite"));
-    }
-  }
-  if (!values.empty()) std::memcpy(out.frames.data(), values.data(), values.size() * 4);
-  out.sample_period = period;
-  out.parameter_kind = kind;
-  return out;
+  const std::string what = HtkFileWhat(name);
+  GMM_ASSIGN_OR_RETURN(const HtkHeader h, ParseHtkHeader(bytes, static_cast<int64_t>(bytes.size()), what));
+  const absl::string_view scale_bytes = bytes.substr(kHtkHeaderBytes, h.data_offset() - kHtkHeaderBytes);
+  GMM_ASSIGN_OR_RETURN(const HtkScale scale, DecodeHtkScale(h, scale_bytes, what));
+  const absl::string_view data = bytes.substr(h.data_offset(), h.frames() * h.sample_bytes);
+  GMM_ASSIGN_OR_RETURN(FloatMatrix frames, DecodeHtkFrames(h, scale, data, /*first=*/0, what));
+  return MakeHtkFeatures(h, std::move(frames));
 }
 
 absl::StatusOr<HtkFeatures> ReadHtkParameterFile(const std::string& path) {
@@ -485,20 +713,70 @@ absl::StatusOr<HtkFeatures> ReadHtkParameterFile(const std::string& path) {
   return DecodeHtkParameterFile(bytes, path);
 }
 
-std::string EncodeHtkParameterFile(ConstMatrixView frames, int32_t sample_period, int parameter_kind) {
+absl::StatusOr<HtkFeatures> ReadHtkParameterFrames(const std::string& path, int64_t first_frame, int64_t last_frame) {
+  const std::string what = HtkFileWhat(path);
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return io_internal::ErrnoStatus(errno, "open", path);
+  struct stat info;
+  if (::fstat(fd.get(), &info) != 0) return io_internal::ErrnoStatus(errno, "stat", path);
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not a regular file (frames are selected by seeking)"));
+  }
+  const int64_t size = info.st_size;
+  GMM_ASSIGN_OR_RETURN(const std::string head, ReadAt(fd.get(), 0, std::min(size, kHtkHeaderBytes), path, what));
+  GMM_ASSIGN_OR_RETURN(const HtkHeader h, ParseHtkHeader(head, size, what));
+  if (first_frame < 0 || last_frame < first_frame || last_frame >= h.frames()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": frames [", first_frame, ",", last_frame,
+                                                   "] asked of a file of ", h.frames(),
+                                                   " frames (numbered from 0, both ends included)"));
+  }
+  GMM_ASSIGN_OR_RETURN(const std::string scale_bytes,
+                       ReadAt(fd.get(), kHtkHeaderBytes, h.data_offset() - kHtkHeaderBytes, path, what));
+  GMM_ASSIGN_OR_RETURN(const HtkScale scale, DecodeHtkScale(h, scale_bytes, what));
+  const int64_t count = last_frame - first_frame + 1;
+  GMM_ASSIGN_OR_RETURN(const std::string data, ReadAt(fd.get(), h.data_offset() + first_frame * h.sample_bytes,
+                                                      count * h.sample_bytes, path, what));
+  GMM_ASSIGN_OR_RETURN(FloatMatrix frames, DecodeHtkFrames(h, scale, data, first_frame, what));
+  return MakeHtkFeatures(h, std::move(frames));
+}
+
+bool LooksLikeHtkParameterFile(absl::string_view header, int64_t file_size) {
+  if (static_cast<int64_t>(header.size()) < kHtkHeaderBytes) return false;
+  return FitsExactly(ReadHtkHeader(header, /*big_endian=*/true), file_size) ||
+         FitsExactly(ReadHtkHeader(header, /*big_endian=*/false), file_size);
+}
+
+std::string EncodeHtkParameterFile(ConstMatrixView frames, const HtkEncodeOptions& options) {
+  const bool swap = NeedsSwap(!options.little_endian);
   std::string out;
   auto put = [&](auto value) {
-    value = io_internal::ByteReader::Swap(value);
+    if (swap) value = io_internal::ByteReader::Swap(value);
     out.append(reinterpret_cast<const char*>(&value), sizeof(value));
   };
-  put(static_cast<int32_t>(frames.rows));
-  put(sample_period);
-  put(static_cast<int16_t>(frames.cols * 4));
-  put(static_cast<int16_t>(parameter_kind));
+  const int kind =
+      options.compressed ? (options.parameter_kind | kHtkCompressed) : (options.parameter_kind & ~kHtkCompressed);
+  const int64_t value_bytes = options.compressed ? 2 : 4;
+  put(static_cast<int32_t>(frames.rows + (options.compressed ? kHtkScaleSamples : 0)));
+  put(options.sample_period);
+  put(static_cast<int16_t>(frames.cols * value_bytes));
+  put(static_cast<int16_t>(kind));
+  if (!options.compressed) {
+    for (int64_t t = 0; t < frames.rows; ++t) {
+      for (int64_t d = 0; d < frames.cols; ++d) put(frames.at(t, d));
+    }
+    return out;
+  }
+  const HtkScale scale = CompressionScale(frames);
+  for (float a : scale.a) put(a);
+  for (float b : scale.b) put(b);
   for (int64_t t = 0; t < frames.rows; ++t) {
-    for (int64_t d = 0; d < frames.cols; ++d) put(frames.at(t, d));
+    for (int64_t d = 0; d < frames.cols; ++d) put(CompressValue(frames.at(t, d), scale.a[d], scale.b[d]));
   }
   return out;
+}
+
+std::string EncodeHtkParameterFile(ConstMatrixView frames, int32_t sample_period, int parameter_kind) {
+  return EncodeHtkParameterFile(frames, {.sample_period = sample_period, .parameter_kind = parameter_kind});
 }
 
 }  // namespace gmmscore

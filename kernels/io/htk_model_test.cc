@@ -2,8 +2,21 @@
 // syntax (HTK Book ch. 7), and on damaged ones.
 #include "kernels/io/htk_model.h"
 
-#include <cmath>
+#include <unistd.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/tied_mixture_reference.h"
@@ -159,12 +172,284 @@ TEST(HtkParameterFileTest, RoundTripAndDamage) {
   EXPECT_EQ(truncated.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(truncated.message(), HasSubstr("f.mfc"));
   std::string compressed = bytes;
-  compressed[10] |= 0x04;  // _C
-  EXPECT_EQ(DecodeHtkParameterFile(compressed, "f").status().code(), absl::StatusCode::kUnimplemented);
+  compressed[10] |= 0x04;  // _C on 3 samples: no room for A and B
+  EXPECT_EQ(DecodeHtkParameterFile(compressed, "f").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(DecodeHtkParameterFile(compressed, "f").status().message(), HasSubstr("too few to hold its A and B"));
   std::string swapped = bytes;
   std::swap(swapped[8], swapped[9]);  // sample size byte-swapped
   EXPECT_EQ(DecodeHtkParameterFile(swapped, "f").status().code(), absl::StatusCode::kDataLoss);  // 2048-byte frames
   EXPECT_THAT(DecodeHtkParameterFile(bytes + "xyz", "f").status().message(), HasSubstr("3 bytes after"));
+}
+
+// ---- Parameter files: compressed, little-endian, _K, ranges, damage. ----
+// Inputs are fresh each run; GMMSCORE_TEST_SEED=N repeats one.
+
+uint64_t FreshSeed() {
+  if (const char* fixed = std::getenv("GMMSCORE_TEST_SEED")) return std::strtoull(fixed, nullptr, 10);
+  return std::random_device()() * 2654435761ull + std::random_device()();
+}
+
+constexpr int kMfcc = 6;
+constexpr int kCompressed = 02000;
+constexpr int kChecksum = 010000;
+
+// Builds a parameter file byte by byte, independently of the encoder.
+class HtkBytes {
+ public:
+  explicit HtkBytes(bool big_endian = true) : big_endian_(big_endian) {}
+  template <typename T>
+  HtkBytes& Put(T value) {
+    char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    if (big_endian_ == (std::endian::native == std::endian::little)) std::reverse(bytes, bytes + sizeof(T));
+    out_.append(bytes, sizeof(T));
+    return *this;
+  }
+  HtkBytes& Header(int32_t samples, int32_t period, int16_t sample_bytes, int kind) {
+    return Put(samples).Put(period).Put(sample_bytes).Put(static_cast<uint16_t>(kind));
+  }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  bool big_endian_;
+  std::string out_;
+};
+
+FloatMatrix RandomFrames(std::mt19937_64& random, int64_t rows, int64_t cols, float scale = 30.0f) {
+  FloatMatrix m(rows, cols);
+  std::uniform_real_distribution<float> value(-scale, scale);
+  for (int64_t i = 0; i < rows * cols; ++i) m.data()[i] = value(random);
+  return m;
+}
+
+// Awkward shapes: no frames, one frame, one dimension, 39 and more.
+const std::vector<std::pair<int, int>> kShapes = {{0, 13}, {1, 1}, {1, 39}, {7, 1}, {50, 39}, {23, 60}};
+
+std::string TempPath(absl::string_view name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return absl::StrCat(::testing::TempDir(), "/htk_model_test_", getpid(), "_", info->name(), "_", name);
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+TEST(HtkParameterFileTest, CompressedFilesDecodeAsHParmAgainstFloat64) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
+  for (const auto& [frames, dim] : kShapes) {
+    SCOPED_TRACE(testing::Message() << frames << " x " << dim);
+    std::vector<float> a(dim), b(dim);
+    std::vector<int16_t> s(static_cast<size_t>(frames) * dim);
+    for (int d = 0; d < dim; ++d) {
+      // A of any sign and a wide range of magnitudes (HTK's own are 65534/range).
+      a[d] = std::ldexp(std::uniform_real_distribution<float>(0.5f, 1.0f)(random),
+                        std::uniform_int_distribution<int>(-20, 20)(random)) *
+             (random() % 2 ? 1 : -1);
+      b[d] = std::uniform_real_distribution<float>(-4e4f, 4e4f)(random);
+    }
+    for (int16_t& v : s) v = static_cast<int16_t>(std::uniform_int_distribution<int>(-32767, 32767)(random));
+    for (const bool big_endian : {true, false}) {
+      HtkBytes file(big_endian);
+      file.Header(frames + 4, 100000, 2 * dim, kMfcc | kCompressed);
+      for (float v : a) file.Put(v);
+      for (float v : b) file.Put(v);
+      for (int16_t v : s) file.Put(v);
+      absl::StatusOr<HtkFeatures> read = DecodeHtkParameterFile(file.bytes(), "c.mfc");
+      ASSERT_TRUE(read.ok()) << read.status();
+      ASSERT_EQ(read->frames.rows(), frames);
+      ASSERT_EQ(read->frames.cols(), dim);
+      EXPECT_EQ(read->parameter_kind, kMfcc | kCompressed);
+      for (int t = 0; t < frames; ++t) {
+        for (int d = 0; d < dim; ++d) {
+          const double reference = (static_cast<double>(s[t * dim + d]) + b[d]) / a[d];
+          ASSERT_EQ(read->frames.at(t, d), static_cast<float>(reference)) << "frame " << t << ", dimension " << d;
+        }
+      }
+    }
+  }
+}
+
+TEST(HtkParameterFileTest, CompressedEncoderRoundTripsWithinItsStep) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
+  for (const auto& [rows, cols] : kShapes) {
+    SCOPED_TRACE(testing::Message() << rows << " x " << cols);
+    FloatMatrix frames = RandomFrames(random, rows, cols);
+    if (rows > 1) {
+      for (int64_t t = 0; t < rows; ++t) frames.at(t, 0) = 7.25f;  // a constant dimension: A = 1, B = 7.25
+    }
+    for (const bool little_endian : {false, true}) {
+      const std::string bytes = EncodeHtkParameterFile(
+          frames.view(), {.parameter_kind = kMfcc, .compressed = true, .little_endian = little_endian});
+      EXPECT_EQ(bytes.size(), 12u + 2u * cols * (rows + 4));
+      absl::StatusOr<HtkFeatures> read = DecodeHtkParameterFile(bytes, "c.mfc");
+      ASSERT_TRUE(read.ok()) << read.status();
+      ASSERT_EQ(read->frames.rows(), rows);
+      ASSERT_EQ(read->frames.cols(), cols);
+      for (int64_t d = 0; d < cols; ++d) {
+        float low = std::numeric_limits<float>::max(), high = -low;
+        for (int64_t t = 0; t < rows; ++t) {
+          low = std::min(low, frames.at(t, d));
+          high = std::max(high, frames.at(t, d));
+        }
+        // Half a step of 65534 steps over the range, plus float rounding.
+        const double allowed = (high - low) / 65534.0 * 0.5 * 1.001 + 4e-6 * std::max(std::abs(low), std::abs(high));
+        for (int64_t t = 0; t < rows; ++t) {
+          ASSERT_NEAR(read->frames.at(t, d), frames.at(t, d), allowed) << "frame " << t << ", dimension " << d;
+        }
+      }
+    }
+  }
+}
+
+TEST(HtkParameterFileTest, LittleEndianFilesAreReadByTheirSize) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
+  for (const auto& [rows, cols] : kShapes) {
+    const FloatMatrix frames = RandomFrames(random, rows, cols);
+    for (const bool little_endian : {false, true}) {
+      for (const bool crc : {false, true}) {
+        SCOPED_TRACE(testing::Message() << rows << " x " << cols << ", little-endian " << little_endian << ", _K "
+                                        << crc);
+        const int kind = kMfcc | (crc ? kChecksum : 0);
+        std::string file =
+            EncodeHtkParameterFile(frames.view(), {.parameter_kind = kind, .little_endian = little_endian});
+        if (crc) file += "\x12\x34";
+        EXPECT_EQ(file.substr(0, 4), HtkBytes(!little_endian).Put(static_cast<int32_t>(rows)).bytes());
+        absl::StatusOr<HtkFeatures> read = DecodeHtkParameterFile(file, "le.mfc");
+        ASSERT_TRUE(read.ok()) << read.status();
+        EXPECT_EQ(read->frames, frames);
+        EXPECT_EQ(read->sample_period, 100000);
+        EXPECT_EQ(read->parameter_kind, kind);
+        EXPECT_TRUE(LooksLikeHtkParameterFile(file.substr(0, 12), file.size()));
+        EXPECT_FALSE(LooksLikeHtkParameterFile(file.substr(0, 12), file.size() + 4));
+      }
+    }
+  }
+}
+
+TEST(HtkParameterFileTest, ChecksumBytesOnlyWithK) {
+  FloatMatrix frames(2, 3, 1.5f);
+  std::string bytes = EncodeHtkParameterFile(frames.view(), 100000, kMfcc | kChecksum) + "\xab\xcd";
+  absl::StatusOr<HtkFeatures> read = DecodeHtkParameterFile(bytes, "k.mfc");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->frames, frames);
+  const std::string compressed =
+      EncodeHtkParameterFile(frames.view(), {.parameter_kind = kMfcc | kChecksum, .compressed = true}) + "\xab\xcd";
+  read = DecodeHtkParameterFile(compressed, "kc.mfc");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->frames, frames);
+  const std::string no_k = EncodeHtkParameterFile(frames.view(), 100000, kMfcc) + "\xab\xcd";
+  const absl::Status status = DecodeHtkParameterFile(no_k, "k.mfc").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("2 bytes after the 2 frames"));
+}
+
+TEST(HtkParameterFileTest, NonFiniteValuesAndScalesNameFrameAndDimension) {
+  FloatMatrix frames(4, 5, 0.25f);
+  frames.at(2, 3) = std::numeric_limits<float>::quiet_NaN();
+  absl::Status status = DecodeHtkParameterFile(EncodeHtkParameterFile(frames.view()), "nan.mfc").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'nan.mfc', byte offset 64: frame 2, dimension 3 is not finite"));
+  frames.at(2, 3) = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(DecodeHtkParameterFile(EncodeHtkParameterFile(frames.view()), "inf.mfc").status().message(),
+              HasSubstr("frame 2, dimension 3 is not finite"));
+
+  // Compressed: A = 0 (and a NaN B) is refused; a tiny A overflows a value.
+  HtkBytes zero_a;
+  zero_a.Header(5, 100000, 4, kMfcc | kCompressed)
+      .Put(1.0f)
+      .Put(0.0f)
+      .Put(0.0f)
+      .Put(0.0f)
+      .Put<int16_t>(1)
+      .Put<int16_t>(2);
+  status = DecodeHtkParameterFile(zero_a.bytes(), "z.mfc").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("dimension 1 has compression scale A = 0"));
+  HtkBytes nan_b;
+  nan_b.Header(5, 100000, 2, kMfcc | kCompressed)
+      .Put(1.0f)
+      .Put(std::numeric_limits<float>::quiet_NaN())
+      .Put<int16_t>(1);
+  EXPECT_THAT(DecodeHtkParameterFile(nan_b.bytes(), "b.mfc").status().message(), HasSubstr("dimension 0 has"));
+  HtkBytes tiny_a;
+  tiny_a.Header(6, 100000, 2, kMfcc | kCompressed).Put(1e-38f).Put(0.0f).Put<int16_t>(0).Put<int16_t>(30000);
+  status = DecodeHtkParameterFile(tiny_a.bytes(), "t.mfc").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("byte offset 22: frame 1, dimension 0 is not finite"));
+}
+
+TEST(HtkParameterFileTest, KindsAndHeaders) {
+  // IREFC: int16 / 32767, as HParm.c reads it.
+  HtkBytes irefc;
+  irefc.Header(2, 100000, 4, 5).Put<int16_t>(32767).Put<int16_t>(-16384).Put<int16_t>(0).Put<int16_t>(1);
+  absl::StatusOr<HtkFeatures> read = DecodeHtkParameterFile(irefc.bytes(), "r.irefc");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->frames.at(0, 0), 1.0f);
+  EXPECT_EQ(read->frames.at(0, 1), static_cast<float>(-16384.0 / 32767.0));
+  EXPECT_EQ(read->frames.at(1, 1), static_cast<float>(1.0 / 32767.0));
+
+  HtkBytes waveform;
+  waveform.Header(2, 625, 2, 0).Put<int16_t>(1).Put<int16_t>(2);
+  EXPECT_EQ(DecodeHtkParameterFile(waveform.bytes(), "w").status().code(), absl::StatusCode::kUnimplemented);
+  HtkBytes discrete;
+  discrete.Header(1, 100000, 2, 10).Put<int16_t>(3);
+  EXPECT_EQ(DecodeHtkParameterFile(discrete.bytes(), "v").status().code(), absl::StatusCode::kUnimplemented);
+  HtkBytes odd;
+  odd.Header(1, 100000, 6, kMfcc).Put(1.0f).Put<int16_t>(0);
+  EXPECT_THAT(DecodeHtkParameterFile(odd.bytes(), "o").status().message(), HasSubstr("whole number of float32"));
+
+  // Truncated anywhere: DATA_LOSS naming the file, in either byte order.
+  const std::string full = EncodeHtkParameterFile(FloatMatrix(3, 2, 1.0f).view(), {.compressed = true});
+  for (size_t cut : {0, 5, 11, 12, 20, 28, 30}) {
+    const absl::Status status = DecodeHtkParameterFile(full.substr(0, cut), "cut.mfc").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << cut << ": " << status;
+    EXPECT_THAT(status.message(), HasSubstr("'cut.mfc'"));
+  }
+  EXPECT_FALSE(LooksLikeHtkParameterFile("#!MLF!#\n", 8));
+  EXPECT_FALSE(LooksLikeHtkParameterFile(full.substr(0, 12), full.size() - 1));
+}
+
+TEST(HtkParameterFileTest, FrameRangesReadOnlyTheirFrames) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
+  const FloatMatrix frames = RandomFrames(random, 40, 39);
+  for (const HtkEncodeOptions& options :
+       {HtkEncodeOptions{}, HtkEncodeOptions{.compressed = true}, HtkEncodeOptions{.little_endian = true},
+        HtkEncodeOptions{.compressed = true, .little_endian = true}}) {
+    SCOPED_TRACE(testing::Message() << "compressed " << options.compressed << ", little-endian "
+                                    << options.little_endian);
+    const std::string path = TempPath("range.mfc");
+    WriteBytes(path, EncodeHtkParameterFile(frames.view(), options));
+    absl::StatusOr<HtkFeatures> whole = ReadHtkParameterFile(path);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    for (int trial = 0; trial < 10; ++trial) {
+      const int64_t first = random() % 40, last = first + random() % (40 - first);
+      absl::StatusOr<HtkFeatures> part = ReadHtkParameterFrames(path, first, last);
+      ASSERT_TRUE(part.ok()) << part.status();
+      ASSERT_EQ(part->frames.rows(), last - first + 1);
+      for (int64_t t = first; t <= last; ++t) {
+        for (int64_t d = 0; d < 39; ++d) ASSERT_EQ(part->frames.at(t - first, d), whole->frames.at(t, d));
+      }
+    }
+    for (const auto& [first, last] : std::vector<std::pair<int64_t, int64_t>>{{0, 40}, {5, 4}, {-1, 3}}) {
+      const absl::Status status = ReadHtkParameterFrames(path, first, last).status();
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+      EXPECT_THAT(status.message(), HasSubstr("of a file of 40 frames"));
+    }
+    std::string bytes = EncodeHtkParameterFile(frames.view(), options);
+    WriteBytes(path, bytes.substr(0, bytes.size() - 3));
+    EXPECT_EQ(ReadHtkParameterFrames(path, 0, 0).status().code(), absl::StatusCode::kDataLoss);
+  }
+  EXPECT_EQ(ReadHtkParameterFrames(TempPath("missing.mfc"), 0, 0).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/io/htk_feature_table.h"
 #include "kernels/io/internal/file_util.h"
 #include "kernels/io/internal/input_stream.h"
 #include "kernels/io/internal/kaldi_binary.h"
@@ -168,7 +169,10 @@ absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_
 
 absl::StatusOr<std::unique_ptr<KaldiMatrixTableReader>> KaldiMatrixTableReader::Open(absl::string_view rspecifier) {
   auto reader = std::unique_ptr<KaldiMatrixTableReader>(new KaldiMatrixTableReader());
-  if (IsScriptRspecifier(rspecifier)) {
+  if (IsHtkRspecifier(rspecifier)) {
+    reader->htk_ = true;
+    GMM_ASSIGN_OR_RETURN(reader->htk_entries_, ReadHtkTable(rspecifier));
+  } else if (IsScriptRspecifier(rspecifier)) {
     GMM_ASSIGN_OR_RETURN(reader->script_, ReadKaldiScript(rspecifier));
   } else {
     GMM_ASSIGN_OR_RETURN(reader->archive_, KaldiMatrixArchiveReader::Open(rspecifier));
@@ -184,6 +188,13 @@ absl::StatusOr<bool> KaldiMatrixTableReader::Next() {
     matrix_ = std::move(archive_->mutable_matrix());
     return true;
   }
+  if (htk_) {
+    if (next_line_ == htk_entries_.size()) return false;
+    const HtkTableEntry& entry = htk_entries_[next_line_++];
+    GMM_ASSIGN_OR_RETURN(matrix_, ReadHtkTableEntry(entry));
+    key_ = entry.key;
+    return true;
+  }
   if (next_line_ == script_.size()) return false;
   const KaldiScriptLine& line = script_[next_line_++];
   GMM_ASSIGN_OR_RETURN(matrix_, ReadKaldiScriptLine(line));
@@ -192,11 +203,22 @@ absl::StatusOr<bool> KaldiMatrixTableReader::Next() {
 }
 
 absl::Status CheckTableRspecifier(absl::string_view rspecifier) {
+  if (IsHtkRspecifier(rspecifier)) return CheckHtkRspecifier(rspecifier);
   if (IsScriptRspecifier(rspecifier)) return ScriptPath(rspecifier).status();
   return ParseArchiveRspecifier(rspecifier).status();
 }
 
 absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiMatrixTable(absl::string_view rspecifier) {
+  if (IsHtkRspecifier(rspecifier)) {
+    std::vector<KaldiMatrixEntry> entries;
+    GMM_ASSIGN_OR_RETURN(const std::unique_ptr<KaldiMatrixTableReader> reader,
+                         KaldiMatrixTableReader::Open(rspecifier));
+    while (true) {
+      GMM_ASSIGN_OR_RETURN(const bool more, reader->Next());
+      if (!more) return entries;
+      entries.push_back({reader->key(), std::move(reader->mutable_matrix())});
+    }
+  }
   if (IsScriptRspecifier(rspecifier)) return ReadKaldiScriptTable(rspecifier);
   return ReadKaldiMatrixArchive(rspecifier);
 }

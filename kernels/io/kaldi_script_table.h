@@ -1,16 +1,29 @@
-// Kaldi script files ("scp:feats.scp") of float matrices: each line is
+// Feature tables: Kaldi archives ("ark:feats.ark", kaldi_matrix_archive.h),
+// Kaldi script files ("scp:feats.scp") and HTK parameter files
+// ("htk:a.mfc" or "htk:list.scp", htk_feature_table.h), all read here.
+//
+// Kaldi script files of float matrices: each line is
 // "KEY RXFILENAME", where RXFILENAME is "FILE:OFFSET" (the byte offset of an
 // object inside an archive, as copy-feats ... ark,scp: writes) or a plain
 // FILE holding one object. At the offset sits the matrix exactly as in an
 // archive after "KEY ": "\0B" + "FM "/"DM " binary, or text "[ ... ]".
 //
 //   GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> feats, ReadKaldiScriptTable("scp:feats.scp"));
+//   GMM_ASSIGN_OR_RETURN(std::vector<KaldiMatrixEntry> mfc, ReadKaldiMatrixTable("htk:train.scp"));
+//
+// "htk:PATH": PATH is one HTK parameter file (key: its base name without
+// extension) or an HTK script of such files, one per line, with HTK's
+// extended names "KEY=FILE[START,END]" (frames START..END, both included);
+// compressed (_C), _K and little-endian files are read. Relative names in a
+// script are relative to the current directory, as in HTK.
 //
 // Not supported (UNIMPLEMENTED): pipes ("cmd |"), ranges ("file:12[0:9]"),
-// compressed matrices. Errors name the scp file and line, or the archive and
-// offset: NOT_FOUND for a missing scp or archive, DATA_LOSS when an object is
-// cut short, INVALID_ARGUMENT for malformed lines or data (an offset beyond
-// the end of the archive included). Reentrant.
+// compressed Kaldi matrices, "htk:-". Errors name the scp file and line, or
+// the archive and offset, or the HTK script and line: NOT_FOUND for a
+// missing scp, archive, HTK script or file, DATA_LOSS when an object or HTK
+// file is cut short, INVALID_ARGUMENT for malformed lines or data (an offset
+// beyond the end of the archive, a duplicate key in an HTK script, an HTK
+// range past the end of its file included). Reentrant.
 #ifndef GMMSCORE_KERNELS_IO_KALDI_SCRIPT_TABLE_H_
 #define GMMSCORE_KERNELS_IO_KALDI_SCRIPT_TABLE_H_
 
@@ -21,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/io/htk_feature_table.h"
 #include "kernels/io/kaldi_matrix_archive.h"
 
 namespace gmmscore {
@@ -34,11 +48,11 @@ absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiScriptTable(absl::string_
 // One matrix object at `offset` in `path` ("\0B" binary or text).
 absl::StatusOr<FloatMatrix> ReadKaldiMatrixObject(const std::string& path, int64_t offset);
 
-// Reads "ark:..." or "scp:..." tables alike.
+// Reads "ark:...", "scp:..." or "htk:..." tables alike.
 absl::StatusOr<std::vector<KaldiMatrixEntry>> ReadKaldiMatrixTable(absl::string_view rspecifier);
 
-// OK when `rspecifier` is an "ark:" or "scp:" table specifier this reader
-// takes (nothing is opened): a command's usage check before its work.
+// OK when `rspecifier` is an "ark:", "scp:" or "htk:" table specifier this
+// reader takes (nothing is opened): a command's usage check before its work.
 absl::Status CheckTableRspecifier(absl::string_view rspecifier);
 
 // One line of a script: where KEY's matrix is.
@@ -52,10 +66,10 @@ struct KaldiScriptLine {
 absl::StatusOr<std::vector<KaldiScriptLine>> ReadKaldiScript(absl::string_view rspecifier);
 absl::StatusOr<FloatMatrix> ReadKaldiScriptLine(const KaldiScriptLine& line);
 
-// Reads "ark:..." and "scp:..." tables one entry at a time, as
-// KaldiMatrixArchiveReader reads archives: a script's lines are read at
-// Open, each matrix only when Next reaches it, so a table of thousands of
-// hours is never in memory at once.
+// Reads "ark:...", "scp:..." and "htk:..." tables one entry at a time, as
+// KaldiMatrixArchiveReader reads archives: a script's lines (Kaldi's or
+// HTK's) are read at Open, each matrix only when Next reaches it, so a table
+// of thousands of hours is never in memory at once.
 //
 //   GMM_ASSIGN_OR_RETURN(auto table, KaldiMatrixTableReader::Open("scp:feats.scp"));
 //   while (true) { GMM_ASSIGN_OR_RETURN(bool more, table->Next()); if (!more) break; use(table->key(), table->matrix()); }
@@ -73,7 +87,9 @@ class KaldiMatrixTableReader {
   KaldiMatrixTableReader() = default;
 
   std::unique_ptr<KaldiMatrixArchiveReader> archive_;  // an archive, or
-  std::vector<KaldiScriptLine> script_;                // a script's lines
+  std::vector<KaldiScriptLine> script_;                // a script's lines, or
+  bool htk_ = false;                                   // an htk: table's
+  std::vector<HtkTableEntry> htk_entries_;             //   files
   size_t next_line_ = 0;
   std::string key_;
   FloatMatrix matrix_;
