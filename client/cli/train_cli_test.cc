@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "client/cli/cli_test_util.h"
 #include "kernels/hmm/dense_hmm.h"
+#include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/kaldi_gmm_accs.h"
 #include "kernels/io/kaldi_int_vector_archive.h"
 #include "kernels/io/kaldi_posterior_archive.h"
@@ -210,6 +211,96 @@ TEST_F(TrainCliTest, AcousticModelFromAlignmentsOrPosteriors) {
   run = Gmmscore({"acc-stats", "--model", am, "--features", "ark:" + all_, "--output", by_ali});
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.err, testing::HasSubstr("needs alignments or posteriors"));
+}
+
+// Kaldi's own loop, gmm-acc-stats-ali then gmm-est, on a final.mdl: its
+// transition-id alignments feed the same GMM statistics as the pdf ids they
+// map to, the transitions are counted, and est re-estimates them and writes
+// the TransitionModel back with the acoustic model.
+TEST_F(TrainCliTest, KaldiTransitionIdAlignmentsAndEstKeepTheTransitionModel) {
+  const std::string synth = Temp("am.gmm");
+  ASSERT_EQ(Gmmscore({"synth", "--states", "6", "--gaussians", "2", "--dim", "13", "--output", synth}).exit_code, 0);
+  absl::StatusOr<DiagGmmModel> am = LoadModel(synth);
+  ASSERT_TRUE(am.ok()) << am.status();
+  // Two phones of three emitting states, each (phone, state) its own pdf:
+  // transition-ids 2s-1 (self-loop) and 2s (forward) of pdf s-1.
+  std::string tm =
+      "<TransitionModel> \n<Topology> \n<TopologyEntry> \n<ForPhones> \n1 2 \n</ForPhones> \n"
+      "<State> 0 <PdfClass> 0 <Transition> 0 0.75 <Transition> 1 0.25 </State> \n"
+      "<State> 1 <PdfClass> 1 <Transition> 1 0.75 <Transition> 2 0.25 </State> \n"
+      "<State> 2 <PdfClass> 2 <Transition> 2 0.75 <Transition> 3 0.25 </State> \n"
+      "<State> 3 </State> \n</TopologyEntry> \n</Topology> \n<Triples> 6 \n"
+      "1 0 0 \n1 1 1 \n1 2 2 \n2 0 3 \n2 1 4 \n2 2 5 \n</Triples> \n<LogProbs> \n [ 0";
+  for (int i = 0; i < 6; ++i) tm += " -0.2876821 -1.386294";
+  tm += " ]\n</LogProbs> \n</TransitionModel> \n";
+  const std::string final_mdl = Temp("final.mdl.txt");
+  std::ofstream(final_mdl) << tm << FormatKaldiAmDiagGmmText(DiagGmmModelToKaldi(*am));
+
+  std::vector<KaldiIntVectorEntry> tids, pdfs;
+  std::vector<double> counts(13, 0.0);
+  for (const KaldiMatrixEntry& entry : entries_) {
+    KaldiIntVectorEntry& t_ali = tids.emplace_back();
+    KaldiIntVectorEntry& p_ali = pdfs.emplace_back();
+    t_ali.key = p_ali.key = entry.key;
+    for (int64_t t = 0; t < entry.matrix.rows(); ++t) {
+      const int32_t tid = 1 + static_cast<int32_t>((t * 5 + t / 3) % 12);
+      t_ali.value.push_back(tid);
+      p_ali.value.push_back((tid - 1) / 2);
+      counts[tid] += 1.0;
+    }
+  }
+  const std::string tid_ali = Temp("tid.ark"), pdf_ali = Temp("pdf.ark");
+  ASSERT_TRUE(WriteKaldiIntVectorArchive("ark:" + tid_ali, tids).ok());
+  ASSERT_TRUE(WriteKaldiIntVectorArchive("ark:" + pdf_ali, pdfs).ok());
+  const std::string by_tid = Temp("tid.acc"), by_pdf = Temp("pdf.acc");
+  RunResult run = Gmmscore({"acc-stats", "--model", final_mdl, "--features", "ark:" + all_, "--alignments",
+                            "ark:" + tid_ali, "--transition_ids", "--output", by_tid});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  run = Gmmscore({"acc-stats", "--model", final_mdl, "--features", "ark:" + all_, "--alignments", "ark:" + pdf_ali,
+                  "--output", by_pdf});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  absl::StatusOr<KaldiAccs> t = ReadKaldiAccs(by_tid), p = ReadKaldiAccs(by_pdf);
+  ASSERT_TRUE(t.ok() && p.ok());
+  EXPECT_EQ(t->stats.occupancy, p->stats.occupancy);
+  EXPECT_EQ(t->stats.mean_acc, p->stats.mean_acc);
+  EXPECT_EQ(t->transition_accs, counts);
+  EXPECT_EQ(p->transition_accs, std::vector<double>(13, 0.0));  // pdf ids carry no transitions
+
+  const std::string next = Temp("next.mdl");
+  run = Gmmscore({"est", "--model", final_mdl, "--stats", by_tid, "--output", next});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, testing::HasSubstr("6 states updated"));
+  absl::StatusOr<KaldiModel> estimated = ReadKaldiModel(next);  // binary, by its name
+  ASSERT_TRUE(estimated.ok()) << estimated.status();
+  ASSERT_TRUE(estimated->transition_model.has_value());
+  EXPECT_TRUE(estimated->binary);
+  int floored = 0;
+  for (int s = 1; s <= 6; ++s) {
+    // The self-loop's share; states whose forward transition was never seen
+    // keep the floor (0.01) for it, as gmm-est does.
+    const double share = counts[2 * s - 1] / (counts[2 * s - 1] + counts[2 * s]);
+    const double got = std::exp(estimated->transition_model->log_probs[2 * s - 1]);
+    if (share > 0.01 && share < 0.99) {
+      EXPECT_NEAR(got, share, 1e-5) << s;
+    } else {
+      ++floored;
+      EXPECT_NEAR(got, share < 0.5 ? 0.01 : 0.99, 1e-4) << s;
+    }
+  }
+  EXPECT_GT(floored, 0);
+  EXPECT_LT(floored, 6);
+  EXPECT_EQ(estimated->am.pdfs.size(), 6u);
+  // Without "t" the transitions stay as they were.
+  run = Gmmscore({"est", "--model", final_mdl, "--stats", by_tid, "--output", next, "--update_flags", "mvw"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  estimated = ReadKaldiModel(next);
+  ASSERT_TRUE(estimated.ok()) << estimated.status();
+  EXPECT_FLOAT_EQ(estimated->transition_model->log_probs[1], -0.2876821f);
+  // Transition-ids need a model with a TransitionModel.
+  run = Gmmscore({"acc-stats", "--model", synth, "--features", "ark:" + all_, "--alignments", "ark:" + tid_ali,
+                  "--transition_ids", "--output", by_tid});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_THAT(run.err, testing::HasSubstr("has none"));
 }
 
 TEST_F(TrainCliTest, DenseHmmForwardAndBaumWelch) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -24,8 +25,15 @@
 #include "kernels/train/map_update.h"
 #include "kernels/train/mix_up.h"
 #include "kernels/train/training_data.h"
+#include "kernels/train/transition_update.h"
 
 ABSL_FLAG(std::string, alignments, "", "pdf-id alignment archive (ali-to-pdf output), e.g. ark:ali.ark");
+ABSL_FLAG(bool, transition_ids, false,
+          "acc-stats: --alignments hold Kaldi transition-ids (ali.N.gz, gunzipped), mapped to pdfs through "
+          "--model's TransitionModel and counted, as gmm-acc-stats-ali does");
+ABSL_FLAG(double, transition_floor, 0.01, "est: floor of updated transition probabilities (gmm-est's)");
+ABSL_FLAG(double, transition_min_count, 5.0,
+          "est: a transition-state needs this many counts to be updated (gmm-est's)");
 ABSL_FLAG(std::string, posteriors, "", "pdf-id posterior archive (post-to-pdf-post output), e.g. ark:post.ark");
 ABSL_FLAG(bool, binary, true, "write accumulators in Kaldi's binary form (--binary=false: text)");
 ABSL_FLAG(std::string, stats, "", "accumulator file (Kaldi's, or ours from acc-stats / sum-accs)");
@@ -33,7 +41,9 @@ ABSL_FLAG(double, min_gaussian_occupancy, 10.0, "Gaussians with at most this occ
 ABSL_FLAG(double, min_gaussian_weight, 1e-5, "Gaussians with at most this weight are not updated (removed)");
 ABSL_FLAG(double, min_variance, 0.001, "variance floor");
 ABSL_FLAG(bool, remove_low_count_gaussians, true, "remove Gaussians with too little data (never a state's last)");
-ABSL_FLAG(std::string, update_flags, "mvw", "what est updates: letters m (means), v (variances), w (weights)");
+ABSL_FLAG(std::string, update_flags, "mvwt",
+          "what est updates: letters m (means), v (variances), w (weights), t (transitions, with a "
+          "final.mdl's TransitionModel)");
 ABSL_FLAG(int, mix_up, 0, "after the update, split Gaussians up to this total (0: no mixing-up)");
 ABSL_FLAG(double, perturb_factor, 0.01, "split Gaussians' means move apart by this many standard deviations");
 ABSL_FLAG(double, power, 0.2, "mixing-up an acoustic model: Gaussians per state follow occupancy^power");
@@ -80,8 +90,10 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings) std::fprintf(stderr, "gmmscore: warning: %s\n", w.c_str());
 }
 
-absl::StatusOr<TrainingData> LoadData(int num_states, std::map<std::string, int> sets = {}) {
+absl::StatusOr<TrainingData> LoadData(int num_states, std::map<std::string, int> sets = {},
+                                      std::vector<int> transition_id_to_pdf = {}) {
   TrainingDataOptions options;
+  options.transition_id_to_pdf = std::move(transition_id_to_pdf);
   options.features = absl::GetFlag(FLAGS_features);
   options.alignments = absl::GetFlag(FLAGS_alignments);
   options.posteriors = absl::GetFlag(FLAGS_posteriors);
@@ -105,13 +117,21 @@ absl::StatusOr<GmmStats> Accumulate(StatsBackend& backend, const DiagGmmModel& m
   return pass.Run(model, num_sets, [](int64_t done, int64_t all) { ShowProgress("statistics", done, all); });
 }
 
-// Transition accumulators for an acoustic-model accumulator file: zeros of
-// the model's transition-id count when its file has a TransitionModel (our
-// alignments are pdf ids, which carry no transition counts).
-std::vector<double> ZeroTransitionAccs(const std::string& model_path) {
-  absl::StatusOr<KaldiModel> kaldi = ReadKaldiModel(model_path);
-  if (!kaldi.ok() || !kaldi->transition_model.has_value()) return {};
-  return std::vector<double>(kaldi->transition_model->num_transition_ids() + 1, 0.0);
+// The TransitionModel of a Kaldi final.mdl at `path`; nullopt for any other
+// model file.
+std::optional<KaldiTransitionModel> TransitionModelOf(const std::string& path) {
+  absl::StatusOr<KaldiModel> kaldi = ReadKaldiModel(path);
+  if (!kaldi.ok()) return std::nullopt;
+  return std::move(kaldi->transition_model);
+}
+
+// Transition accumulators of an acoustic-model accumulator file: the counts
+// of transition-id alignments, or zeros of the model's transition-id count
+// (pdf ids and posteriors carry none); none without a TransitionModel.
+std::vector<double> TransitionAccs(const std::optional<KaldiTransitionModel>& tm, const TrainingData& data) {
+  if (!data.transition_counts.empty()) return data.transition_counts;
+  if (!tm.has_value()) return {};
+  return std::vector<double>(tm->num_transition_ids() + 1, 0.0);
 }
 
 absl::Status RunAccStats(const SpecifiedFlags& specified) {
@@ -123,12 +143,22 @@ absl::Status RunAccStats(const SpecifiedFlags& specified) {
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> backend, Backend());
   const std::string model_path = absl::GetFlag(FLAGS_model);
   GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, LoadModel(model_path));
-  GMM_ASSIGN_OR_RETURN(const TrainingData data, LoadData(model.num_states()));
+  const std::optional<KaldiTransitionModel> tm = TransitionModelOf(model_path);
+  std::vector<int> transition_id_to_pdf;
+  if (absl::GetFlag(FLAGS_transition_ids)) {
+    if (!specified.contains("alignments")) return UsageError("--transition_ids reads --alignments; none given");
+    if (!tm.has_value()) {
+      return UsageError(absl::StrCat("--transition_ids needs a Kaldi final.mdl with a TransitionModel; ", model_path,
+                                     " has none"));
+    }
+    transition_id_to_pdf = tm->transition_id_to_pdf;
+  }
+  GMM_ASSIGN_OR_RETURN(const TrainingData data, LoadData(model.num_states(), {}, std::move(transition_id_to_pdf)));
   KaldiAccs accs;
   GMM_ASSIGN_OR_RETURN(accs.stats, Accumulate(*backend, model, data, 1));
   accs.is_am = specified.contains("alignments") || specified.contains("posteriors");
   accs.stats.flags = accs.is_am ? kGmmAll : (kGmmMeans | kGmmVariances | kGmmWeights);
-  if (accs.is_am) accs.transition_accs = ZeroTransitionAccs(model_path);
+  if (accs.is_am) accs.transition_accs = TransitionAccs(tm, data);
   GMM_RETURN_IF_ERROR(WriteKaldiAccs(accs, absl::GetFlag(FLAGS_output), absl::GetFlag(FLAGS_binary)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr,
@@ -186,6 +216,39 @@ absl::Status WriteModel(const NaturalGmm& gmm, const std::string& path) {
   return absl::OkStatus();
 }
 
+// gmm-est's transition update ("t"), on a final.mdl's TransitionModel.
+absl::Status UpdateTransitions(const KaldiAccs& accs, KaldiTransitionModel* tm) {
+  TransitionUpdateReport report;
+  GMM_RETURN_IF_ERROR(MleTransitionUpdate(accs.transition_accs,
+                                          {.floor = absl::GetFlag(FLAGS_transition_floor),
+                                           .min_count = absl::GetFlag(FLAGS_transition_min_count)},
+                                          tm, &report));
+  std::fprintf(stderr,
+               "gmmscore: transitions: %lld states updated, %lld below --transition_min_count, %lld floored; "
+               "objective %+.5f per count over %.0f counts\n",
+               static_cast<long long>(report.updated_states), static_cast<long long>(report.skipped_states),
+               static_cast<long long>(report.floored), report.objective_improvement / std::max(report.count, 1.0),
+               report.count);
+  return absl::OkStatus();
+}
+
+// A final.mdl goes back out whole (TransitionModel + AmDiagGmm) in a Kaldi
+// format; the native format has no place for the TransitionModel.
+absl::Status WriteEstimated(const NaturalGmm& gmm, const std::optional<KaldiTransitionModel>& tm) {
+  const std::string path = absl::GetFlag(FLAGS_output);
+  GMM_ASSIGN_OR_RETURN(const std::string format, ResolveModelFormat(absl::GetFlag(FLAGS_output_format), path));
+  if (!tm.has_value() || format == "native") {
+    if (tm.has_value()) std::fprintf(stderr, "gmmscore: note: the native format keeps no TransitionModel\n");
+    return WriteModel(gmm, path);
+  }
+  GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, gmm.ToModel());
+  GMM_RETURN_IF_ERROR(WriteKaldiModel(*tm, model, path, format == "kaldi-binary"));
+  std::fprintf(stderr, "gmmscore: wrote %s (%s, with its TransitionModel): %d states, %lld Gaussians, dimension %d\n",
+               path.c_str(), format.c_str(), model.num_states(), static_cast<long long>(model.num_gaussians()),
+               model.dim());
+  return absl::OkStatus();
+}
+
 absl::Status RunEst(const SpecifiedFlags& specified) {
   GMM_RETURN_IF_ERROR(RequireFlags(specified, {"model", "stats", "output"}, "est"));
   GMM_RETURN_IF_ERROR(ResolveModelFormat(absl::GetFlag(FLAGS_output_format), "").status());
@@ -193,13 +256,18 @@ absl::Status RunEst(const SpecifiedFlags& specified) {
   absl::StatusOr<uint16_t> flags = ParseUpdateFlags(absl::GetFlag(FLAGS_update_flags));
   GMM_RETURN_IF_ERROR(AsUsage(flags.status()));
   options.update = *flags;
-  GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, LoadModel(absl::GetFlag(FLAGS_model)));
+  const std::string model_path = absl::GetFlag(FLAGS_model);
+  GMM_ASSIGN_OR_RETURN(const DiagGmmModel model, LoadModel(model_path));
+  std::optional<KaldiTransitionModel> tm = TransitionModelOf(model_path);
   GMM_ASSIGN_OR_RETURN(const KaldiAccs accs, ReadKaldiAccs(absl::GetFlag(FLAGS_stats)));
   MleReport report;
   GMM_ASSIGN_OR_RETURN(NaturalGmm gmm, MleUpdate(NaturalGmm::FromModel(model), accs.stats, options, &report));
   PrintUpdate(report);
+  if (tm.has_value() && (*flags & kGmmTransitions) != 0 && accs.is_am) {
+    GMM_RETURN_IF_ERROR(UpdateTransitions(accs, &*tm));
+  }
   if (absl::GetFlag(FLAGS_mix_up) > 0) GMM_RETURN_IF_ERROR(MixUp(accs.stats, absl::GetFlag(FLAGS_mix_up), &gmm));
-  return WriteModel(gmm, absl::GetFlag(FLAGS_output));
+  return WriteEstimated(gmm, tm);
 }
 
 void PrintIteration(const EmIteration& it, int iterations) {
@@ -296,14 +364,16 @@ absl::Status RunAdaptMap(const SpecifiedFlags& specified) {
 std::vector<Command> TrainCommands() {
   std::vector<Command> commands = {
       {"acc-stats", "accumulate GMM statistics (Kaldi AccumDiagGmm / gmm-acc-stats-ali files)",
-       "gmmscore acc-stats --model M --features ark:F [--alignments ark:A | --posteriors ark:P]\n"
+       "gmmscore acc-stats --model M --features ark:F [--alignments ark:A [--transition_ids] | --posteriors ark:P]\n"
        "                   --output ACCS [--binary=false] [--backend cpu|cuda|reference] [--subsample k]\n\n"
        "Without alignments or posteriors M must be one GMM (a UBM): every frame feeds it, as\n"
        "gmm-global-acc-stats. With pdf-id alignments (ali-to-pdf) or pdf-id posteriors\n"
        "(post-to-pdf-post) each frame feeds its states, as gmm-acc-stats-ali / gmm-acc-stats; the\n"
-       "file is then Kaldi's acoustic-model accumulator (transition counts zero: pdf ids carry none).",
-       {"model", "features", "alignments", "posteriors", "output", "binary", "backend", "subsample",
-        "block_frames"},
+       "file is then Kaldi's acoustic-model accumulator (transition counts zero: pdf ids carry none).\n"
+       "With --transition_ids the alignments are Kaldi's own (transition-ids, M a final.mdl): each\n"
+       "frame feeds its transition-id's pdf and the transitions are counted, exactly gmm-acc-stats-ali.",
+       {"model", "features", "alignments", "transition_ids", "posteriors", "output", "binary", "backend",
+        "subsample", "block_frames"},
        RunAccStats},
       {"sum-accs", "sum accumulator files of parallel jobs",
        "gmmscore sum-accs --output ACCS [--binary=false] IN...\n\n"
@@ -311,11 +381,15 @@ std::vector<Command> TrainCommands() {
        {"output", "binary"}, nullptr, RunSumAccs},
       {"est", "re-estimate a model from accumulators (ML update, optional mixing-up)",
        "gmmscore est --model M --stats ACCS --output M2 [--min_gaussian_occupancy 10] [--min_variance 0.001]\n"
-       "             [--mix_up N] [--update_flags mvw] [--output_format auto|native|kaldi-text|kaldi-binary]\n\n"
-       "Kaldi's MleDiagGmmUpdate (gmm-est / gmm-global-est), then optional mixing-up to N Gaussians.",
+       "             [--mix_up N] [--update_flags mvwt] [--output_format auto|native|kaldi-text|kaldi-binary]\n"
+       "             [--transition_floor 0.01] [--transition_min_count 5]\n\n"
+       "Kaldi's MleDiagGmmUpdate (gmm-est / gmm-global-est), then optional mixing-up to N Gaussians.\n"
+       "A final.mdl keeps its TransitionModel: its probabilities are re-estimated from the\n"
+       "accumulator's transition counts (\"t\", TransitionModel::MleUpdate) and the whole model is\n"
+       "written back in a Kaldi format, as gmm-est writes it.",
        {"model", "stats", "output", "min_gaussian_occupancy", "min_gaussian_weight", "min_variance",
-        "remove_low_count_gaussians", "update_flags", "mix_up", "perturb_factor", "power", "min_count",
-        "seed", "output_format"},
+        "remove_low_count_gaussians", "update_flags", "transition_floor", "transition_min_count", "mix_up",
+        "perturb_factor", "power", "min_count", "seed", "output_format"},
        RunEst},
       {"train-gmm", "train a GMM (UBM) from features with EM, on the GPU where there is one",
        "gmmscore train-gmm --features ark:F --num_gauss M [--num_gauss_init M0 | --init MODEL]\n"

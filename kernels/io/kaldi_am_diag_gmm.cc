@@ -492,4 +492,27 @@ absl::Status WriteKaldiAmDiagGmmText(const DiagGmmModel& model, const std::strin
   return io_internal::WriteFileAtomically(path, FormatKaldiAmDiagGmmText(DiagGmmModelToKaldi(model)));
 }
 
+std::string FormatKaldiModel(const KaldiTransitionModel& tm, const KaldiAmDiagGmm& am, bool binary) {
+  std::string out;
+  if (!binary) {
+    AppendKaldiTransitionModelText(tm, &out);
+    return out + FormatKaldiAmDiagGmmText(am);
+  }
+  io_internal::KaldiBinaryWriter writer(&out);
+  writer.Header();
+  AppendKaldiTransitionModelBinary(tm, writer);
+  const std::string am_bytes = FormatKaldiAmDiagGmmBinary(am);
+  return out.append(am_bytes, 2);  // the AmDiagGmm without its own header
+}
+
+absl::Status WriteKaldiModel(const KaldiTransitionModel& tm, const DiagGmmModel& model, const std::string& path,
+                             bool binary) {
+  if (tm.num_pdfs() != model.num_states()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: the transition model has %d pdfs, the acoustic model %d states", path, tm.num_pdfs(),
+        model.num_states()));
+  }
+  return io_internal::WriteFileAtomically(path, FormatKaldiModel(tm, DiagGmmModelToKaldi(model), binary));
+}
+
 }  // namespace gmmscore

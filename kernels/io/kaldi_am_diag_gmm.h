@@ -132,6 +132,15 @@ absl::StatusOr<DiagGmmModel> ReadKaldiAmDiagGmmText(const std::string& path);
 // atomically (a temporary file renamed into place).
 absl::Status WriteKaldiAmDiagGmmText(const DiagGmmModel& model, const std::string& path);
 
+// A whole final.mdl as gmm-est writes it: the TransitionModel, then the
+// AmDiagGmm, text or binary (one "\0B" header), byte for byte.
+std::string FormatKaldiModel(const KaldiTransitionModel& tm, const KaldiAmDiagGmm& am, bool binary);
+// Writes FormatKaldiModel(tm, DiagGmmModelToKaldi(model)) atomically.
+// INVALID_ARGUMENT when the transition model's pdfs are not the model's
+// states (tm.num_pdfs() != model.num_states()).
+absl::Status WriteKaldiModel(const KaldiTransitionModel& tm, const DiagGmmModel& model, const std::string& path,
+                             bool binary);
+
 }  // namespace gmmscore
 
 #endif  // GMMSCORE_KERNELS_IO_KALDI_AM_DIAG_GMM_H_

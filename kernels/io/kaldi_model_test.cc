@@ -147,6 +147,56 @@ TEST(KaldiModelTest, TextFinalMdlKeepsTransitionIdToPdfMap) {
   ExpectTransitions(*model);
 }
 
+// The transition model as gmm-est writes it back: Kaldi's own layout, text
+// and binary, for a topology with separate self-loop pdf classes (<Tuples>)
+// and a plain HMM one (<Triples>); the acoustic model follows.
+std::string TransitionPart(const std::string& text) { return text.substr(0, text.find("<DIMENSION>")); }
+
+TEST(KaldiModelTest, TransitionModelIsWrittenBackAsKaldiWritesIt) {
+  absl::StatusOr<KaldiModel> text = ParseKaldiModel(kTextFinalMdl, "final.mdl.txt");
+  ASSERT_TRUE(text.ok()) << text.status();
+  const std::string text_out = FormatKaldiModel(*text->transition_model, text->am, /*binary=*/false);
+  EXPECT_EQ(TransitionPart(text_out), TransitionPart(kTextFinalMdl));
+
+  const std::string tm_bytes = std::string("\0B", 2) + BinaryTransitionModel();
+  absl::StatusOr<KaldiModel> binary = ParseKaldiModel(tm_bytes + BinaryAmDiagGmm(), "final.mdl");
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  const std::string binary_out = FormatKaldiModel(*binary->transition_model, binary->am, /*binary=*/true);
+  EXPECT_EQ(binary_out.substr(0, tm_bytes.size()), tm_bytes);
+  EXPECT_EQ(binary_out.substr(tm_bytes.size()), FormatKaldiAmDiagGmmBinary(binary->am).substr(2));
+
+  // Both read back to the same model: transitions, map and pdfs.
+  for (const std::string& out : {text_out, binary_out}) {
+    absl::StatusOr<KaldiModel> again = ParseKaldiModel(out, "again");
+    ASSERT_TRUE(again.ok()) << again.status();
+    ExpectTransitions(*again);
+    EXPECT_EQ(again->transition_model->log_probs, text->transition_model->log_probs);
+  }
+}
+
+TEST(KaldiModelTest, HmmTopologyIsWrittenWithTriples) {
+  const std::string tm =
+      "<TransitionModel> \n<Topology> \n<TopologyEntry> \n<ForPhones> \n1 2 \n</ForPhones> \n"
+      "<State> 0 <PdfClass> 0 <Transition> 0 0.75 <Transition> 1 0.25 </State> \n"
+      "<State> 1 </State> \n</TopologyEntry> \n</Topology> \n<Triples> 2 \n1 0 0 \n2 0 1 \n</Triples> \n"
+      "<LogProbs> \n [ 0 -0.2876821 -1.386294 -0.2876821 -1.386294 ]\n</LogProbs> \n</TransitionModel> \n";
+  const std::string am =
+      "<DIMENSION> 2 <NUMPDFS> 2 "
+      "<DiagGMM> \n<GCONSTS>  [ -3 ]\n<WEIGHTS>  [ 1 ]\n<MEANS_INVVARS>  [\n  0 0.5 ]\n<INV_VARS>  [\n  1 0.5 ]\n</DiagGMM> \n"
+      "<DiagGMM> \n<GCONSTS>  [ -3 ]\n<WEIGHTS>  [ 1 ]\n<MEANS_INVVARS>  [\n  1 0.5 ]\n<INV_VARS>  [\n  1 0.5 ]\n</DiagGMM> \n";
+  absl::StatusOr<KaldiModel> model = ParseKaldiModel(tm + am, "hmm.mdl.txt");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->transition_model->IsHmm());
+  EXPECT_EQ(model->transition_model->first_transition_id(1), 1);
+  EXPECT_EQ(model->transition_model->first_transition_id(2), 3);
+  EXPECT_EQ(model->transition_model->first_transition_id(3), 5);
+  EXPECT_EQ(TransitionPart(FormatKaldiModel(*model->transition_model, model->am, false)), tm);
+  absl::StatusOr<KaldiModel> binary =
+      ParseKaldiModel(FormatKaldiModel(*model->transition_model, model->am, true), "hmm.mdl");
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  EXPECT_EQ(TransitionPart(FormatKaldiModel(*binary->transition_model, binary->am, false)), tm);
+}
+
 TEST(KaldiModelTest, BinaryAndTextGiveTheSameScoringModel) {
   const std::string bin_path = TempPath("final.mdl");
   WriteFile(bin_path, std::string("\0B", 2) + BinaryTransitionModel() + BinaryAmDiagGmm());

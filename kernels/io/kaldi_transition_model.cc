@@ -18,7 +18,9 @@ using io_internal::KaldiBinaryReader;
 // Transition-id -> pdf map and checks that tie tuples to the topology.
 absl::Status ComputeDerived(KaldiTransitionModel& tm, absl::string_view where) {
   tm.transition_id_to_pdf.assign(1, -1);
+  tm.state_first_transition_id.assign(1, 0);
   for (size_t i = 0; i < tm.tuples.size(); ++i) {
+    tm.state_first_transition_id.push_back(static_cast<int>(tm.transition_id_to_pdf.size()));
     const KaldiTransitionModel::Tuple& t = tm.tuples[i];
     const int entry = t.phone >= 0 && t.phone < static_cast<int>(tm.phone_to_entry.size()) ? tm.phone_to_entry[t.phone] : -1;
     if (entry < 0 || entry >= static_cast<int>(tm.entries.size())) {
@@ -37,6 +39,7 @@ absl::Status ComputeDerived(KaldiTransitionModel& tm, absl::string_view where) {
       tm.transition_id_to_pdf.push_back(destination == t.hmm_state ? t.self_loop_pdf : t.forward_pdf);
     }
   }
+  tm.state_first_transition_id.push_back(static_cast<int>(tm.transition_id_to_pdf.size()));
   if (tm.log_probs.size() != tm.transition_id_to_pdf.size()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": <LogProbs> has ", tm.log_probs.size(),
                                                    " values, expected ", tm.transition_id_to_pdf.size(),
@@ -174,6 +177,15 @@ class TextParser {
 
 }  // namespace
 
+bool KaldiTransitionModel::IsHmm() const {
+  for (const auto& entry : entries) {
+    for (const HmmState& state : entry) {
+      if (state.forward_pdf_class != state.self_loop_pdf_class) return false;
+    }
+  }
+  return true;
+}
+
 int KaldiTransitionModel::num_pdfs() const {
   int most = -1;
   for (const Tuple& t : tuples) most = std::max({most, t.forward_pdf, t.self_loop_pdf});
@@ -241,6 +253,97 @@ absl::StatusOr<KaldiTransitionModel> ParseKaldiTransitionModelBinary(KaldiBinary
   GMM_RETURN_IF_ERROR(in.ExpectToken("</TransitionModel>"));
   GMM_RETURN_IF_ERROR(ComputeDerived(tm, absl::StrCat(in.what(), ", transition model ending at byte offset ", in.offset())));
   return tm;
+}
+
+namespace {
+
+// The phones of topology entry `entry`, ascending (Kaldi walks phone2idx).
+std::vector<int> EntryPhones(const KaldiTransitionModel& tm, int entry) {
+  std::vector<int> phones;
+  for (size_t phone = 0; phone < tm.phone_to_entry.size(); ++phone) {
+    if (tm.phone_to_entry[phone] == entry) phones.push_back(static_cast<int>(phone));
+  }
+  return phones;
+}
+
+void AppendTextState(const KaldiTransitionModel::HmmState& state, int index, bool is_hmm, std::string* out) {
+  absl::StrAppend(out, "<State> ", index, " ");
+  if (state.forward_pdf_class != -1) {
+    if (is_hmm) {
+      absl::StrAppend(out, "<PdfClass> ", state.forward_pdf_class, " ");
+    } else {
+      absl::StrAppend(out, "<ForwardPdfClass> ", state.forward_pdf_class, " <SelfLoopPdfClass> ",
+                      state.self_loop_pdf_class, " ");
+    }
+  }
+  for (const auto& [destination, prob] : state.transitions) {
+    absl::StrAppend(out, "<Transition> ", destination, " ");
+    io_internal::AppendFloat(prob, out);
+    out->push_back(' ');
+  }
+  out->append("</State> \n");
+}
+
+}  // namespace
+
+void AppendKaldiTransitionModelText(const KaldiTransitionModel& tm, std::string* out) {
+  const bool is_hmm = tm.IsHmm();
+  out->append("<TransitionModel> \n<Topology> \n");
+  for (size_t e = 0; e < tm.entries.size(); ++e) {
+    out->append("<TopologyEntry> \n<ForPhones> \n");
+    for (const int phone : EntryPhones(tm, static_cast<int>(e))) absl::StrAppend(out, phone, " ");
+    out->append("\n</ForPhones> \n");
+    for (size_t j = 0; j < tm.entries[e].size(); ++j) AppendTextState(tm.entries[e][j], static_cast<int>(j), is_hmm, out);
+    out->append("</TopologyEntry> \n");
+  }
+  out->append("</Topology> \n");
+  absl::StrAppend(out, is_hmm ? "<Triples> " : "<Tuples> ", tm.tuples.size(), " \n");
+  for (const KaldiTransitionModel::Tuple& t : tm.tuples) {
+    absl::StrAppend(out, t.phone, " ", t.hmm_state, " ", t.forward_pdf, " ");
+    if (!is_hmm) absl::StrAppend(out, t.self_loop_pdf, " ");
+    out->append("\n");
+  }
+  out->append(is_hmm ? "</Triples> \n<LogProbs> \n" : "</Tuples> \n<LogProbs> \n");
+  io_internal::AppendTextVector(tm.log_probs.data(), static_cast<int64_t>(tm.log_probs.size()), out);
+  out->append("</LogProbs> \n</TransitionModel> \n");
+}
+
+void AppendKaldiTransitionModelBinary(const KaldiTransitionModel& tm, io_internal::KaldiBinaryWriter& out) {
+  const bool is_hmm = tm.IsHmm();
+  out.Token("<TransitionModel>");
+  out.Token("<Topology>");
+  const std::vector<int32_t> phones(tm.phones.begin(), tm.phones.end());
+  const std::vector<int32_t> phone_to_entry(tm.phone_to_entry.begin(), tm.phone_to_entry.end());
+  out.Int32Vector(phones);
+  out.Int32Vector(phone_to_entry);
+  if (!is_hmm) out.Basic<int32_t>(-1);  // Kaldi's mark of separate self-loop pdf classes
+  out.Basic<int32_t>(static_cast<int32_t>(tm.entries.size()));
+  for (const auto& entry : tm.entries) {
+    out.Basic<int32_t>(static_cast<int32_t>(entry.size()));
+    for (const KaldiTransitionModel::HmmState& state : entry) {
+      out.Basic<int32_t>(state.forward_pdf_class);
+      if (!is_hmm) out.Basic<int32_t>(state.self_loop_pdf_class);
+      out.Basic<int32_t>(static_cast<int32_t>(state.transitions.size()));
+      for (const auto& [destination, prob] : state.transitions) {
+        out.Basic<int32_t>(destination);
+        out.Basic<float>(prob);
+      }
+    }
+  }
+  out.Token("</Topology>");
+  out.Token(is_hmm ? "<Triples>" : "<Tuples>");
+  out.Basic<int32_t>(static_cast<int32_t>(tm.tuples.size()));
+  for (const KaldiTransitionModel::Tuple& t : tm.tuples) {
+    out.Basic<int32_t>(t.phone);
+    out.Basic<int32_t>(t.hmm_state);
+    out.Basic<int32_t>(t.forward_pdf);
+    if (!is_hmm) out.Basic<int32_t>(t.self_loop_pdf);
+  }
+  out.Token(is_hmm ? "</Triples>" : "</Tuples>");
+  out.Token("<LogProbs>");
+  out.Vector(absl::Span<const float>(tm.log_probs));
+  out.Token("</LogProbs>");
+  out.Token("</TransitionModel>");
 }
 
 }  // namespace gmmscore

@@ -24,6 +24,12 @@
 // tuple's self-loop pdf when the transition is the self-loop, otherwise to
 // its forward pdf (TransitionModel::ComputeDerived).
 //
+// Writing (Kaldi's TransitionModel::Write, text or binary) gives the same
+// layout back: <Triples> when every state's forward and self-loop pdf
+// classes are equal (Kaldi's IsHmm), <Tuples> and the binary topology's -1
+// marker otherwise; text breaks lines where Kaldi does and prints numbers at
+// precision 7. The "\0B" header is the file's, not the object's.
+//
 // Errors name the source and the line (text) or byte offset (binary):
 // DATA_LOSS when the input ends early, INVALID_ARGUMENT for unknown tokens,
 // a phone without a topology entry, an HMM state out of range, or a
@@ -42,6 +48,7 @@ namespace gmmscore {
 namespace io_internal {
 class InputStream;
 class KaldiBinaryReader;
+class KaldiBinaryWriter;
 }  // namespace io_internal
 
 struct KaldiTransitionModel {
@@ -64,10 +71,20 @@ struct KaldiTransitionModel {
   // Derived: transition_id_to_pdf[tid] for tid in [1, num_transition_ids()];
   // entry 0 is -1.
   std::vector<int> transition_id_to_pdf;
+  // Derived: the first transition-id of transition-state s at [s], for s in
+  // [1, tuples.size() + 1] (entry 0 unused).
+  std::vector<int> state_first_transition_id;
 
   int num_transition_ids() const { return static_cast<int>(transition_id_to_pdf.size()) - 1; }
   // The largest pdf-id used, plus one.
   int num_pdfs() const;
+  // Kaldi's IsHmm: no state has a separate self-loop pdf class.
+  bool IsHmm() const;
+  // Transition-state s (1-based, one per tuple) owns transition-ids
+  // [first_transition_id(s), first_transition_id(s + 1)).
+  int first_transition_id(int transition_state) const {
+    return state_first_transition_id[transition_state];
+  }
   // -1 when tid is out of range.
   int TransitionIdToPdf(int tid) const {
     return tid >= 1 && tid < static_cast<int>(transition_id_to_pdf.size()) ? transition_id_to_pdf[tid] : -1;
@@ -79,6 +96,10 @@ struct KaldiTransitionModel {
 absl::StatusOr<KaldiTransitionModel> ParseKaldiTransitionModelText(io_internal::InputStream& in,
                                                                    absl::string_view where);
 absl::StatusOr<KaldiTransitionModel> ParseKaldiTransitionModelBinary(io_internal::KaldiBinaryReader& in);
+
+// From "<TransitionModel>" to "</TransitionModel>" as Kaldi writes them.
+void AppendKaldiTransitionModelText(const KaldiTransitionModel& tm, std::string* out);
+void AppendKaldiTransitionModelBinary(const KaldiTransitionModel& tm, io_internal::KaldiBinaryWriter& out);
 
 }  // namespace gmmscore
 

@@ -58,7 +58,10 @@ class BlockBuilder {
         if (!options_.utterance_sets.empty()) pairs_.push_back({frame, set, 1.0f});
         continue;
       }
-      for (const auto& [id, weight] : (*labels)[t]) {
+      for (auto [id, weight] : (*labels)[t]) {
+        if (!options_.transition_id_to_pdf.empty()) {
+          GMM_ASSIGN_OR_RETURN(id, CountTransition(key, t, id));
+        }
         if (id < 0 || id >= options_.num_states) {
           return absl::InvalidArgumentError(absl::StrCat("utterance '", key, "' frame ", t, ": pdf id ", id,
                                                          " is outside the model's ", options_.num_states,
@@ -70,6 +73,17 @@ class BlockBuilder {
     data_->frames += kept;
     ++data_->utterances;
     return absl::OkStatus();
+  }
+
+  // The pdf of transition-id `tid`, counted once per kept frame.
+  absl::StatusOr<int32_t> CountTransition(const std::string& key, int64_t t, int32_t tid) {
+    const auto& map = options_.transition_id_to_pdf;
+    if (tid < 1 || tid >= static_cast<int32_t>(map.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("utterance '", key, "' frame ", t, ": transition-id ", tid,
+                                                     " is outside the transition model's 1..", map.size() - 1));
+    }
+    data_->transition_counts[tid] += 1.0;
+    return map[tid];
   }
 
   void Flush() {
@@ -109,9 +123,13 @@ absl::StatusOr<TrainingData> LoadTrainingData(const TrainingDataOptions& options
     return absl::InvalidArgumentError(absl::StrCat("a model of ", options.num_states,
                                                    " states needs alignments or posteriors"));
   }
+  if (!options.transition_id_to_pdf.empty() && options.alignments.empty()) {
+    return absl::InvalidArgumentError("transition-ids are read from alignments; none were given");
+  }
   GMM_ASSIGN_OR_RETURN(const auto labels, ReadLabels(options));
   GMM_ASSIGN_OR_RETURN(std::unique_ptr<KaldiMatrixTableReader> reader, KaldiMatrixTableReader::Open(options.features));
   TrainingData data;
+  if (!options.transition_id_to_pdf.empty()) data.transition_counts.assign(options.transition_id_to_pdf.size(), 0.0);
   BlockBuilder builder(options, &data);
   while (true) {
     GMM_ASSIGN_OR_RETURN(const bool more, reader->Next());

@@ -31,6 +31,11 @@ struct TrainingDataOptions {
   std::string alignments;  // rspecifier of pdf ids; at most one of these two
   std::string posteriors;  // rspecifier of (pdf id, weight) lists
   int num_states = 1;      // of the model the ids index
+  // Non-empty: `alignments` holds Kaldi transition-ids (ali.*.gz, gunzipped),
+  // mapped to pdf ids through this (entry t for transition-id t, entry 0
+  // unused: KaldiTransitionModel::transition_id_to_pdf), and counted, as
+  // gmm-acc-stats-ali does. A transition-id outside it is INVALID_ARGUMENT.
+  std::vector<int> transition_id_to_pdf;
   int subsample = 1;       // keep frames 0, k, 2k, ... of each utterance
   int64_t block_frames = int64_t{1} << 20;
   // Utterance -> set (speaker) index; empty: every utterance in set 0.
@@ -43,6 +48,9 @@ struct TrainingData {
   int64_t frames = 0;      // used (after subsampling)
   int64_t skipped = 0;     // utterances skipped, each with a warning
   std::vector<std::string> warnings;  // the first 20
+  // With transition_id_to_pdf: frames (kept after subsampling) aligned to
+  // each transition-id, indexed as the map; empty otherwise.
+  std::vector<double> transition_counts;
 };
 
 absl::StatusOr<TrainingData> LoadTrainingData(const TrainingDataOptions& options);

@@ -202,6 +202,13 @@ void KaldiBinaryWriter::Vector(absl::Span<const float> values) {
   Raw(values.data(), values.size() * sizeof(float));
 }
 
+void KaldiBinaryWriter::Int32Vector(absl::Span<const int32_t> values) {
+  out_->push_back(4);
+  const int32_t count = static_cast<int32_t>(values.size());
+  Raw(&count, sizeof(count));
+  Raw(values.data(), values.size() * sizeof(int32_t));
+}
+
 void KaldiBinaryWriter::Vector(absl::Span<const double> values) {
   Token("DV");
   Basic<int32_t>(static_cast<int32_t>(values.size()));

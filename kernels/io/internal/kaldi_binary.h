@@ -109,6 +109,8 @@ class KaldiBinaryWriter {
     out_->push_back(static_cast<char>(std::is_signed_v<T> ? kSize : -kSize));
     Raw(&value, sizeof(T));
   }
+  // WriteIntegerVector: the size byte 4, the raw int32 count, the values.
+  void Int32Vector(absl::Span<const int32_t> values);
   // "FV "/"DV ", the int32 size, the values.
   void Vector(absl::Span<const float> values);
   void Vector(absl::Span<const double> values);
