@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "client/cli/cli_test_util.h"
 #include "kernels/hmm/dense_hmm.h"
+#include "kernels/io/internal/kaldi_test_models.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 #include "kernels/io/kaldi_gmm_accs.h"
 #include "kernels/io/kaldi_int_vector_archive.h"
@@ -222,17 +223,8 @@ TEST_F(TrainCliTest, KaldiTransitionIdAlignmentsAndEstKeepTheTransitionModel) {
   ASSERT_EQ(Gmmscore({"synth", "--states", "6", "--gaussians", "2", "--dim", "13", "--output", synth}).exit_code, 0);
   absl::StatusOr<DiagGmmModel> am = LoadModel(synth);
   ASSERT_TRUE(am.ok()) << am.status();
-  // Two phones of three emitting states, each (phone, state) its own pdf:
-  // transition-ids 2s-1 (self-loop) and 2s (forward) of pdf s-1.
-  std::string tm =
-      "<TransitionModel> \n<Topology> \n<TopologyEntry> \n<ForPhones> \n1 2 \n</ForPhones> \n"
-      "<State> 0 <PdfClass> 0 <Transition> 0 0.75 <Transition> 1 0.25 </State> \n"
-      "<State> 1 <PdfClass> 1 <Transition> 1 0.75 <Transition> 2 0.25 </State> \n"
-      "<State> 2 <PdfClass> 2 <Transition> 2 0.75 <Transition> 3 0.25 </State> \n"
-      "<State> 3 </State> \n</TopologyEntry> \n</Topology> \n<Triples> 6 \n"
-      "1 0 0 \n1 1 1 \n1 2 2 \n2 0 3 \n2 1 4 \n2 2 5 \n</Triples> \n<LogProbs> \n [ 0";
-  for (int i = 0; i < 6; ++i) tm += " -0.2876821 -1.386294";
-  tm += " ]\n</LogProbs> \n</TransitionModel> \n";
+  // Transition-ids 2s-1 (self-loop) and 2s (forward) of pdf s-1.
+  const std::string tm = io_testing::SixPdfTransitionModelText();
   const std::string final_mdl = Temp("final.mdl.txt");
   std::ofstream(final_mdl) << tm << FormatKaldiAmDiagGmmText(DiagGmmModelToKaldi(*am));
 

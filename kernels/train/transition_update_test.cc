@@ -8,24 +8,16 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "kernels/io/internal/kaldi_test_models.h"
 #include "kernels/io/kaldi_am_diag_gmm.h"
 
 namespace gmmscore {
 namespace {
 
-// Two phones of a 3-emitting-state left-to-right topology (Kaldi's
-// default), each (phone, state) its own pdf: transition-states 1..6 of two
+// io_testing::SixPdfTransitionModelText: transition-states 1..6 of two
 // transitions each (self-loop first), transition-ids 1..12.
 KaldiTransitionModel ThreeStateModel() {
-  std::string text =
-      "<TransitionModel> \n<Topology> \n<TopologyEntry> \n<ForPhones> \n1 2 \n</ForPhones> \n"
-      "<State> 0 <PdfClass> 0 <Transition> 0 0.75 <Transition> 1 0.25 </State> \n"
-      "<State> 1 <PdfClass> 1 <Transition> 1 0.75 <Transition> 2 0.25 </State> \n"
-      "<State> 2 <PdfClass> 2 <Transition> 2 0.75 <Transition> 3 0.25 </State> \n"
-      "<State> 3 </State> \n</TopologyEntry> \n</Topology> \n<Triples> 6 \n"
-      "1 0 0 \n1 1 1 \n1 2 2 \n2 0 3 \n2 1 4 \n2 2 5 \n</Triples> \n<LogProbs> \n [ 0";
-  for (int i = 0; i < 6; ++i) text += " -0.2876821 -1.386294";
-  text += " ]\n</LogProbs> \n</TransitionModel> \n<DIMENSION> 1 <NUMPDFS> 6 ";
+  std::string text = io_testing::SixPdfTransitionModelText() + "<DIMENSION> 1 <NUMPDFS> 6 ";
   for (int i = 0; i < 6; ++i) {
     text += "<DiagGMM> \n<GCONSTS>  [ -1 ]\n<WEIGHTS>  [ 1 ]\n<MEANS_INVVARS>  [\n  0 ]\n<INV_VARS>  [\n  1 ]\n</DiagGMM> \n";
   }
