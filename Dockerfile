@@ -2,7 +2,7 @@
 # CUDA runtime image (Ubuntu 24.04: cmake 3.28, gRPC 1.51, protobuf 3.21,
 # Abseil 20220623, the versions gmmscore builds against) as user 10001.
 # The CPU-only image is deploy/docker/Dockerfile.cpu. No Docker engine runs on
-# the development machine: tools/check_cpu_image.sh checks the CPU recipe in
+# the development machine: tools/check_cpu_image.py checks the CPU recipe in
 # a debootstrap'd root instead (docs/OPERATIONS.md, "Images").
 #
 #   docker build -t gmmscored .
@@ -34,11 +34,15 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGMMSCORE_CUDA=ON 
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu24.04
 ENV DEBIAN_FRONTEND=noninteractive
 # The packages the build stage linked against, by this release's names
-# (libgrpc++1.51t64, ...). CUDA's own (libcublas) come with the base image.
+# (libgrpc++1.51t64, ...), less those the base image has: CUDA's own
+# (libcublas-13-0) come with it, held by NVIDIA (apt-mark hold), and asking
+# for them again would try to upgrade a held package.
 COPY --from=build /out/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update -qq \
- && xargs apt-get install -y -qq --no-install-recommends ca-certificates < /tmp/runtime-packages.txt \
- && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
+ && dpkg-query -W -f='${Package}\n' > /tmp/installed \
+ && { echo ca-certificates; grep -vxF -f /tmp/installed /tmp/runtime-packages.txt || true; } > /tmp/missing \
+ && xargs apt-get install -y -qq --no-install-recommends < /tmp/missing \
+ && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt /tmp/installed /tmp/missing \
  && groupadd --system --gid 10001 gmmscore \
  && useradd --system --uid 10001 --gid gmmscore --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin gmmscore

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -88,13 +89,13 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
   if (options.stream_threads < 0) {
     return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: half the cores)");
   }
-  if (options.max_connection_age < absl::ZeroDuration() ||
-      options.max_connection_age > absl::Hours(24 * 365)) {
-    return absl::InvalidArgumentError("--max_connection_age_s must be 0 (never) to one year");
+  // gRPC takes both as int milliseconds: at most 2^31 - 1 ms (24.8 days).
+  const absl::Duration longest = absl::Milliseconds(std::numeric_limits<int>::max());
+  if (options.max_connection_age < absl::ZeroDuration() || options.max_connection_age > longest) {
+    return absl::InvalidArgumentError("--max_connection_age_s must be 0 (never) to 2147483 (24.8 days)");
   }
-  if (options.max_connection_age_grace < absl::ZeroDuration() ||
-      options.max_connection_age_grace > absl::Hours(24 * 365)) {
-    return absl::InvalidArgumentError("--max_connection_age_grace_s must be 0 to one year");
+  if (options.max_connection_age_grace < absl::ZeroDuration() || options.max_connection_age_grace > longest) {
+    return absl::InvalidArgumentError("--max_connection_age_grace_s must be 0 to 2147483 (24.8 days)");
   }
   if (limits.stream_idle_timeout < absl::ZeroDuration() ||
       limits.stream_write_timeout < absl::ZeroDuration()) {

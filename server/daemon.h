@@ -49,6 +49,7 @@ struct DaemonOptions {
   // A client connection older than this gets GOAWAY, so that long-lived
   // clients reconnect and spread over pods a scaler adds; its RPCs then
   // have the grace to finish before the connection closes. Zero: never.
+  // Each at most 2^31 - 1 ms (gRPC's int).
   absl::Duration max_connection_age = absl::ZeroDuration();
   absl::Duration max_connection_age_grace = absl::Seconds(30);
   // Live adaptation's workers and bounds (server/adaptation_hub.h).

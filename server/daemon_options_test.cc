@@ -25,6 +25,10 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
       {"--max_connection_age_s", [](DaemonOptions* o) { o->max_connection_age = absl::Seconds(-1); }},
       {"--max_connection_age_grace_s",
        [](DaemonOptions* o) { o->max_connection_age_grace = absl::Seconds(-1); }},
+      // Past gRPC's int milliseconds (24.8 days), which would wrap negative.
+      {"--max_connection_age_s", [](DaemonOptions* o) { o->max_connection_age = absl::Hours(24 * 30); }},
+      {"--max_connection_age_grace_s",
+       [](DaemonOptions* o) { o->max_connection_age_grace = absl::Hours(24 * 30); }},
       {"--stream_idle_timeout_s",
        [](DaemonOptions* o) { o->limits.stream_idle_timeout = absl::Seconds(-1); }},
       {"--stream_write_timeout_s",

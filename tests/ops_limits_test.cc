@@ -357,11 +357,17 @@ TEST_F(OpsLimitsTest, ConnectionPastItsMaxAgeClosesAndTheClientReconnects) {
   // Age (1 s, gRPC's jitter at most 10%) plus grace (1 s) had to pass first.
   EXPECT_GE(absl::Now() - before_connect, absl::Milliseconds(1800)) << ended;
   EXPECT_GT(answered, 0);
-  std::unique_ptr<StreamSession> next = OpenStream();
-  ASSERT_TRUE(next->Push(Frames(2).view()).ok());
-  absl::StatusOr<StreamAnswer> got = next->Next();
-  EXPECT_TRUE(got.ok()) << got.status();
-  EXPECT_TRUE(next->Finish().ok());
+  // The new connection ages too (1 s + 1 s): on a loaded machine a short
+  // stream may meet that second GOAWAY, so it gets one more try.
+  absl::Status streamed;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<StreamSession> next = OpenStream();
+    streamed = next->Push(Frames(2).view());
+    if (streamed.ok()) streamed = next->Next().status();
+    if (streamed.ok()) streamed = next->Finish();
+    if (streamed.ok()) break;
+  }
+  EXPECT_TRUE(streamed.ok()) << streamed;
 }
 
 TEST_F(OpsLimitsTest, MessageOverTheSizeLimitIsResourceExhausted) {

@@ -92,11 +92,23 @@ class Stage:
         self.entrypoint, self.cmd, self.healthcheck = [], [], []
 
 
+def mounts_under(path):
+    """Mount points at or below `path` (from /proc/self/mountinfo)."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return [p for p in points if p == path or p.startswith(path + "/")]
+
+
 def make_root(base, target):
     """A copy of the pristine minbase root (made once)."""
     if not os.path.exists(os.path.join(base, "etc/debian_version")):
         run(["debootstrap", "--variant=minbase", "bookworm", base, MIRROR])
     if os.path.exists(target):
+        # A run killed inside a RUN step leaves the host's /dev bound there:
+        # removing the tree would delete the host's device nodes.
+        if mounts_under(target):
+            sys.exit(f"{target} still has mounts ({', '.join(mounts_under(target))}): umount them first")
         shutil.rmtree(target)
     run(["cp", "-a", base, target])
 
@@ -114,6 +126,10 @@ class Mounts:
             os.makedirs(path, exist_ok=True)
             run(["mount", *kind, source, path])
             self.mounted.append(path)
+            if kind == ["--rbind"]:
+                # Unmounting the copy must not reach the host's /dev/pts,
+                # /dev/shm (shared propagation on systemd hosts).
+                run(["mount", "--make-rslave", path])
         shutil.copy("/etc/resolv.conf", os.path.join(self.root, "etc/resolv.conf"))
         return self
 

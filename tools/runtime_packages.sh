@@ -17,13 +17,16 @@ libs=$(mktemp)
 owners=$(mktemp)
 trap 'rm -f "$libs" "$owners"' EXIT
 for binary in "$@"; do
-  if ldd "$binary" | grep -q "not found"; then
-    echo "runtime_packages: $binary: $(ldd "$binary" | grep 'not found' | tr -s ' \t' ' ')" >&2
+  # ldd's own failure (no such file, not a dynamic executable) stops here:
+  # a list without that binary's libraries would be silently short.
+  linked=$(ldd "$binary") || { echo "runtime_packages: ldd $binary failed" >&2; exit 1; }
+  if echo "$linked" | grep -q "not found"; then
+    echo "runtime_packages: $binary: $(echo "$linked" | grep 'not found' | tr -s ' \t' ' ')" >&2
     exit 1
   fi
   # "libfoo.so.1 => /path/libfoo.so.1 (0x...)"; the vdso and the loader
   # line have no "=> /path".
-  ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' >> "$libs"
+  echo "$linked" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' >> "$libs"
 done
 for lib in $(sort -u "$libs"); do
   # dpkg records the path the package shipped: try it as found, then with
@@ -31,7 +34,8 @@ for lib in $(sort -u "$libs"); do
   owner=""
   for path in "$lib" "$(echo "$lib" | sed 's|^/lib/|/usr/lib/|')" \
               "$(echo "$lib" | sed 's|^/usr/lib/|/lib/|')" "$(readlink -f "$lib")"; do
-    owner=$(dpkg -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1)
+    # Diversions print "diversion by PKG from: ..." first: skip them.
+    owner=$(dpkg -S "$path" 2>/dev/null | grep -v '^diversion by' | head -n 1 | cut -d: -f1)
     [ -n "$owner" ] && break
   done
   if [ -z "$owner" ]; then

@@ -218,8 +218,10 @@ k() { "$KUBECTL" -n "$NAMESPACE" "$@"; }
 # Waits until job $1 is complete (0) or failed (1, with its pods' last log lines).
 wait_job() {
   local job=$1 ok bad first="" rc=0
-  k wait --for=condition=complete --timeout="${TIMEOUT_S}s" "job/$job" > /dev/null 2>&1 & ok=$!
-  k wait --for=condition=failed --timeout="${TIMEOUT_S}s" "job/$job" > /dev/null 2>&1 & bad=$!
+  # exec: $! is kubectl itself, so the kill below reaches it (a function
+  # in the background is a subshell, which would leave kubectl running).
+  (exec "$KUBECTL" -n "$NAMESPACE" wait --for=condition=complete --timeout="${TIMEOUT_S}s" "job/$job" > /dev/null 2>&1) & ok=$!
+  (exec "$KUBECTL" -n "$NAMESPACE" wait --for=condition=failed --timeout="${TIMEOUT_S}s" "job/$job" > /dev/null 2>&1) & bad=$!
   wait -n -p first "$ok" "$bad" || rc=$?
   kill "$ok" "$bad" 2> /dev/null || true
   wait "$ok" "$bad" 2> /dev/null || true

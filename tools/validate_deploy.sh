@@ -635,7 +635,10 @@ PY
     } }'
   "$gmmscore_bin" train-gmm --features "scp:$work/data/feats.scp" --num_gauss 2 --iterations 2 \
     --output "$work/data/exp/0.dubm" 2> /dev/null
-  common=(--init "$work/data/exp/0.dubm" --feats "$work/data/feats.scp" --shards 3 --iterations 2 --mix_up 4)
+  # --backend cpu on both sides: on a GPU machine --local would otherwise
+  # pick CUDA while the stand-in cluster runs on the CPU.
+  common=(--init "$work/data/exp/0.dubm" --feats "$work/data/feats.scp" --shards 3 --iterations 2 --mix_up 4
+          --backend cpu)
   driver_ok=1
   if ! tools/train_cluster.sh --local "${common[@]}" --exp "$work/data/exp/local" > "$work/local.log" 2>&1; then
     driver_ok=0; echo "FAIL  train_cluster.sh --local: $(tail -n 3 "$work/local.log")"

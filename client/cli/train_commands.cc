@@ -264,7 +264,12 @@ absl::Status RunEst(const SpecifiedFlags& specified) {
   GMM_ASSIGN_OR_RETURN(NaturalGmm gmm, MleUpdate(NaturalGmm::FromModel(model), accs.stats, options, &report));
   PrintUpdate(report);
   if (tm.has_value() && (*flags & kGmmTransitions) != 0 && accs.is_am) {
-    GMM_RETURN_IF_ERROR(UpdateTransitions(accs, &*tm));
+    if (accs.transition_accs.empty()) {
+      // Accumulated against a copy of the model without its TransitionModel.
+      std::fprintf(stderr, "gmmscore: note: the accumulators hold no transition counts: transitions kept\n");
+    } else {
+      GMM_RETURN_IF_ERROR(UpdateTransitions(accs, &*tm));
+    }
   }
   if (absl::GetFlag(FLAGS_mix_up) > 0) GMM_RETURN_IF_ERROR(MixUp(accs.stats, absl::GetFlag(FLAGS_mix_up), &gmm));
   return WriteEstimated(gmm, tm);

@@ -47,6 +47,16 @@ class BlockBuilder {
       return absl::InvalidArgumentError(absl::StrCat("utterance '", key, "' has dimension ", features.cols(),
                                                      ", earlier ones ", dim_));
     }
+    // Every frame's transition counts, subsampled or not, as
+    // gmm-acc-stats-ali counts them for the same data.
+    if (labels != nullptr && !options_.transition_id_to_pdf.empty()) {
+      for (int64_t t = 0; t < features.rows(); ++t) {
+        for (const auto& [tid, weight] : (*labels)[t]) {
+          GMM_RETURN_IF_ERROR(MapTransition(key, t, tid).status());
+          data_->transition_counts[tid] += 1.0;
+        }
+      }
+    }
     const int64_t kept = (features.rows() + options_.subsample - 1) / options_.subsample;
     if (rows_.size() / std::max<int64_t>(dim_, 1) + kept > options_.block_frames && !rows_.empty()) Flush();
     dim_ = features.cols();
@@ -60,7 +70,7 @@ class BlockBuilder {
       }
       for (auto [id, weight] : (*labels)[t]) {
         if (!options_.transition_id_to_pdf.empty()) {
-          GMM_ASSIGN_OR_RETURN(id, CountTransition(key, t, id));
+          GMM_ASSIGN_OR_RETURN(id, MapTransition(key, t, id));
         }
         if (id < 0 || id >= options_.num_states) {
           return absl::InvalidArgumentError(absl::StrCat("utterance '", key, "' frame ", t, ": pdf id ", id,
@@ -75,14 +85,13 @@ class BlockBuilder {
     return absl::OkStatus();
   }
 
-  // The pdf of transition-id `tid`, counted once per kept frame.
-  absl::StatusOr<int32_t> CountTransition(const std::string& key, int64_t t, int32_t tid) {
+  // The pdf of transition-id `tid`.
+  absl::StatusOr<int32_t> MapTransition(const std::string& key, int64_t t, int32_t tid) const {
     const auto& map = options_.transition_id_to_pdf;
     if (tid < 1 || tid >= static_cast<int32_t>(map.size())) {
       return absl::InvalidArgumentError(absl::StrCat("utterance '", key, "' frame ", t, ": transition-id ", tid,
                                                      " is outside the transition model's 1..", map.size() - 1));
     }
-    data_->transition_counts[tid] += 1.0;
     return map[tid];
   }
 

@@ -48,8 +48,9 @@ struct TrainingData {
   int64_t frames = 0;      // used (after subsampling)
   int64_t skipped = 0;     // utterances skipped, each with a warning
   std::vector<std::string> warnings;  // the first 20
-  // With transition_id_to_pdf: frames (kept after subsampling) aligned to
-  // each transition-id, indexed as the map; empty otherwise.
+  // With transition_id_to_pdf: frames aligned to each transition-id, indexed
+  // as the map, over every frame of the utterances used (subsampling thins
+  // the GMM statistics, not these counts); empty otherwise.
   std::vector<double> transition_counts;
 };
 

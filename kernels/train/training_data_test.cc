@@ -80,15 +80,15 @@ TEST_F(TransitionIdDataTest, FramesGoToTheirPdfsAndTransitionsAreCounted) {
   EXPECT_EQ(got, pdfs);
 }
 
-TEST_F(TransitionIdDataTest, SubsamplingCountsOnlyTheKeptFrames) {
+TEST_F(TransitionIdDataTest, SubsamplingThinsTheStatisticsNotTheTransitionCounts) {
   TrainingDataOptions options = Options();
   options.subsample = 3;
   absl::StatusOr<TrainingData> data = LoadTrainingData(options);
   ASSERT_TRUE(data.ok()) << data.status();
   double counted = 0.0;
   for (double c : data->transition_counts) counted += c;
-  EXPECT_EQ(counted, 3 + 4);  // frames 0, 3, 6 of u1 and 0, 3, 6, 9 of u2
-  EXPECT_EQ(data->frames, 7);
+  EXPECT_EQ(counted, 7 + 11);  // every frame, as gmm-acc-stats-ali counts them
+  EXPECT_EQ(data->frames, 7);  // frames 0, 3, 6 of u1 and 0, 3, 6, 9 of u2
 }
 
 TEST_F(TransitionIdDataTest, AnIdOutsideTheModelNamesUtteranceAndFrame) {

@@ -41,8 +41,10 @@ std::vector<float> NewProbabilities(const double* counts, int n, double total, f
 
 absl::Status MleTransitionUpdate(const std::vector<double>& counts, const TransitionUpdateOptions& options,
                                  KaldiTransitionModel* tm, TransitionUpdateReport* report) {
-  if (!(options.floor >= 0.0 && options.floor < 1.0) || !(options.min_count >= 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("transition floor ", options.floor, " must be in [0, 1) and min count ",
+  // A zero floor would let a transition never seen get log 0 = -inf, which
+  // Kaldi's update refuses too.
+  if (!(options.floor > 0.0 && options.floor < 1.0) || !(options.min_count >= 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("transition floor ", options.floor, " must be in (0, 1) and min count ",
                                                    options.min_count, " >= 0"));
   }
   if (absl::Status ok = CheckCounts(counts, *tm); !ok.ok()) return ok;

@@ -14,7 +14,7 @@
 //
 // Errors: INVALID_ARGUMENT (tm unchanged) when the counts are not one per
 // transition-id plus index 0, or hold a negative or non-finite count, or the
-// options are out of range (floor in [0, 1), min_count >= 0).
+// options are out of range (floor in (0, 1), min_count >= 0).
 #ifndef GMMSCORE_KERNELS_TRAIN_TRANSITION_UPDATE_H_
 #define GMMSCORE_KERNELS_TRAIN_TRANSITION_UPDATE_H_
 

@@ -82,6 +82,9 @@ TEST(TransitionUpdateTest, BadCountsLeaveTheModelUnchanged) {
   KaldiTransitionModel tm = original;
   EXPECT_EQ(MleTransitionUpdate(std::vector<double>(13, 1.0), {.floor = 1.0}, &tm, &report).code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MleTransitionUpdate(std::vector<double>(13, 1.0), {.floor = 0.0}, &tm, &report).code(),
+            absl::StatusCode::kInvalidArgument);  // log 0 for a transition never seen
+  EXPECT_EQ(tm.log_probs, original.log_probs);
 }
 
 }  // namespace
