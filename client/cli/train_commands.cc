@@ -370,7 +370,8 @@ std::vector<Command> TrainCommands() {
   std::vector<Command> commands = {
       {"acc-stats", "accumulate GMM statistics (Kaldi AccumDiagGmm / gmm-acc-stats-ali files)",
        "gmmscore acc-stats --model M --features ark:F [--alignments ark:A [--transition_ids] | --posteriors ark:P]\n"
-       "                   --output ACCS [--binary=false] [--backend cpu|cuda|reference] [--subsample k]\n\n"
+       "                   --output ACCS [--binary=false] [--backend cpu|cuda|reference] [--subsample k]\n"
+       "                   (cuda[:N]/tf32x3: the 3xTF32 tensor-core kernels; docs/PERFORMANCE.md says when they pay)\n\n"
        "Without alignments or posteriors M must be one GMM (a UBM): every frame feeds it, as\n"
        "gmm-global-acc-stats. With pdf-id alignments (ali-to-pdf) or pdf-id posteriors\n"
        "(post-to-pdf-post) each frame feeds its states, as gmm-acc-stats-ali / gmm-acc-stats; the\n"

@@ -23,22 +23,10 @@
 
 #include "kernels/cuda/internal/log_math.cuh"
 #include "kernels/cuda/internal/tensor_core_args.h"
+#include "kernels/cuda/internal/tf32_mma.cuh"
 #include "kernels/cuda/loglik_policy.h"
 
 namespace gmmscore {
-
-// TF32 exists from sm_80 on. Turing (sm_75) builds compile these to a trap;
-// LaunchTensorCore refuses such a device before any launch.
-__device__ __forceinline__ uint32_t ToTf32(float value) {
-  uint32_t out;
-#if __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(out) : "f"(value));
-#else
-  out = __float_as_uint(value);
-  __trap();
-#endif
-  return out;
-}
 
 // A warp's 16 frames (first_frame onwards) as the A fragments of m16n8k8
 // TF32 MMAs: rows group and group + 8, columns thread and thread + 4 of every
@@ -95,19 +83,6 @@ __device__ __forceinline__ void FlushQuadLogSums(float (&run_max)[2], float (&ru
     run_max[h] = -INFINITY;
     run_sum[h] = 0.0f;
   }
-}
-
-// d += a * b for one m16n8k8 TF32 tile (fragments as the PTX ISA lays them out).
-__device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if __CUDA_ARCH__ < 800
-  __trap();
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
 }
 
 template <typename Policy>

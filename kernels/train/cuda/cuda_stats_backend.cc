@@ -83,15 +83,19 @@ class CudaStatsBackend : public StatsBackend {
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
     has_model_ = false;  // until the new one is complete on the device
-    tiles_ = train_cuda::BuildStatsTiles(model, train_cuda::ChooseTileGaussians(model));
+    tiles_ = train_cuda::BuildStatsTiles(model, options_.kernel == train_cuda::StatsKernelChoice::kTf32x3
+                                                    ? train_cuda::kTcTile
+                                                    : train_cuda::ChooseTileGaussians(model));
     GMM_ASSIGN_OR_RETURN(tiles_device_,
                          DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
     GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
                                                                               tiles_.single_tile.size()));
     center_.assign(model.center().begin(), model.center().end());
     GMM_ASSIGN_OR_RETURN(center_device_, DeviceBuffer<float>::FromHost(center_.data(), center_.size()));
+    GMM_RETURN_IF_ERROR(ChooseKernels(model.dim()));
     GMM_ASSIGN_OR_RETURN(const int ctas_per_sm,
-                         train_cuda::StatsCtasPerSm(model.dim(), tiles_.tile_gaussians, flush_tiles()));
+                         tensor_cores_ ? train_cuda::TcStatsCtasPerSm(model.dim())
+                                       : train_cuda::StatsCtasPerSm(model.dim(), tiles_.tile_gaussians, flush_tiles()));
     target_items_ = int64_t{train_cuda::kItemsPerResidentCta} * sms_ * std::max(1, ctas_per_sm);
     row_doubles_ = train_cuda::StatsRowDoubles(model.dim());
     block_doubles_ = int64_t{tiles_.tile_gaussians} * row_doubles_;
@@ -179,6 +183,39 @@ class CudaStatsBackend : public StatsBackend {
   }
 
  private:
+  // Tensor cores or not for the model just tiled (tiles_), their tiles
+  // uploaded when chosen.
+  absl::Status ChooseKernels(int dim) {
+    GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+    switch (options_.kernel) {
+      case train_cuda::StatsKernelChoice::kFp32:
+        tensor_cores_ = false;
+        break;
+      case train_cuda::StatsKernelChoice::kTf32x3:
+        if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
+          return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
+                                                         train_cuda::kTcMaxDim, "; the model has ", dim));
+        }
+        if (info.major < 8) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("tensor-core (3xTF32) statistics need sm_80 or newer, not sm_", info.major, info.minor));
+        }
+        tensor_cores_ = true;
+        break;
+      case train_cuda::StatsKernelChoice::kAuto:
+        tensor_cores_ = train_cuda::ChooseStatsKernel(info.major, dim, tiles_.tile_gaussians) ==
+                        train_cuda::StatsKernelChoice::kTf32x3;
+        break;
+    }
+    if (!tensor_cores_) {
+      tc_tiles_device_ = DeviceBuffer<float>();
+      return absl::OkStatus();
+    }
+    const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
+    GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
+    return absl::OkStatus();
+  }
+
   int flush_tiles() const {
     return options_.flush_tiles < 0 ? train_cuda::kStatsFlushTiles : options_.flush_tiles;
   }
@@ -225,13 +262,16 @@ class CudaStatsBackend : public StatsBackend {
     model.tiles = tiles_device_.data();
     model.single_tile = single_tile_device_.data();
     model.center = center_device_.data();
+    model.tc_tiles = tensor_cores_ ? tc_tiles_device_.data() : nullptr;
     model.dim = shape_.dim;
     model.tile = tiles_.tile_gaussians;
 
     GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
-    GMM_RETURN_IF_ERROR(train_cuda::LaunchLse(model, pairs, lse_items_.data(),
-                                              static_cast<int>(plan.lse_items.size()), lse_max_.data(),
-                                              lse_log_.data(), stream));
+    const int num_lse_items = static_cast<int>(plan.lse_items.size());
+    GMM_RETURN_IF_ERROR(tensor_cores_ ? train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items,
+                                                                lse_max_.data(), lse_log_.data(), stream)
+                                      : train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items,
+                                                              lse_max_.data(), lse_log_.data(), stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -239,9 +279,13 @@ class CudaStatsBackend : public StatsBackend {
         GMM_RETURN_IF_ERROR(Poison(partials_, batch.items.size() * block_doubles_, stream));
         GMM_RETURN_IF_ERROR(Poison(outputs_, batch.rows * row_doubles_, stream));
       }
-      GMM_RETURN_IF_ERROR(train_cuda::LaunchStats(model, pairs, items_.data(), static_cast<int>(batch.items.size()),
-                                                  lse_max_.data(), lse_log_.data(), partials_.data(), stream,
-                                                  flush_tiles()));
+      const int num_items = static_cast<int>(batch.items.size());
+      GMM_RETURN_IF_ERROR(tensor_cores_ ? train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items,
+                                                                    lse_max_.data(), lse_log_.data(),
+                                                                    partials_.data(), stream)
+                                        : train_cuda::LaunchStats(model, pairs, items_.data(), num_items,
+                                                                  lse_max_.data(), lse_log_.data(),
+                                                                  partials_.data(), stream, flush_tiles()));
       GMM_RETURN_IF_ERROR(train_cuda::LaunchReducePartials(partials_.data(), ranges_.data(),
                                                            static_cast<int>(batch.outputs.size()),
                                                            tiles_.tile_gaussians, row_doubles_, outputs_.data(),
@@ -288,6 +332,8 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<float> tiles_device_;
   DeviceBuffer<int32_t> single_tile_device_;
   DeviceBuffer<float> center_device_;
+  bool tensor_cores_ = false;
+  DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), when tensor_cores_
   int64_t target_items_ = 1;
   int row_doubles_ = 0;
   int64_t block_doubles_ = 0;

@@ -1,7 +1,8 @@
 // The CUDA StatsBackend: frames held in device memory (a FrameBlock per
 // LoadFrames), the model in the kernels' tile layout, and per Accumulate
-// the two-kernel statistics pass of stats_kernels.cuh over the pairs grouped
-// by target (stats_plan.h).
+// the two-kernel statistics pass over the pairs grouped by target
+// (stats_plan.h): float32 FFMAs (stats_kernels.cuh) or 3xTF32 tensor cores
+// (stats_tc_kernels.cuh), as CudaStatsOptions::kernel and the policy choose.
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> cuda, CreateCudaStatsBackend(/*device=*/0));
 //   GMM_RETURN_IF_ERROR(cuda->SetModel(model));
@@ -48,6 +49,10 @@ struct CudaStatsOptions {
   // Tests and benchmarks: the statistics kernel's accumulation variant
   // (stats_policy.h: 0 or kStatsFlushTilesAlt); -1 = kStatsFlushTiles.
   int flush_tiles = -1;
+  // Which kernels (stats_policy.h): kAuto = ChooseStatsKernel for the model
+  // and device; kTf32x3 on a model or device the tensor-core kernels do not
+  // serve makes SetModel fail (INVALID_ARGUMENT / FAILED_PRECONDITION).
+  train_cuda::StatsKernelChoice kernel = train_cuda::StatsKernelChoice::kAuto;
 };
 
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/train/cuda/stats_kernels.h"
 #include "kernels/train/cuda/stats_policy.h"
 #include "kernels/train/cuda/stats_test_data.h"
 #include "kernels/train/stats_reference.h"
@@ -100,21 +101,38 @@ void ExpectClose(const std::string& name, const GmmStats& got, const GmmStats& w
   EXPECT_DOUBLE_EQ(got.total_weight, want.total_weight) << name;
 }
 
-// Runs the CUDA backend and the reference on the same request.
+// The kernels a check runs: the one `options` names, or with kAuto both the
+// float32 kernels and, where the shape allows them, the tensor-core ones.
+std::vector<train_cuda::StatsKernelChoice> KernelsToRun(const CudaStatsOptions& options, int dim) {
+  if (options.kernel != train_cuda::StatsKernelChoice::kAuto) return {options.kernel};
+  if (!train_cuda::TcStatsShapeSupported(dim, train_cuda::kTcTile)) return {train_cuda::StatsKernelChoice::kFp32};
+  return {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3};
+}
+
+std::string KernelSuffix(train_cuda::StatsKernelChoice kernel) {
+  return kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "_fp32";
+}
+
+// Runs the CUDA backend (each of KernelsToRun) and the reference on the same request.
 void CheckAgainstReference(const std::string& name, const DiagGmmModel& model, const FloatMatrix& frames,
                            const std::vector<StatsPair>& pairs, int num_sets, CudaStatsOptions options = {},
                            Tolerance tol = {}) {
-  auto cuda = NewCuda(options);
-  ASSERT_NE(cuda, nullptr);
-  ASSERT_TRUE(cuda->SetModel(model).ok());
-  auto block = cuda->LoadFrames(frames.view());
-  ASSERT_TRUE(block.ok()) << block.status();
-  GmmStats got = GmmStats::ForModel(model, num_sets);
-  const absl::Status status = cuda->Accumulate(**block, pairs, &got);
-  ASSERT_TRUE(status.ok()) << status;
   auto want = ParallelReferenceStats(model, frames, pairs, num_sets);
   ASSERT_TRUE(want.ok()) << want.status();
-  ExpectClose(name, got, *want, tol);
+  for (const train_cuda::StatsKernelChoice kernel : KernelsToRun(options, model.dim())) {
+    CudaStatsOptions run = options;
+    run.kernel = kernel;
+    auto cuda = NewCuda(run);
+    ASSERT_NE(cuda, nullptr);
+    const absl::Status set = cuda->SetModel(model);
+    ASSERT_TRUE(set.ok()) << set;
+    auto block = cuda->LoadFrames(frames.view());
+    ASSERT_TRUE(block.ok()) << block.status();
+    GmmStats got = GmmStats::ForModel(model, num_sets);
+    const absl::Status status = cuda->Accumulate(**block, pairs, &got);
+    ASSERT_TRUE(status.ok()) << status;
+    ExpectClose(name + KernelSuffix(kernel), got, *want, tol);
+  }
 }
 
 // --- A global GMM (no pairs) over every D x M x T of the brief. -----------
@@ -169,7 +187,8 @@ TEST_P(DimensionTest, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dims, DimensionTest,
-                         ::testing::Values(1, 2, 8, 9, 20, 32, 47, 48, 49, 64, 65, 90, 100, 128));
+                         ::testing::Values(1, 2, 8, 9, 15, 16, 20, 31, 32, 43, 44, 47, 48, 49, 64, 65, 90,
+                                           100, 128));
 
 // --- Alignments, posteriors, several sets. --------------------------------
 
@@ -268,6 +287,7 @@ TEST(CudaStatsBackendTest, OtherSumVariantMatchesFloat64Reference) {
   SKIP_WITHOUT_GPU();
   CudaStatsOptions flush;
   flush.flush_tiles = train_cuda::kStatsOtherFlushTiles;
+  flush.kernel = train_cuda::StatsKernelChoice::kFp32;
   for (const GlobalCase c : {GlobalCase{39, 2048, 100000}, GlobalCase{40, 64, 100000}, GlobalCase{13, 3, 65},
                              GlobalCase{39, 128, 1}}) {
     const DiagGmmModel model = Model(1, c.gaussians, c.gaussians, c.dim, 11 + c.gaussians);
@@ -296,6 +316,7 @@ TEST(CudaStatsBackendTest, OtherSumVariantDeterministicAndDriftFree) {
   SKIP_WITHOUT_GPU();
   CudaStatsOptions flush;
   flush.flush_tiles = train_cuda::kStatsOtherFlushTiles;
+  flush.kernel = train_cuda::StatsKernelChoice::kFp32;
   const DiagGmmModel model = Model(1, 8, 8, 39, 29);
   const FloatMatrix frames = DrawModelFrames(model, 10'000'000, 16);
   auto cuda = NewCuda(flush);
@@ -323,11 +344,20 @@ void ExpectBitIdentical(const GmmStats& a, const GmmStats& b) {
   EXPECT_EQ(std::memcmp(&a.total_loglike, &b.total_loglike, sizeof(double)), 0);
 }
 
-TEST(CudaStatsBackendTest, TwoRunsAreBitIdentical) {
+class KernelTest : public ::testing::TestWithParam<train_cuda::StatsKernelChoice> {
+ protected:
+  CudaStatsOptions Options() const {
+    CudaStatsOptions options;
+    options.kernel = GetParam();
+    return options;
+  }
+};
+
+TEST_P(KernelTest, TwoRunsAreBitIdentical) {
   SKIP_WITHOUT_GPU();
   const DiagGmmModel model = Model(1, 2048, 2048, 39, 27);
   const FloatMatrix frames = DrawModelFrames(model, 100000, 14);
-  auto cuda = NewCuda();
+  auto cuda = NewCuda(Options());
   ASSERT_TRUE(cuda->SetModel(model).ok());
   auto block = cuda->LoadFrames(frames.view());
   ASSERT_TRUE(block.ok());
@@ -336,7 +366,7 @@ TEST(CudaStatsBackendTest, TwoRunsAreBitIdentical) {
   ASSERT_TRUE(cuda->Accumulate(**block, {}, &b).ok());
   ExpectBitIdentical(a, b);
   // A second backend (fresh scratch) too, and an alignment.
-  auto other = NewCuda();
+  auto other = NewCuda(Options());
   ASSERT_TRUE(other->SetModel(model).ok());
   auto other_block = other->LoadFrames(frames.view());
   ASSERT_TRUE(other_block.ok());
@@ -358,13 +388,13 @@ TEST(CudaStatsBackendTest, TwoRunsAreBitIdentical) {
 
 // --- Drift over 10^7 frames against a float64 accumulation. ---------------
 
-TEST(CudaStatsBackendTest, DriftOverTenMillionFrames) {
+TEST_P(KernelTest, DriftOverTenMillionFrames) {
   SKIP_WITHOUT_GPU();
   // M = 8 keeps the float64 reference affordable; D = 39 as in the benchmark.
   const DiagGmmModel model = Model(1, 8, 8, 39, 29);
   const int64_t frames_count = 10'000'000;
   const FloatMatrix frames = DrawModelFrames(model, frames_count, 16);
-  auto cuda = NewCuda();
+  auto cuda = NewCuda(Options());
   ASSERT_TRUE(cuda->SetModel(model).ok());
   auto block = cuda->LoadFrames(frames.view());
   ASSERT_TRUE(block.ok()) << block.status();
@@ -374,8 +404,15 @@ TEST(CudaStatsBackendTest, DriftOverTenMillionFrames) {
   ASSERT_TRUE(want.ok());
   // Over 10^7 frames the per-frame float32 rounding averages out: the sums
   // must agree far tighter than a single frame does.
-  ExpectClose("drift_D39_M8_T1e7", got, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
+  ExpectClose("drift_D39_M8_T1e7" + KernelSuffix(GetParam()), got, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelTest,
+                         ::testing::Values(train_cuda::StatsKernelChoice::kFp32,
+                                           train_cuda::StatsKernelChoice::kTf32x3),
+                         [](const ::testing::TestParamInfo<train_cuda::StatsKernelChoice>& info) {
+                           return KernelSuffix(info.param).substr(1);
+                         });
 
 // --- Bad requests change nothing and say why. ------------------------------
 
@@ -432,6 +469,15 @@ TEST(CudaStatsBackendTest, RejectsBadInputs) {
   const absl::Status too_wide = cuda->SetModel(model129);
   EXPECT_EQ(too_wide.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_wide.message()), HasSubstr("128"));
+
+  // The tensor-core kernels asked for beyond their dimensions.
+  CudaStatsOptions tensor_cores;
+  tensor_cores.kernel = train_cuda::StatsKernelChoice::kTf32x3;
+  auto tc = NewCuda(tensor_cores);
+  const absl::Status tc_too_wide = tc->SetModel(Model(1, 3, 3, train_cuda::kTcMaxDim + 1, 33));
+  EXPECT_EQ(tc_too_wide.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(tc_too_wide.message()), HasSubstr("43"));
+  EXPECT_TRUE(tc->SetModel(Model(1, 3, 3, train_cuda::kTcMaxDim, 33)).ok());
 }
 
 TEST(CudaStatsBackendTest, FrameMemoryBudgetIsSomeOfTheDevice) {

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=${BUILD_DIR:-build-cuda-train}
-targets=(cuda_stats_backend_test train_stats_bench gmmscore)
+targets=(${TARGETS:-cuda_stats_backend_test train_stats_bench gmmscore})  # TARGETS="..." for fewer
 cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" "${targets[@]}"
 rm -rf .device-train && mkdir -p .device-train/bin .device-train/lib
@@ -25,9 +25,11 @@ for b in .device-train/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sor
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device-train/lib/; done
 strip --strip-unneeded .device-train/bin/* .device-train/lib/* 2>/dev/null || true
-/usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v --expt-relaxed-constexpr -I. \
-  -c kernels/train/cuda/stats_kernels.cu -o /dev/null 2>&1 |
-  grep -E 'Compiling|registers|spill' | sed -E 's/ptxas info *: //' > .device-train/ptxas.txt || true
+for source in stats_kernels stats_tc_kernels; do
+  /usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v --expt-relaxed-constexpr -I. \
+    -c kernels/train/cuda/$source.cu -o /dev/null 2>&1 |
+    grep -E 'Compiling|registers|spill' | sed -E 's/ptxas info *: //' >> .device-train/ptxas.txt || true
+done
 # The kernels' machine code, for cuobjdump -sass on the GPU machine (none here).
 /usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 --expt-relaxed-constexpr -I. -cubin \
   -o .device-train/stats_kernels.cubin kernels/train/cuda/stats_kernels.cu

@@ -11,7 +11,10 @@
 //               D = 40, M = 2048: upload (LoadFrames, with the value check),
 //               first Accumulate (scratch allocation included), then warm;
 //   *_flushN    the same rows with the statistics kernel's other
-//               accumulation variant (stats_policy.h, --flush_rows).
+//               accumulation variant (stats_policy.h, --flush_rows);
+//   *_tf32x3    the same rows on the tensor-core kernels (stats_tc_kernels.cuh)
+//               where the dimension allows them; the unsuffixed rows are
+//               the float32 kernels.
 // Comment lines (#) give per-kernel times of one global pass for both tile
 // widths and variants (--kernel_gaussians) and the host's share of the
 // alignment row.
@@ -132,9 +135,10 @@ DiagGmmModel MakeModel(int states, int min_gaussians, int max_gaussians, int dim
 // for tiles of 64 and 32 Gaussians and work-item targets of 2, 4 and 8
 // items per resident CTA: where the time goes, and whether the tile choice
 // and kItemsPerResidentCta are good ones.
-void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush) {
+// tc: the tensor-core kernels instead (tile 64; flush is ignored).
+void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush, bool tc) {
   using namespace train_cuda;
-  if (!StatsShapeSupported(dim, tile)) return;
+  if (!StatsShapeSupported(dim, tile) || (tc && !TcStatsShapeSupported(dim, tile))) return;
   const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
   const FloatMatrix data = DrawModelFrames(model, frames, 3);
   const StatsTiles tiles = BuildStatsTiles(model, tile);
@@ -145,13 +149,16 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
   auto d_frames = DeviceBuffer<float>::FromHost(data.data(), static_cast<size_t>(frames * dim));
   auto d_max = DeviceBuffer<float>::Allocate(frames);
   auto d_log = DeviceBuffer<float>::Allocate(frames);
-  auto ctas = StatsCtasPerSm(dim, tile, flush);
+  auto ctas = tc ? TcStatsCtasPerSm(dim) : StatsCtasPerSm(dim, tile, flush);
+  const std::vector<float> tc_tiles = tc ? BuildTcTiles(tiles) : std::vector<float>(1);
+  auto d_tc_tiles = DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size());
   if (!d_tiles.ok() || !d_single.ok() || !d_center.ok() || !d_frames.ok() || !d_max.ok() || !d_log.ok() ||
-      !ctas.ok()) {
+      !ctas.ok() || !d_tc_tiles.ok()) {
     std::fprintf(stderr, "kernel timing setup failed\n");
     return;
   }
-  const StatsModelView view{d_tiles->data(), d_single->data(), d_center->data(), dim, tile};
+  const StatsModelView view{d_tiles->data(), d_single->data(), d_center->data(), dim, tile,
+                            tc ? d_tc_tiles->data() : nullptr};
   PairsView pairs;
   pairs.frames = d_frames->data();
   const GroupedPairs grouped = GroupStatsPairs({}, frames, 1, {});
@@ -174,12 +181,17 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
     constexpr int kReps = 3;
     for (int rep = 0; rep <= kReps; ++rep) {  // rep 0 warms up
       cudaEventRecord(marks[0]);
-      absl::Status status = LaunchLse(view, pairs, d_lse_items->data(), static_cast<int>(plan.lse_items.size()),
-                                      d_max->data(), d_log->data(), nullptr);
+      const int lse_items = static_cast<int>(plan.lse_items.size());
+      absl::Status status =
+          tc ? LaunchTcLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr)
+             : LaunchLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr);
       cudaEventRecord(marks[1]);
       if (status.ok()) {
-        status = LaunchStats(view, pairs, d_items->data(), static_cast<int>(batch.items.size()), d_max->data(),
-                             d_log->data(), d_partials->data(), nullptr, flush);
+        const int items = static_cast<int>(batch.items.size());
+        status = tc ? LaunchTcStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
+                                    d_partials->data(), nullptr)
+                    : LaunchStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
+                                  d_partials->data(), nullptr, flush);
       }
       cudaEventRecord(marks[2]);
       if (status.ok()) {
@@ -198,6 +210,18 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
       }
     }
     const double flops_per = static_cast<double>(frames) * gaussians;
+    if (tc) {
+      // TF32 MMA work: 3 MMAs per product, 2 x TcCols multiply-adds per
+      // pair and Gaussian in the LSE kernel, twice that in the statistics one.
+      const double mma = flops_per * 2.0 * TcCols(dim) * 3;
+      std::printf("# kernels D=%d M=%d T=%lld tile=64 tf32x3 (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse CTAs): "
+                  "lse %.3f ms, stats %.3f ms, reduce %.3f ms; TF32 MMA rate lse %.0f, stats %.0f TFLOP/s\n",
+                  dim, gaussians, static_cast<long long>(frames), *ctas, per_cta, batch.items.size(),
+                  plan.lse_items.size(), ms[0], ms[1], ms[2], ms[0] > 0 ? mma / (ms[0] * 1e-3) * 1e-12 : 0.0,
+                  2 * mma / (ms[1] * 1e-3) * 1e-12);
+      std::fflush(stdout);
+      continue;
+    }
     std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse CTAs): "
                 "lse %.3f ms, stats %.3f ms, reduce %.3f ms; lse %.1f%% and stats %.1f%% of fp32 peak by their own "
                 "FMA count\n",
@@ -212,17 +236,22 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
 }
 
 int Main() {
-  auto created = CreateCudaStatsBackend(0);
-  CudaStatsOptions alt_options;
+  CudaStatsOptions fp32_options, alt_options, tc_options;
+  fp32_options.kernel = alt_options.kernel = train_cuda::StatsKernelChoice::kFp32;
   alt_options.flush_tiles = train_cuda::kStatsOtherFlushTiles;
+  tc_options.kernel = train_cuda::StatsKernelChoice::kTf32x3;
+  auto created = CreateCudaStatsBackend(0, fp32_options);
   auto created_alt = CreateCudaStatsBackend(0, alt_options);
-  if (!created.ok() || !created_alt.ok()) {
+  auto created_tc = CreateCudaStatsBackend(0, tc_options);
+  if (!created.ok() || !created_alt.ok() || !created_tc.ok()) {
     std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
     return 1;
   }
   StatsBackend& backend = **created;
   StatsBackend& alt = **created_alt;
+  StatsBackend& tc = **created_tc;
   const bool flush_rows = absl::GetFlag(FLAGS_flush_rows);
+  const bool tc_rows = train_cuda::TcStatsShapeSupported(absl::GetFlag(FLAGS_dim), train_cuda::kTcTile);
   const std::string alt_suffix = "_flush" + std::to_string(alt_options.flush_tiles);
   const Device device = ReadDevice();
   std::printf("# device %s, %d SMs at %.3f GHz: float32 peak %.1f TFLOP/s\n", device.name.c_str(), device.sms,
@@ -243,6 +272,12 @@ int Main() {
     if (!absl::SimpleAtoi(text, &gaussians)) return 1;
     const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
     const FloatMatrix data = DrawModelFrames(model, frames, 3);
+    if (tc_rows) {
+      if (!tc.SetModel(model).ok()) return 1;
+      auto tc_block = tc.LoadFrames(data.view());
+      if (!tc_block.ok()) return 1;
+      emit({"global_tf32x3", dim, gaussians, 1, frames, TimeAccumulate(tc, **tc_block, {}, model, 1)});
+    }
     if (!backend.SetModel(model).ok()) return 1;
     auto block = backend.LoadFrames(data.view());
     if (!block.ok()) return 1;
@@ -272,6 +307,13 @@ int Main() {
     if (!block.ok()) return 1;
     emit({"alignment", dim, static_cast<int64_t>(evaluated / frames + 0.5), states, frames,
           TimeAccumulate(backend, **block, pairs, model, 1)});
+    if (tc_rows) {
+      if (!tc.SetModel(model).ok()) return 1;
+      auto tc_block = tc.LoadFrames(data.view());
+      if (!tc_block.ok()) return 1;
+      emit({"alignment_tf32x3", dim, static_cast<int64_t>(evaluated / frames + 0.5), states, frames,
+            TimeAccumulate(tc, **tc_block, pairs, model, 1)});
+    }
     if (flush_rows) {
       if (!alt.SetModel(model).ok()) return 1;
       auto alt_block = alt.LoadFrames(data.view());
@@ -294,24 +336,30 @@ int Main() {
                 validate * 1e3, Seconds(start) * 1e3, grouped.segments.size());
   }
 
-  if (absl::GetFlag(FLAGS_estep)) {
+  for (const train_cuda::StatsKernelChoice kernel :
+       {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3}) {
+    if (!absl::GetFlag(FLAGS_estep)) break;
+    const std::string suffix = kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "";
+    CudaStatsOptions estep_options;
+    estep_options.kernel = kernel;
     constexpr int64_t kFrames = 3'125'506;
     const DiagGmmModel model = MakeModel(1, 2048, 2048, 40, 2011);
     const FloatMatrix data = DrawModelFrames(model, kFrames, 6);
-    auto fresh = CreateCudaStatsBackend(0);
+    auto fresh = CreateCudaStatsBackend(0, estep_options);
     if (!fresh.ok()) return 1;
     StatsBackend& estep = **fresh;
     if (!estep.SetModel(model).ok()) return 1;
     Clock::time_point start = Clock::now();
     auto block = estep.LoadFrames(data.view());
     if (!block.ok()) return 1;
-    emit({"estep_upload", 40, 2048, 1, kFrames, Seconds(start)});
+    emit({"estep_upload" + suffix, 40, 2048, 1, kFrames, Seconds(start)});
     GmmStats stats = GmmStats::ForModel(model);
     start = Clock::now();
     if (!estep.Accumulate(**block, {}, &stats).ok()) return 1;
-    emit({"estep_accumulate_cold", 40, 2048, 1, kFrames, Seconds(start)});
-    emit({"estep_accumulate", 40, 2048, 1, kFrames, TimeAccumulate(estep, **block, {}, model, 1)});
-    std::printf("# E-step total log-likelihood per frame %.4f (first pass)\n", stats.total_loglike / kFrames);
+    emit({"estep_accumulate_cold" + suffix, 40, 2048, 1, kFrames, Seconds(start)});
+    emit({"estep_accumulate" + suffix, 40, 2048, 1, kFrames, TimeAccumulate(estep, **block, {}, model, 1)});
+    std::printf("# E-step%s total log-likelihood per frame %.6f (first pass)\n", suffix.c_str(),
+                stats.total_loglike / kFrames);
     // Whole EM iterations through the training driver (TrainGmm: statistics,
     // ML update, model rebuild and upload), the data resident after the
     // first; the first iteration's time includes the upload.
@@ -320,7 +368,7 @@ int Main() {
     options.num_gauss = 2048;
     options.iterations = 4;
     auto em = TrainGmm(estep, blocks, NaturalGmm::FromModel(model), options, [&](const EmIteration& it) {
-      emit({it.iteration == 1 ? "em_iteration_first" : "em_iteration", 40, 2048, 1, kFrames, it.seconds});
+      emit({(it.iteration == 1 ? "em_iteration_first" : "em_iteration") + suffix, 40, 2048, 1, kFrames, it.seconds});
       std::printf("# EM iteration %d: %.4f per frame, %.1f ms (statistics %.1f ms)\n", it.iteration,
                   it.loglike_per_frame, it.seconds * 1e3, it.stats_seconds * 1e3);
     });
@@ -331,9 +379,10 @@ int Main() {
     int gaussians = 0;
     for (int tile : {64, 32}) {
       for (int flush : {0, train_cuda::kStatsFlushTilesAlt}) {
-        if (absl::SimpleAtoi(text, &gaussians)) TimeKernels(device, dim, gaussians, frames, tile, flush);
+        if (absl::SimpleAtoi(text, &gaussians)) TimeKernels(device, dim, gaussians, frames, tile, flush, false);
       }
     }
+    if (absl::SimpleAtoi(text, &gaussians)) TimeKernels(device, dim, gaussians, frames, 64, 0, true);
   }
 
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {

@@ -43,6 +43,8 @@ thread_local uint3 threadIdx, blockIdx;
 thread_local dim3 blockDim, gridDim;
 
 namespace emulation {
+uint32_t mma_a[8][32][4];
+uint32_t mma_b[8][32][2];
 std::unique_ptr<float4[]> shared;
 std::unique_ptr<std::barrier<>> block_barrier;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
@@ -70,12 +72,55 @@ inline float __shfl_xor_sync(unsigned, float value, int mask) {
 }
 using std::min;
 
+// cvt.rna.tf32.f32: to nearest, ties away from zero, 10 mantissa bits.
+inline uint32_t EmulatedTf32Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return (bits + 0x1000u) & ~0x1FFFu;
+}
+inline float FloatOfBits(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+inline void EmulatedSplitTf32(float v, uint32_t& big, uint32_t& small) {
+  big = EmulatedTf32Bits(v);
+  small = EmulatedTf32Bits(v - FloatOfBits(big));
+}
+// mma.sync m16n8k8 TF32 for the calling lane: the warp's fragments are
+// gathered (tf32_mma.cuh gives the layout), each lane computes its four
+// outputs in float32, k in order. Operands that are not TF32 values (low 13
+// bits set: a missing split) abort the test.
+inline void EmulatedMmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int r = 0; r < 4; ++r) emulation::mma_a[warp][lane][r] = a[r];
+  emulation::mma_b[warp][lane][0] = b0;
+  emulation::mma_b[warp][lane][1] = b1;
+  for (uint32_t bits : {a[0], a[1], a[2], a[3], b0, b1}) {
+    if ((bits & 0x1FFFu) != 0) std::abort();
+  }
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  const int group = lane >> 2, thread = lane & 3;
+  for (int c = 0; c < 4; ++c) {
+    const int row = group + (c >> 1) * 8, col = 2 * thread + (c & 1);
+    float sum = d[c];
+    for (int k = 0; k < 8; ++k) {
+      const float x = FloatOfBits(emulation::mma_a[warp][(row % 8) * 4 + k % 4][(row >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)]);
+      const float y = FloatOfBits(emulation::mma_b[warp][col * 4 + k % 4][k >= 4 ? 1 : 0]);
+      sum += x * y;
+    }
+    d[c] = sum;
+  }
+  emulation::warp_barriers[warp]->arrive_and_wait();
+}
+
 }  // namespace train_cuda
 }  // namespace gmmscore
 
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/stats_kernels.cuh"
+#include "kernels/train/cuda/stats_tc_kernels.cuh"
 #include "kernels/train/cuda/stats_plan.h"
 #include "kernels/train/cuda/stats_test_data.h"
 
@@ -141,6 +186,7 @@ struct Bounds {
   int64_t target_items = 16;
   int32_t max_items = 1 << 20;
   int flush_tiles = 0;  // the statistics kernel's accumulation variant
+  bool tensor_cores = false;  // stats_tc_kernels.cuh instead (tile 64)
 };
 
 // The backend's Accumulate, with emulated launches.
@@ -154,7 +200,9 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
   std::vector<PairRecord> storage(pairs.size());
   const GroupedPairs grouped =
       GroupStatsPairs(pairs, frames.rows(), num_states * num_sets, absl::MakeSpan(storage));
-  const StatsModelView view{tiles.params.data(), tiles.single_tile.data(), center.data(), dim, tile};
+  const std::vector<float> tc_tiles = bounds.tensor_cores ? BuildTcTiles(tiles) : std::vector<float>();
+  const StatsModelView view{tiles.params.data(), tiles.single_tile.data(), center.data(), dim, tile,
+                            bounds.tensor_cores ? tc_tiles.data() : nullptr};
   const int row_doubles = StatsRowDoubles(dim);
   const int64_t block_doubles = int64_t{tile} * row_doubles;
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -168,7 +216,10 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
     pv.first_frame = begin;
     if (!grouped.identity) pv.records = grouped.records + begin;
     std::vector<float> lse_max(end - begin, nan), lse_log(end - begin, nan);
-    if (tile == 64) {
+    if (bounds.tensor_cores) {
+      Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_tc_detail::TcLseSharedFloats(dim), TcLseKernel,
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+    } else if (tile == 64) {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 64), LseKernel<64>,
              view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
     } else {
@@ -177,7 +228,22 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
     }
     for (const StatsBatch& batch : plan.batches) {
       std::vector<double> partials(batch.items.size() * block_doubles, std::nan(""));
-      DispatchEmulated(dim, tile, [&](auto t, auto c) {
+      if (bounds.tensor_cores) {
+        const size_t bytes = 4 * stats_tc_detail::TcStatsSharedFloats(dim);
+        auto launch = [&](auto kernel) {
+          Launch(static_cast<int>(batch.items.size()), bytes, kernel, view, pv, batch.items.data(), lse_max.data(),
+                 lse_log.data(), partials.data());
+        };
+        const int steps = TcCols(dim) / 8;
+        if (steps <= 4) {
+          launch(TcStatsKernel<4>);
+        } else if (steps <= 8) {
+          launch(TcStatsKernel<8>);
+        } else {
+          launch(TcStatsKernel<11>);
+        }
+      } else {
+        DispatchEmulated(dim, tile, [&](auto t, auto c) {
         constexpr int kTile = decltype(t)::value, kColumns = decltype(c)::value;
         const size_t bytes = 4 * stats_detail::StatsSharedFloats(dim, kTile, kColumns);
         if (bounds.flush_tiles == 0) {
@@ -188,7 +254,8 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
           Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, kStatsFlushTilesAlt>,
                  view, pv, batch.items.data(), lse_max.data(), lse_log.data(), partials.data());
         }
-      });
+        });
+      }
       std::vector<double> out(batch.rows * row_doubles, std::nan(""));
       const int chunks = (tile * row_doubles + kStatsThreads - 1) / kStatsThreads;
       for (int y = 0; y < chunks; ++y) {  // the reduction's grid.y, one launch per value
@@ -239,7 +306,7 @@ void Check(const std::string& name, const DiagGmmModel& model, const FloatMatrix
   const double mean = NormwiseError(got.mean_acc, want->mean_acc);
   const double var = NormwiseError(got.var_acc, want->var_acc);
   const double loglike = std::fabs(got.total_loglike - want->total_loglike) / std::max(1.0, std::fabs(want->total_loglike));
-  std::printf("emulated_error %-28s tile %d flush %d occ %.3g mean %.3g var %.3g loglike %.3g\n", name.c_str(), tile, bounds.flush_tiles, occ, mean, var, loglike);
+  std::printf("emulated_error %-28s tile %d flush %d tc %d occ %.3g mean %.3g var %.3g loglike %.3g\n", name.c_str(), tile, bounds.flush_tiles, bounds.tensor_cores ? 1 : 0, occ, mean, var, loglike);
   EXPECT_LE(occ, 2e-5) << name;
   EXPECT_LE(mean, 2e-5) << name;
   EXPECT_LE(var, 2e-5) << name;
@@ -307,6 +374,32 @@ TEST(StatsEmulationTest, FlushVariantOverLongItems) {
       Check("long_items_D" + std::to_string(dim), model, frames, {}, 1, 32, {.target_items = 2, .flush_tiles = flush});
     }
   }
+}
+
+// The tensor-core kernels: every instance (4, 8, 11 k-steps), single- and
+// multi-tile states (the fused log-sum-exp and the LSE kernel), alignments
+// with weights and sets, and items of many pair tiles (several flushes).
+TEST(StatsEmulationTest, TensorCoreKernels) {
+  // (Each emulated MMA is two warp barriers: the shapes are few and small.)
+  for (const auto& [dim, gaussians] : {std::pair{1, 70}, std::pair{13, 3}, std::pair{31, 70}, std::pair{43, 70}}) {
+    const DiagGmmModel model = Model(1, gaussians, gaussians, dim, dim + gaussians);
+    Check("tc_global_D" + std::to_string(dim) + "_M" + std::to_string(gaussians), model,
+          DrawModelFrames(model, 130, 3), {}, 1, 64, {.tensor_cores = true});
+  }
+  const DiagGmmModel model = Model(6, 1, 140, 13, 9);
+  const FloatMatrix frames = DrawModelFrames(model, 300, 4);
+  std::mt19937 random(2);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < 300; ++t) {
+    if (t % 7 == 0) continue;
+    const int state = static_cast<int>(random() % 5);
+    const float weight = random() % 4 == 0 ? 0.0f : 0.25f + static_cast<float>(random() % 100) / 100.0f;
+    pairs.push_back({t, (random() % 3 == 0 ? 6 : 0) + state, weight});
+  }
+  Check("tc_pairs_D13_S6_K2", model, frames, pairs, 2, 64, {.chunk = 100, .target_items = 3, .tensor_cores = true});
+  const DiagGmmModel narrow = Model(1, 40, 40, 5, 12);  // 18 pair tiles per item: two flushes and the rest
+  Check("tc_long_items_D5", narrow, DrawModelFrames(narrow, 1100, 5), {}, 1, 64,
+        {.target_items = 1, .tensor_cores = true});
 }
 
 }  // namespace

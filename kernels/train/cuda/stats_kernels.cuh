@@ -508,10 +508,13 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   }
 }
 
+// (The two kernels below are not templates: static, as this header is
+// included by both launcher files, stats_kernels.cu and stats_tc_kernels.cu.)
+
 // One CTA per (output, 256 elements of its rows): the element's sum over
 // the output's partial slots, kReduceLanes slots per step in independent
 // accumulators (loads in flight), added up in a fixed order at the end.
-__global__ void __launch_bounds__(kStatsThreads)
+static __global__ void __launch_bounds__(kStatsThreads)
     ReducePartialsKernel(const double* __restrict__ partials, const ItemRange* __restrict__ ranges, int tile,
                          int row_doubles, double* __restrict__ out) {
   const ItemRange range = ranges[blockIdx.x];
@@ -537,7 +540,7 @@ __global__ void __launch_bounds__(kStatsThreads)
 
 // block_sums[b] = sum over this block's fixed share of pairs of
 // w (max + log), in float64 (a tree of fixed shape: the same bits every run).
-__global__ void __launch_bounds__(kStatsThreads)
+static __global__ void __launch_bounds__(kStatsThreads)
     WeightedLseSumKernel(const float* __restrict__ lse_max, const float* __restrict__ lse_log,
                          const PairRecord* __restrict__ records, int64_t num_pairs, double* __restrict__ block_sums) {
   __shared__ double partial[kStatsThreads];

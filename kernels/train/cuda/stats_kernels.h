@@ -29,6 +29,9 @@ struct StatsModelView {
   const float* center = nullptr;         // dim
   int dim = 0;
   int tile = 0;                          // Gaussians per tile, 64 or 32
+  // The tensor-core kernels' tiles (BuildTcTiles): num_tiles x kTcTile x
+  // TcCols(dim); null when the model was set up for the float32 kernels.
+  const float* tc_tiles = nullptr;
 };
 
 // The chunk's pairs on the device. Pair i (relative to the chunk) reads
@@ -48,6 +51,18 @@ bool StatsShapeSupported(int dim, int tile);
 // flush_tiles) (the planner's item target is a multiple of this times the
 // SM count). flush_tiles: 0 or kStatsFlushTilesAlt (stats_policy.h).
 absl::StatusOr<int> StatsCtasPerSm(int dim, int tile, int flush_tiles = kStatsFlushTiles);
+
+// The tensor-core kernels (stats_tc_kernels.cuh), drop-in for LaunchLse
+// and LaunchStats on the same items, partials and lse arrays; the model
+// must carry tc_tiles and have tiles of kTcTile. INVALID_ARGUMENT for
+// shapes TcStatsShapeSupported refuses; FAILED_PRECONDITION on a device
+// before sm_80.
+bool TcStatsShapeSupported(int dim, int tile);
+absl::StatusOr<int> TcStatsCtasPerSm(int dim);
+absl::Status LaunchTcLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items, int num_items,
+                         float* lse_max, float* lse_log, cudaStream_t stream);
+absl::Status LaunchTcStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
+                           int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream);
 
 // lse_max[p], lse_log[p] (lse = max + log) of every pair of `items`.
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,

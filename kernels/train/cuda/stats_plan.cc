@@ -119,6 +119,26 @@ StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile) {
   return tiles;
 }
 
+std::vector<float> BuildTcTiles(const StatsTiles& tiles) {
+  const int dim = tiles.dim, tile = tiles.tile_gaussians, cols = TcCols(dim);
+  const int64_t tile_floats = TileFloats(dim, tile);
+  std::vector<float> out(static_cast<size_t>(int64_t{tiles.num_tiles()} * tile * cols), 0.0f);
+  for (int64_t t = 0; t < tiles.num_tiles(); ++t) {
+    const float* base = &tiles.params[static_cast<size_t>(t * tile_floats)];
+    const float* u = base + tile;
+    const float* v = u + static_cast<int64_t>(dim) * tile;
+    for (int i = 0; i < tile; ++i) {
+      float* row = &out[static_cast<size_t>((t * tile + i) * cols)];
+      row[0] = base[i] == kPaddingGconst ? kTcPaddingGconst : base[i];
+      for (int d = 0; d < dim; ++d) {
+        row[1 + d] = u[d * tile + i];
+        row[1 + dim + d] = v[d * tile + i];
+      }
+    }
+  }
+  return out;
+}
+
 ChunkPlan PlanChunk(const GroupedPairs& grouped, int64_t chunk_begin, int64_t chunk_end,
                     const StatsTiles& tiles, absl::Span<const int64_t> state_offsets, int64_t target_items,
                     int32_t max_items) {

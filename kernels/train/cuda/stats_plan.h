@@ -74,6 +74,12 @@ struct StatsTiles {
 
 StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile_gaussians);
 
+// The tensor-core kernels' layout of the same tiles (tile_gaussians must be
+// kTcTile): per tile, kTcTile rows of TcCols(dim) floats, row i =
+// [K, u (dim), v (dim), 0 ...] of the tile's Gaussian i; padding Gaussians
+// K = kTcPaddingGconst, u = v = 0.
+std::vector<float> BuildTcTiles(const StatsTiles& tiles);
+
 // Output block `o` of a batch: Gaussian tile `tile_in_state` of target `target`.
 struct StatsOutput {
   int32_t target = 0;

@@ -4,6 +4,7 @@
 #include "kernels/train/cuda/stats_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -104,6 +105,38 @@ TEST(BuildStatsTilesTest, TransposedTilesWithPadding) {
       }
     }
   }
+}
+
+// The tensor-core rows are the model's parameter rows, zero-padded to
+// TcCols, with TF32-exact padding Gaussians.
+TEST(BuildTcTilesTest, ParameterRowsPaddedToTheMmaDepth) {
+  for (int dim : {1, 13, 39, 40, 43}) {
+    auto model = GenerateSyntheticModel({.num_states = 3, .min_gaussians = 1, .max_gaussians = 150, .dim = dim, .seed = 5});
+    ASSERT_TRUE(model.ok());
+    const StatsTiles tiles = BuildStatsTiles(*model, kTcTile);
+    const std::vector<float> tc = BuildTcTiles(tiles);
+    const int cols = TcCols(dim);
+    EXPECT_EQ(cols % 8, 0);
+    EXPECT_GE(cols, 2 * dim + 1);
+    EXPECT_LT(cols, 2 * dim + 9);
+    ASSERT_EQ(static_cast<int64_t>(tc.size()), int64_t{tiles.num_tiles()} * kTcTile * cols);
+    for (int s = 0; s < model->num_states(); ++s) {
+      const int count = model->num_gaussians_in_state(s);
+      for (int j = 0; j < (tiles.state_first_tile[s + 1] - tiles.state_first_tile[s]) * kTcTile; ++j) {
+        const float* row = &tc[(int64_t{tiles.state_first_tile[s]} * kTcTile + j) * cols];
+        if (j >= count) {
+          EXPECT_EQ(row[0], kTcPaddingGconst);
+          for (int k = 1; k < cols; ++k) EXPECT_EQ(row[k], 0.0f);
+          continue;
+        }
+        const float* want = model->params().row(model->state_offsets()[s] + j);
+        for (int k = 0; k <= 2 * dim; ++k) EXPECT_EQ(row[k], want[k]) << "dim " << dim << " row " << j << " k " << k;
+        for (int k = 2 * dim + 1; k < cols; ++k) EXPECT_EQ(row[k], 0.0f);
+      }
+    }
+  }
+  // -2^100: a power of two, so TF32 holds it exactly (no rest to split).
+  EXPECT_EQ(kTcPaddingGconst, -std::ldexp(1.0f, 100));
 }
 
 // Every (pair, tile) of the chunk exactly once; slots a permutation of each

@@ -99,6 +99,41 @@ inline constexpr int kStatsOtherFlushTiles = kStatsFlushTiles == 0 ? kStatsFlush
 // independent accumulators (loads in flight), combined in a fixed order.
 inline constexpr int kReduceLanes = 4;
 
+// The tensor-core (3xTF32) kernels (stats_tc_kernels.cuh): tiles of
+// kTcTile Gaussians only, the scoring row [K, u, v] and the statistics row
+// [1, x, x^2] padded to TcCols(dim) (a multiple of the MMA's k = 8) and at
+// most 11 k-steps (D <= 43) so that the per-warp column tiles fit the
+// register budget of two CTAs per SM. Needs sm_80 (TF32 MMAs).
+inline constexpr int kTcTile = 64;
+inline constexpr int kTcMaxDim = 43;
+constexpr int TcCols(int dim) { return (2 * dim + 1 + 7) / 8 * 8; }
+// K of padding Gaussians in the tensor-core tiles: -2^100, exact in TF32
+// (kPaddingGconst = -FLT_MAX rounds to -inf there, and its rest to NaN).
+inline constexpr float kTcPaddingGconst = -1.2676506002282294e30f;
+
+// Which kernels a statistics pass runs (CudaStatsOptions::kernel).
+enum class StatsKernelChoice {
+  kAuto,     // ChooseStatsKernel
+  kFp32,     // stats_kernels.cuh: FFMAs, exact float32 products
+  kTf32x3,   // stats_tc_kernels.cuh: 3xTF32 tensor-core products
+};
+
+// kAuto's choice. Measured on an H200 (132 SMs, 2026-11-26, train_stats_bench,
+// D = 39, 2M resident frames, frames/s of the whole pass):
+//   M        64     128    256    512    1024   2048   4096   alignment(2000 x 16..32)
+//   fp32     1117M  464M   259M   134M   67.8M  34.1M  16.8M  156M
+//   tf32x3   939M   378M   203M   105M   53.8M  27.3M  13.8M  128M
+// and Machlica's E-step (3.1M x 40 x 2048) 91.5 vs 121.8 ms. mma.sync runs
+// the 3xTF32 products at 102 TFLOP/s (log-sum-exp kernel) and 73 TFLOP/s
+// (statistics kernel), about 2.6x the float32 kernels' FFMA rate for 3x
+// their work: the float32 kernels win everywhere on sm_90, so kAuto never
+// picks tensor cores. (Hopper's full tensor rate needs wgmma; on sm_80-89,
+// where mma.sync is the full-rate path, tf32x3 may win: unmeasured, no such
+// device is lent, so it is opt-in there too: --backend cuda/tf32x3.)
+constexpr StatsKernelChoice ChooseStatsKernel(int /*compute_major*/, int /*dim*/, int /*tile_gaussians*/) {
+  return StatsKernelChoice::kFp32;
+}
+
 // Defaults of the backend's scratch bounds (CudaStatsOptions).
 inline constexpr int64_t kDefaultMaxChunkPairs = int64_t{1} << 22;      // 64 MB of pair arrays
 inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float64 partials
