@@ -11,7 +11,11 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/device_model.h"
+#include "kernels/cuda/tc_layout.h"
+#include "kernels/cuda/wgmma_loglik_launch.h"
 #include "kernels/train/cuda/stats_kernels.h"
+#include "kernels/train/cuda/stats_wgmma_launch.h"
 #include "kernels/train/cuda/stats_plan.h"
 
 namespace gmmscore {
@@ -83,19 +87,18 @@ class CudaStatsBackend : public StatsBackend {
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
     has_model_ = false;  // until the new one is complete on the device
-    tiles_ = train_cuda::BuildStatsTiles(model, options_.kernel == train_cuda::StatsKernelChoice::kTf32x3
-                                                    ? train_cuda::kTcTile
-                                                    : train_cuda::ChooseTileGaussians(model));
+    const bool tensor_cores_asked = options_.kernel == train_cuda::StatsKernelChoice::kTf32x3 ||
+                                    options_.kernel == train_cuda::StatsKernelChoice::kWgmma;
+    tiles_ = train_cuda::BuildStatsTiles(
+        model, tensor_cores_asked ? train_cuda::kTcTile : train_cuda::ChooseTileGaussians(model));
     GMM_ASSIGN_OR_RETURN(tiles_device_,
                          DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
     GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
                                                                               tiles_.single_tile.size()));
     center_.assign(model.center().begin(), model.center().end());
     GMM_ASSIGN_OR_RETURN(center_device_, DeviceBuffer<float>::FromHost(center_.data(), center_.size()));
-    GMM_RETURN_IF_ERROR(ChooseKernels(model.dim()));
-    GMM_ASSIGN_OR_RETURN(const int ctas_per_sm,
-                         tensor_cores_ ? train_cuda::TcStatsCtasPerSm(model.dim())
-                                       : train_cuda::StatsCtasPerSm(model.dim(), tiles_.tile_gaussians, flush_tiles()));
+    GMM_RETURN_IF_ERROR(ChooseKernels(model));
+    GMM_ASSIGN_OR_RETURN(const int ctas_per_sm, CtasPerSm(model.dim()));
     target_items_ = int64_t{train_cuda::kItemsPerResidentCta} * sms_ * std::max(1, ctas_per_sm);
     row_doubles_ = train_cuda::StatsRowDoubles(model.dim());
     block_doubles_ = int64_t{tiles_.tile_gaussians} * row_doubles_;
@@ -183,37 +186,109 @@ class CudaStatsBackend : public StatsBackend {
   }
 
  private:
-  // Tensor cores or not for the model just tiled (tiles_), their tiles
-  // uploaded when chosen.
-  absl::Status ChooseKernels(int dim) {
+  // The kernels for the model just tiled (tiles_), and the tensor-core
+  // kernels' tiles uploaded when chosen.
+  absl::Status ChooseKernels(const DiagGmmModel& model) {
+    const int dim = model.dim();
     GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
-    switch (options_.kernel) {
-      case train_cuda::StatsKernelChoice::kFp32:
-        tensor_cores_ = false;
-        break;
-      case train_cuda::StatsKernelChoice::kTf32x3:
-        if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
-          return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
-                                                         train_cuda::kTcMaxDim, "; the model has ", dim));
-        }
-        if (info.major < 8) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("tensor-core (3xTF32) statistics need sm_80 or newer, not sm_", info.major, info.minor));
-        }
-        tensor_cores_ = true;
-        break;
-      case train_cuda::StatsKernelChoice::kAuto:
-        tensor_cores_ = train_cuda::ChooseStatsKernel(info.major, dim, tiles_.tile_gaussians) ==
-                        train_cuda::StatsKernelChoice::kTf32x3;
-        break;
+    kernel_ = options_.kernel == train_cuda::StatsKernelChoice::kAuto
+                  ? train_cuda::ChooseStatsKernel(info.major, dim, tiles_.tile_gaussians)
+                  : options_.kernel;
+    tc_tiles_device_ = DeviceBuffer<float>();
+    tc_small_device_ = DeviceBuffer<float>();
+    lse_model_.reset();
+    if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return absl::OkStatus();
+    const bool wgmma = kernel_ == train_cuda::StatsKernelChoice::kWgmma;
+    if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
+                                                     train_cuda::kTcMaxDim, "; the model has ", dim));
     }
-    if (!tensor_cores_) {
-      tc_tiles_device_ = DeviceBuffer<float>();
+    if (info.major < 8 || (wgmma && (info.major != 9 || info.minor != 0))) {
+      return absl::FailedPreconditionError(absl::StrCat(wgmma ? "wgmma statistics need sm_90 (H100, H200)"
+                                                              : "tensor-core (3xTF32) statistics need sm_80 or newer",
+                                                        ", not sm_", info.major, info.minor));
+    }
+    if (!wgmma) {
+      const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
+      GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
       return absl::OkStatus();
     }
-    const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
-    GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
+    // wgmma: the rows split into TF32 big and small parts for the
+    // descriptors, and the likelihood engine's layout for the log-sum-exp of
+    // a global GMM (LaunchWgmmaLoglik: the same scores, bit for bit).
+    std::vector<float> big = train_cuda::BuildTcTiles(tiles_, train_cuda::WgmmaStatsCols(dim));
+    std::vector<float> small(big.size());
+    for (size_t i = 0; i < big.size(); ++i) {
+      const float value = big[i];
+      big[i] = RoundToTf32(value);
+      small[i] = RoundToTf32(value - big[i]);
+    }
+    GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(big.data(), big.size()));
+    GMM_ASSIGN_OR_RETURN(tc_small_device_, DeviceBuffer<float>::FromHost(small.data(), small.size()));
+    GMM_ASSIGN_OR_RETURN(DeviceModel lse_model, DeviceModel::Upload(model));
+    lse_model_ = std::make_unique<DeviceModel>(std::move(lse_model));
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<int> CtasPerSm(int dim) const {
+    switch (kernel_) {
+      case train_cuda::StatsKernelChoice::kTf32x3:
+        return train_cuda::TcStatsCtasPerSm(dim);
+      case train_cuda::StatsKernelChoice::kWgmma:
+        return train_cuda::WgmmaStatsCtasPerSm(dim);
+      default:
+        return train_cuda::StatsCtasPerSm(dim, tiles_.tile_gaussians, flush_tiles());
+    }
+  }
+
+  // The kernels a chunk runs: the chosen ones, except that the wgmma
+  // kernel serves global GMMs only (its log-sum-exp is the likelihood
+  // kernel's, which scores every frame against every state): alignments and
+  // posteriors run the float32 kernels, which take its 64-wide tiles.
+  train_cuda::StatsKernelChoice ChunkKernel(const train_cuda::PairsView& pairs) const {
+    if (kernel_ == train_cuda::StatsKernelChoice::kWgmma && pairs.records != nullptr) {
+      return train_cuda::StatsKernelChoice::kFp32;
+    }
+    return kernel_;
+  }
+
+  // The log-sum-exp of every pair of the chunk's multi-tile states.
+  absl::Status LaunchLogSums(train_cuda::StatsKernelChoice kernel, const train_cuda::StatsModelView& model,
+                             const train_cuda::PairsView& pairs, const ChunkPlan& plan, int64_t count,
+                             cudaStream_t stream) {
+    const int num_lse_items = static_cast<int>(plan.lse_items.size());
+    if (num_lse_items == 0) return absl::OkStatus();
+    if (kernel == train_cuda::StatsKernelChoice::kTf32x3) {
+      return train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(),
+                                     lse_log_.data(), stream);
+    }
+    if (kernel == train_cuda::StatsKernelChoice::kWgmma) {
+      // A global GMM: every frame of the chunk against the one state.
+      GMM_RETURN_IF_ERROR(LaunchWgmmaLoglik(*lse_model_, pairs.frames + pairs.first_frame * shape_.dim, count,
+                                            lse_max_.data(), stream));
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(lse_log_.data(), 0, count * sizeof(float), stream),
+                               "clear log-sum-exp logs");
+      return absl::OkStatus();
+    }
+    return train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(), lse_log_.data(),
+                                 stream);
+  }
+
+  // One batch's statistics kernel.
+  absl::Status LaunchStatistics(train_cuda::StatsKernelChoice kernel, const train_cuda::StatsModelView& model,
+                                const train_cuda::PairsView& pairs, int num_items, cudaStream_t stream) {
+    switch (kernel) {
+      case train_cuda::StatsKernelChoice::kTf32x3:
+        return train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
+                                         partials_.data(), stream);
+      case train_cuda::StatsKernelChoice::kWgmma:
+        return train_cuda::LaunchWgmmaStats(model, pairs, items_.data(), num_items, tc_tiles_device_.data(),
+                                            tc_small_device_.data(), lse_max_.data(), lse_log_.data(),
+                                            partials_.data(), stream);
+      default:
+        return train_cuda::LaunchStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
+                                       partials_.data(), stream, flush_tiles());
+    }
   }
 
   int flush_tiles() const {
@@ -262,16 +337,13 @@ class CudaStatsBackend : public StatsBackend {
     model.tiles = tiles_device_.data();
     model.single_tile = single_tile_device_.data();
     model.center = center_device_.data();
-    model.tc_tiles = tensor_cores_ ? tc_tiles_device_.data() : nullptr;
+    model.tc_tiles = kernel_ == train_cuda::StatsKernelChoice::kTf32x3 ? tc_tiles_device_.data() : nullptr;
     model.dim = shape_.dim;
     model.tile = tiles_.tile_gaussians;
 
     GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
-    const int num_lse_items = static_cast<int>(plan.lse_items.size());
-    GMM_RETURN_IF_ERROR(tensor_cores_ ? train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items,
-                                                                lse_max_.data(), lse_log_.data(), stream)
-                                      : train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items,
-                                                              lse_max_.data(), lse_log_.data(), stream));
+    const train_cuda::StatsKernelChoice kernel = ChunkKernel(pairs);
+    GMM_RETURN_IF_ERROR(LaunchLogSums(kernel, model, pairs, plan, count, stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -279,13 +351,7 @@ class CudaStatsBackend : public StatsBackend {
         GMM_RETURN_IF_ERROR(Poison(partials_, batch.items.size() * block_doubles_, stream));
         GMM_RETURN_IF_ERROR(Poison(outputs_, batch.rows * row_doubles_, stream));
       }
-      const int num_items = static_cast<int>(batch.items.size());
-      GMM_RETURN_IF_ERROR(tensor_cores_ ? train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items,
-                                                                    lse_max_.data(), lse_log_.data(),
-                                                                    partials_.data(), stream)
-                                        : train_cuda::LaunchStats(model, pairs, items_.data(), num_items,
-                                                                  lse_max_.data(), lse_log_.data(),
-                                                                  partials_.data(), stream, flush_tiles()));
+      GMM_RETURN_IF_ERROR(LaunchStatistics(kernel, model, pairs, static_cast<int>(batch.items.size()), stream));
       GMM_RETURN_IF_ERROR(train_cuda::LaunchReducePartials(partials_.data(), ranges_.data(),
                                                            static_cast<int>(batch.outputs.size()),
                                                            tiles_.tile_gaussians, row_doubles_, outputs_.data(),
@@ -332,8 +398,10 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<float> tiles_device_;
   DeviceBuffer<int32_t> single_tile_device_;
   DeviceBuffer<float> center_device_;
-  bool tensor_cores_ = false;
-  DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), when tensor_cores_
+  train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
+  DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_) (tf32x3), or its TF32 big parts (wgmma)
+  DeviceBuffer<float> tc_small_device_;  // wgmma: the TF32 rests
+  std::unique_ptr<DeviceModel> lse_model_;  // wgmma: the likelihood kernel's layout
   int64_t target_items_ = 1;
   int row_doubles_ = 0;
   int64_t block_doubles_ = 0;

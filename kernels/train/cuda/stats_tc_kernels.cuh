@@ -131,24 +131,36 @@ __device__ __forceinline__ void CopyTileRowsAsync(float* shared, const float* gl
 // stage zeros.
 __device__ __forceinline__ void StageTcFrames(const float* __restrict__ frames, int dim, int cols, const int* frame_s,
                                               const float* center, float* ya, float* xt, int thread) {
+  constexpr int kBatch = 11;  // loads in flight before the stores (a store between loads would serialise them)
   const int p = thread >> 2;
   const int frame = frame_s[p];
   const float* row = frames + static_cast<int64_t>(frame < 0 ? 0 : frame) * dim;
-  for (int k = thread & 3; k < cols; k += 4) {
-    float x = 0.0f, y = 0.0f;
-    if (frame >= 0 && k <= 2 * dim) {
-      if (k == 0) {
-        x = y = 1.0f;
-      } else {
-        const int d = k <= dim ? k - 1 : k - 1 - dim;
-        const float raw = __ldg(row + d);
-        const float centred = raw - center[d];
-        x = k <= dim ? raw : raw * raw;
-        y = k <= dim ? centred : centred * centred;
-      }
+  for (int k0 = thread & 3; k0 < cols; k0 += 4 * kBatch) {
+    float raw[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int k = k0 + 4 * i;
+      const int d = k <= dim ? k - 1 : k - 1 - dim;
+      raw[i] = frame >= 0 && k >= 1 && k <= 2 * dim ? __ldg(row + d) : 0.0f;
     }
-    ya[p * RowPitch(cols) + k] = y;
-    if (xt != nullptr) xt[k * kPairPitch + p] = x;
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int k = k0 + 4 * i;
+      if (k >= cols) break;
+      float x = 0.0f, y = 0.0f;
+      if (frame >= 0 && k <= 2 * dim) {
+        if (k == 0) {
+          x = y = 1.0f;
+        } else {
+          const int d = k <= dim ? k - 1 : k - 1 - dim;
+          const float centred = raw[i] - center[d];
+          x = k <= dim ? raw[i] : raw[i] * raw[i];
+          y = k <= dim ? centred : centred * centred;
+        }
+      }
+      ya[p * RowPitch(cols) + k] = y;
+      if (xt != nullptr) xt[k * kPairPitch + p] = x;
+    }
   }
 }
 
@@ -221,7 +233,8 @@ __device__ __forceinline__ void FoldScores(const float (&score)[4][4], float (&r
 // it), parameter tiles double-buffered through cp.async. Each lane keeps a
 // running (max, sum) for its two pairs over its Gaussian columns; quads,
 // then the two Gaussian halves, merge at the end.
-__global__ void __launch_bounds__(kStatsThreads, 2)
+// (static: this header is also included by the wgmma statistics kernel's unit)
+static __global__ void __launch_bounds__(kStatsThreads, 2)
     TcLseKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
                 float* __restrict__ lse_max, float* __restrict__ lse_log) {
   using namespace stats_tc_detail;
