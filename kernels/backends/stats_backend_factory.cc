@@ -17,15 +17,15 @@ absl::StatusOr<std::unique_ptr<StatsBackend>> CreateStatsBackend(absl::string_vi
   if (name == "reference") return CreateReferenceStatsBackend();
   if (name == "auto") return CudaDeviceAvailable() ? CreateStatsBackend("cuda:0") : CreateCpuStatsBackend();
   if (name == "cuda" || absl::StartsWith(name, "cuda:") || absl::StartsWith(name, "cuda/")) {
-    // cuda[:N][/fp32|/tf32x3|/wgmma]: the device, then the kernels (stats_policy.h).
+    // cuda[:N][/fp32|/tf32x3]: the device, then the kernels (stats_policy.h).
     absl::string_view device_part = name, kernel_part;
     const size_t slash = name.find('/');
     if (slash != absl::string_view::npos) {
       device_part = name.substr(0, slash);
       kernel_part = name.substr(slash + 1);
-      if (kernel_part != "fp32" && kernel_part != "tf32x3" && kernel_part != "wgmma") {
+      if (kernel_part != "fp32" && kernel_part != "tf32x3") {
         return absl::InvalidArgumentError(absl::StrCat("unknown CUDA statistics kernels '", kernel_part,
-                                                       "' in backend '", name, "' (fp32, tf32x3 or wgmma)"));
+                                                       "' in backend '", name, "' (fp32 or tf32x3)"));
       }
     }
     int device = 0;
@@ -36,14 +36,13 @@ absl::StatusOr<std::unique_ptr<StatsBackend>> CreateStatsBackend(absl::string_vi
     CudaStatsOptions options;
     if (kernel_part == "tf32x3") options.kernel = train_cuda::StatsKernelChoice::kTf32x3;
     if (kernel_part == "fp32") options.kernel = train_cuda::StatsKernelChoice::kFp32;
-    if (kernel_part == "wgmma") options.kernel = train_cuda::StatsKernelChoice::kWgmma;
     return CreateCudaStatsBackend(device, options);
 #else
     return absl::UnavailableError("this build has no CUDA statistics backend");
 #endif
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown backend '", name, "' (expected auto, cpu, reference, cuda, cuda:N or cuda[:N]/fp32|tf32x3|wgmma)"));
+      absl::StrCat("unknown backend '", name, "' (expected auto, cpu, reference, cuda, cuda:N or cuda[:N]/fp32|tf32x3)"));
 }
 
 }  // namespace gmmscore

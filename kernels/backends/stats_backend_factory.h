@@ -17,7 +17,7 @@ namespace gmmscore {
 // reference (slow); "cuda" or "cuda:N": the CUDA kernels on device N
 // (UNAVAILABLE without CUDA or a device), the float32 or tensor-core ones
 // as the policy chooses (stats_policy.h), or as named by a suffix:
-// "cuda/fp32", "cuda:1/tf32x3", "cuda/wgmma"; "auto": cuda:0 when a device answers, else
+// "cuda/fp32", "cuda:1/tf32x3"; "auto": cuda:0 when a device answers, else
 // cpu. INVALID_ARGUMENT for other names.
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateStatsBackend(absl::string_view name);
 

@@ -11,11 +11,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_info.h"
-#include "kernels/cuda/device_model.h"
-#include "kernels/cuda/tc_layout.h"
-#include "kernels/cuda/wgmma_loglik_launch.h"
 #include "kernels/train/cuda/stats_kernels.h"
-#include "kernels/train/cuda/stats_wgmma_launch.h"
 #include "kernels/train/cuda/stats_plan.h"
 
 namespace gmmscore {
@@ -87,10 +83,9 @@ class CudaStatsBackend : public StatsBackend {
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
     has_model_ = false;  // until the new one is complete on the device
-    const bool tensor_cores_asked = options_.kernel == train_cuda::StatsKernelChoice::kTf32x3 ||
-                                    options_.kernel == train_cuda::StatsKernelChoice::kWgmma;
-    tiles_ = train_cuda::BuildStatsTiles(
-        model, tensor_cores_asked ? train_cuda::kTcTile : train_cuda::ChooseTileGaussians(model));
+    tiles_ = train_cuda::BuildStatsTiles(model, options_.kernel == train_cuda::StatsKernelChoice::kTf32x3
+                                                    ? train_cuda::kTcTile
+                                                    : train_cuda::ChooseTileGaussians(model));
     GMM_ASSIGN_OR_RETURN(tiles_device_,
                          DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
     GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
@@ -195,100 +190,47 @@ class CudaStatsBackend : public StatsBackend {
                   ? train_cuda::ChooseStatsKernel(info.major, dim, tiles_.tile_gaussians)
                   : options_.kernel;
     tc_tiles_device_ = DeviceBuffer<float>();
-    tc_small_device_ = DeviceBuffer<float>();
-    lse_model_.reset();
     if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return absl::OkStatus();
-    const bool wgmma = kernel_ == train_cuda::StatsKernelChoice::kWgmma;
     if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
                                                      train_cuda::kTcMaxDim, "; the model has ", dim));
     }
-    if (info.major < 8 || (wgmma && (info.major != 9 || info.minor != 0))) {
-      return absl::FailedPreconditionError(absl::StrCat(wgmma ? "wgmma statistics need sm_90 (H100, H200)"
-                                                              : "tensor-core (3xTF32) statistics need sm_80 or newer",
-                                                        ", not sm_", info.major, info.minor));
+    if (info.major < 8) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tensor-core (3xTF32) statistics need sm_80 or newer, not sm_", info.major, info.minor));
     }
-    if (!wgmma) {
-      const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
-      GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
-      return absl::OkStatus();
-    }
-    // wgmma: the rows split into TF32 big and small parts for the
-    // descriptors, and the likelihood engine's layout for the log-sum-exp of
-    // a global GMM (LaunchWgmmaLoglik: the same scores, bit for bit).
-    std::vector<float> big = train_cuda::BuildTcTiles(tiles_, train_cuda::WgmmaStatsCols(dim));
-    std::vector<float> small(big.size());
-    for (size_t i = 0; i < big.size(); ++i) {
-      const float value = big[i];
-      big[i] = RoundToTf32(value);
-      small[i] = RoundToTf32(value - big[i]);
-    }
-    GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(big.data(), big.size()));
-    GMM_ASSIGN_OR_RETURN(tc_small_device_, DeviceBuffer<float>::FromHost(small.data(), small.size()));
-    GMM_ASSIGN_OR_RETURN(DeviceModel lse_model, DeviceModel::Upload(model));
-    lse_model_ = std::make_unique<DeviceModel>(std::move(lse_model));
+    const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
+    GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
     return absl::OkStatus();
   }
 
   absl::StatusOr<int> CtasPerSm(int dim) const {
-    switch (kernel_) {
-      case train_cuda::StatsKernelChoice::kTf32x3:
-        return train_cuda::TcStatsCtasPerSm(dim);
-      case train_cuda::StatsKernelChoice::kWgmma:
-        return train_cuda::WgmmaStatsCtasPerSm(dim);
-      default:
-        return train_cuda::StatsCtasPerSm(dim, tiles_.tile_gaussians, flush_tiles());
-    }
-  }
-
-  // The kernels a chunk runs: the chosen ones, except that the wgmma
-  // kernel serves global GMMs only (its log-sum-exp is the likelihood
-  // kernel's, which scores every frame against every state): alignments and
-  // posteriors run the float32 kernels, which take its 64-wide tiles.
-  train_cuda::StatsKernelChoice ChunkKernel(const train_cuda::PairsView& pairs) const {
-    if (kernel_ == train_cuda::StatsKernelChoice::kWgmma && pairs.records != nullptr) {
-      return train_cuda::StatsKernelChoice::kFp32;
-    }
-    return kernel_;
+    return kernel_ == train_cuda::StatsKernelChoice::kTf32x3
+               ? train_cuda::TcStatsCtasPerSm(dim)
+               : train_cuda::StatsCtasPerSm(dim, tiles_.tile_gaussians, flush_tiles());
   }
 
   // The log-sum-exp of every pair of the chunk's multi-tile states.
-  absl::Status LaunchLogSums(train_cuda::StatsKernelChoice kernel, const train_cuda::StatsModelView& model,
-                             const train_cuda::PairsView& pairs, const ChunkPlan& plan, int64_t count,
-                             cudaStream_t stream) {
+  absl::Status LaunchLogSums(const train_cuda::StatsModelView& model, const train_cuda::PairsView& pairs,
+                             const ChunkPlan& plan, cudaStream_t stream) {
     const int num_lse_items = static_cast<int>(plan.lse_items.size());
-    if (num_lse_items == 0) return absl::OkStatus();
-    if (kernel == train_cuda::StatsKernelChoice::kTf32x3) {
+    if (kernel_ == train_cuda::StatsKernelChoice::kTf32x3) {
       return train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(),
                                      lse_log_.data(), stream);
-    }
-    if (kernel == train_cuda::StatsKernelChoice::kWgmma) {
-      // A global GMM: every frame of the chunk against the one state.
-      GMM_RETURN_IF_ERROR(LaunchWgmmaLoglik(*lse_model_, pairs.frames + pairs.first_frame * shape_.dim, count,
-                                            lse_max_.data(), stream));
-      GMM_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(lse_log_.data(), 0, count * sizeof(float), stream),
-                               "clear log-sum-exp logs");
-      return absl::OkStatus();
     }
     return train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(), lse_log_.data(),
                                  stream);
   }
 
   // One batch's statistics kernel.
-  absl::Status LaunchStatistics(train_cuda::StatsKernelChoice kernel, const train_cuda::StatsModelView& model,
-                                const train_cuda::PairsView& pairs, int num_items, cudaStream_t stream) {
-    switch (kernel) {
-      case train_cuda::StatsKernelChoice::kTf32x3:
-        return train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
-                                         partials_.data(), stream);
-      case train_cuda::StatsKernelChoice::kWgmma:
-        return train_cuda::LaunchWgmmaStats(model, pairs, items_.data(), num_items, tc_tiles_device_.data(),
-                                            tc_small_device_.data(), lse_max_.data(), lse_log_.data(),
-                                            partials_.data(), stream);
-      default:
-        return train_cuda::LaunchStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
-                                       partials_.data(), stream, flush_tiles());
+  absl::Status LaunchStatistics(const train_cuda::StatsModelView& model, const train_cuda::PairsView& pairs,
+                                int num_items, cudaStream_t stream) {
+    if (kernel_ == train_cuda::StatsKernelChoice::kTf32x3) {
+      return train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
+                                       partials_.data(), stream);
     }
+    return train_cuda::LaunchStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
+                                   partials_.data(), stream, flush_tiles());
   }
 
   int flush_tiles() const {
@@ -342,8 +284,7 @@ class CudaStatsBackend : public StatsBackend {
     model.tile = tiles_.tile_gaussians;
 
     GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
-    const train_cuda::StatsKernelChoice kernel = ChunkKernel(pairs);
-    GMM_RETURN_IF_ERROR(LaunchLogSums(kernel, model, pairs, plan, count, stream));
+    GMM_RETURN_IF_ERROR(LaunchLogSums(model, pairs, plan, stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -351,7 +292,7 @@ class CudaStatsBackend : public StatsBackend {
         GMM_RETURN_IF_ERROR(Poison(partials_, batch.items.size() * block_doubles_, stream));
         GMM_RETURN_IF_ERROR(Poison(outputs_, batch.rows * row_doubles_, stream));
       }
-      GMM_RETURN_IF_ERROR(LaunchStatistics(kernel, model, pairs, static_cast<int>(batch.items.size()), stream));
+      GMM_RETURN_IF_ERROR(LaunchStatistics(model, pairs, static_cast<int>(batch.items.size()), stream));
       GMM_RETURN_IF_ERROR(train_cuda::LaunchReducePartials(partials_.data(), ranges_.data(),
                                                            static_cast<int>(batch.outputs.size()),
                                                            tiles_.tile_gaussians, row_doubles_, outputs_.data(),
@@ -399,9 +340,7 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<int32_t> single_tile_device_;
   DeviceBuffer<float> center_device_;
   train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
-  DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_) (tf32x3), or its TF32 big parts (wgmma)
-  DeviceBuffer<float> tc_small_device_;  // wgmma: the TF32 rests
-  std::unique_ptr<DeviceModel> lse_model_;  // wgmma: the likelihood kernel's layout
+  DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
   int64_t target_items_ = 1;
   int row_doubles_ = 0;
   int64_t block_doubles_ = 0;

@@ -20,7 +20,6 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/stats_kernels.h"
@@ -104,28 +103,14 @@ void ExpectClose(const std::string& name, const GmmStats& got, const GmmStats& w
 
 // The kernels a check runs: the one `options` names, or with kAuto both the
 // float32 kernels and, where the shape allows them, the tensor-core ones.
-// True on an sm_90 device (the wgmma kernel's).
-bool HasWgmma() {
-  const auto info = CurrentDeviceInfo();
-  return info.ok() && info->major == 9 && info->minor == 0;
-}
-
 std::vector<train_cuda::StatsKernelChoice> KernelsToRun(const CudaStatsOptions& options, int dim) {
   if (options.kernel != train_cuda::StatsKernelChoice::kAuto) return {options.kernel};
-  std::vector<train_cuda::StatsKernelChoice> kernels = {train_cuda::StatsKernelChoice::kFp32};
-  if (train_cuda::TcStatsShapeSupported(dim, train_cuda::kTcTile)) {
-    kernels.push_back(train_cuda::StatsKernelChoice::kTf32x3);
-    if (HasWgmma()) kernels.push_back(train_cuda::StatsKernelChoice::kWgmma);
-  }
-  return kernels;
+  if (!train_cuda::TcStatsShapeSupported(dim, train_cuda::kTcTile)) return {train_cuda::StatsKernelChoice::kFp32};
+  return {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3};
 }
 
 std::string KernelSuffix(train_cuda::StatsKernelChoice kernel) {
-  switch (kernel) {
-    case train_cuda::StatsKernelChoice::kTf32x3: return "_tf32x3";
-    case train_cuda::StatsKernelChoice::kWgmma: return "_wgmma";
-    default: return "_fp32";
-  }
+  return kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "_fp32";
 }
 
 // Runs the CUDA backend (each of KernelsToRun) and the reference on the same request.
@@ -361,11 +346,6 @@ void ExpectBitIdentical(const GmmStats& a, const GmmStats& b) {
 
 class KernelTest : public ::testing::TestWithParam<train_cuda::StatsKernelChoice> {
  protected:
-  void SetUp() override {
-    if (GetParam() == train_cuda::StatsKernelChoice::kWgmma && CudaDeviceCount() > 0 && !HasWgmma()) {
-      GTEST_SKIP() << "the wgmma kernel needs an sm_90 device";
-    }
-  }
   CudaStatsOptions Options() const {
     CudaStatsOptions options;
     options.kernel = GetParam();
@@ -429,8 +409,7 @@ TEST_P(KernelTest, DriftOverTenMillionFrames) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelTest,
                          ::testing::Values(train_cuda::StatsKernelChoice::kFp32,
-                                           train_cuda::StatsKernelChoice::kTf32x3,
-                                           train_cuda::StatsKernelChoice::kWgmma),
+                                           train_cuda::StatsKernelChoice::kTf32x3),
                          [](const ::testing::TestParamInfo<train_cuda::StatsKernelChoice>& info) {
                            return KernelSuffix(info.param).substr(1);
                          });
@@ -499,16 +478,6 @@ TEST(CudaStatsBackendTest, RejectsBadInputs) {
   EXPECT_EQ(tc_too_wide.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(tc_too_wide.message()), HasSubstr("43"));
   EXPECT_TRUE(tc->SetModel(Model(1, 3, 3, train_cuda::kTcMaxDim, 33)).ok());
-  CudaStatsOptions wgmma;
-  wgmma.kernel = train_cuda::StatsKernelChoice::kWgmma;
-  auto wg = NewCuda(wgmma);
-  const absl::Status wg_set = wg->SetModel(Model(1, 3, 3, 39, 33));
-  if (HasWgmma()) {
-    EXPECT_TRUE(wg_set.ok()) << wg_set;
-    EXPECT_EQ(wg->SetModel(Model(1, 3, 3, train_cuda::kTcMaxDim + 1, 33)).code(), absl::StatusCode::kInvalidArgument);
-  } else {
-    EXPECT_EQ(wg_set.code(), absl::StatusCode::kFailedPrecondition);
-  }
 }
 
 TEST(CudaStatsBackendTest, FrameMemoryBudgetIsSomeOfTheDevice) {

@@ -13,9 +13,8 @@
 //   *_flushN    the same rows with the statistics kernel's other
 //               accumulation variant (stats_policy.h, --flush_rows);
 //   *_tf32x3    the same rows on the tensor-core kernels (stats_tc_kernels.cuh)
-//               where the dimension allows them, *_wgmma on the Hopper ones
-//               (stats_wgmma_kernel.cuh, sm_90 only); the unsuffixed rows
-//               are the float32 kernels.
+//               where the dimension allows them; the unsuffixed rows are
+//               the float32 kernels.
 // Comment lines (#) give per-kernel times of one global pass for both tile
 // widths and variants (--kernel_gaussians) and the host's share of the
 // alignment row.
@@ -244,17 +243,13 @@ int Main() {
   auto created = CreateCudaStatsBackend(0, fp32_options);
   auto created_alt = CreateCudaStatsBackend(0, alt_options);
   auto created_tc = CreateCudaStatsBackend(0, tc_options);
-  CudaStatsOptions wgmma_options;
-  wgmma_options.kernel = train_cuda::StatsKernelChoice::kWgmma;
-  auto created_wgmma = CreateCudaStatsBackend(0, wgmma_options);
-  if (!created.ok() || !created_alt.ok() || !created_tc.ok() || !created_wgmma.ok()) {
+  if (!created.ok() || !created_alt.ok() || !created_tc.ok()) {
     std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
     return 1;
   }
   StatsBackend& backend = **created;
   StatsBackend& alt = **created_alt;
   StatsBackend& tc = **created_tc;
-  StatsBackend& wgmma = **created_wgmma;
   const bool flush_rows = absl::GetFlag(FLAGS_flush_rows);
   const bool tc_rows = train_cuda::TcStatsShapeSupported(absl::GetFlag(FLAGS_dim), train_cuda::kTcTile);
 
@@ -270,19 +265,7 @@ int Main() {
     std::fflush(stdout);
   };
   std::printf("%s\n", lines[0].c_str());
-  // The wgmma rows where the device has it (SetModel says so).
-  auto wgmma_row = [&](const std::string& kind, const DiagGmmModel& model, const FloatMatrix& data,
-                       const std::vector<StatsPair>& pairs, int64_t gaussians, int states) {
-    if (!tc_rows) return;
-    if (const absl::Status set = wgmma.SetModel(model); !set.ok()) {
-      std::printf("# %s_wgmma: %s\n", kind.c_str(), set.ToString().c_str());
-      return;
-    }
-    auto block = wgmma.LoadFrames(data.view());
-    if (!block.ok()) std::exit(1);
-    emit({kind + "_wgmma", absl::GetFlag(FLAGS_dim), gaussians, states, data.rows(),
-          TimeAccumulate(wgmma, **block, pairs, model, 1)});
-  };
+
   const int dim = absl::GetFlag(FLAGS_dim);
   const int64_t frames = absl::GetFlag(FLAGS_frames);
   for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_gaussians), ',', absl::SkipEmpty())) {
@@ -290,7 +273,6 @@ int Main() {
     if (!absl::SimpleAtoi(text, &gaussians)) return 1;
     const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
     const FloatMatrix data = DrawModelFrames(model, frames, 3);
-    wgmma_row("global", model, data, {}, gaussians, 1);
     if (tc_rows) {
       if (!tc.SetModel(model).ok()) return 1;
       auto tc_block = tc.LoadFrames(data.view());
@@ -326,7 +308,6 @@ int Main() {
     if (!block.ok()) return 1;
     emit({"alignment", dim, static_cast<int64_t>(evaluated / frames + 0.5), states, frames,
           TimeAccumulate(backend, **block, pairs, model, 1)});
-    wgmma_row("alignment", model, data, pairs, static_cast<int64_t>(evaluated / frames + 0.5), states);
     if (tc_rows) {
       if (!tc.SetModel(model).ok()) return 1;
       auto tc_block = tc.LoadFrames(data.view());
@@ -357,12 +338,9 @@ int Main() {
   }
 
   for (const train_cuda::StatsKernelChoice kernel :
-       {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3,
-        train_cuda::StatsKernelChoice::kWgmma}) {
+       {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3}) {
     if (!absl::GetFlag(FLAGS_estep)) break;
-    const std::string suffix = kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3"
-                               : kernel == train_cuda::StatsKernelChoice::kWgmma ? "_wgmma"
-                                                                                 : "";
+    const std::string suffix = kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "";
     CudaStatsOptions estep_options;
     estep_options.kernel = kernel;
     constexpr int64_t kFrames = 3'125'506;

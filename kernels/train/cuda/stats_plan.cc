@@ -119,9 +119,8 @@ StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile) {
   return tiles;
 }
 
-std::vector<float> BuildTcTiles(const StatsTiles& tiles, int cols) {
-  const int dim = tiles.dim, tile = tiles.tile_gaussians;
-  cols = std::max(cols, TcCols(dim));
+std::vector<float> BuildTcTiles(const StatsTiles& tiles) {
+  const int dim = tiles.dim, tile = tiles.tile_gaussians, cols = TcCols(dim);
   const int64_t tile_floats = TileFloats(dim, tile);
   std::vector<float> out(static_cast<size_t>(int64_t{tiles.num_tiles()} * tile * cols), 0.0f);
   for (int64_t t = 0; t < tiles.num_tiles(); ++t) {

@@ -78,9 +78,7 @@ StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile_gaussians);
 // kTcTile): per tile, kTcTile rows of TcCols(dim) floats, row i =
 // [K, u (dim), v (dim), 0 ...] of the tile's Gaussian i; padding Gaussians
 // K = kTcPaddingGconst, u = v = 0.
-// `cols` (>= TcCols(dim), a multiple of 8) pads the rows further for kernels
-// built for wider rows (the wgmma kernel's instances).
-std::vector<float> BuildTcTiles(const StatsTiles& tiles, int cols = 0);
+std::vector<float> BuildTcTiles(const StatsTiles& tiles);
 
 // Output block `o` of a batch: Gaussian tile `tile_in_state` of target `target`.
 struct StatsOutput {

@@ -116,7 +116,6 @@ enum class StatsKernelChoice {
   kAuto,     // ChooseStatsKernel
   kFp32,     // stats_kernels.cuh: FFMAs, exact float32 products
   kTf32x3,   // stats_tc_kernels.cuh: 3xTF32 tensor-core products (mma.sync, sm_80+)
-  kWgmma,    // stats_wgmma_kernel.cuh: the same products on wgmma (sm_90a, H100/H200)
 };
 
 // kAuto's choice. Measured on an H200 (132 SMs, 2026-11-26, train_stats_bench,

@@ -233,7 +233,8 @@ __device__ __forceinline__ void FoldScores(const float (&score)[4][4], float (&r
 // it), parameter tiles double-buffered through cp.async. Each lane keeps a
 // running (max, sum) for its two pairs over its Gaussian columns; quads,
 // then the two Gaussian halves, merge at the end.
-// (static: this header is also included by the wgmma statistics kernel's unit)
+// (static, as stats_kernels.cuh's non-template kernels: each unit that
+// includes the header keeps its own)
 static __global__ void __launch_bounds__(kStatsThreads, 2)
     TcLseKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
                 float* __restrict__ lse_max, float* __restrict__ lse_log) {
