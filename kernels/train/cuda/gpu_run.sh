@@ -43,23 +43,25 @@ echo "bench seconds $((SECONDS - start))"
 fi
 
 if [ -f .device-train/demo/feats.ark ] && [ -x $bin/gmmscore ]; then
-  echo "=== train-gmm on real speech: cuda, then cpu; then acc-stats of one model on each"
+  echo "=== train-gmm on real speech: cuda, cuda/tf32x3, then cpu; then acc-stats of one model on each"
   feats=ark:.device-train/demo/feats.ark
-  for backend in cuda cpu; do
+  for backend in cuda cuda/tf32x3 cpu; do
+    name=${backend//\//_}
     timeout 120 $bin/gmmscore train-gmm --features $feats --num_gauss 64 --num_gauss_init 8 --iterations 12 \
-      --backend $backend --output "$OUT/real_$backend.txt" > "$OUT/train_$backend.log" 2>&1 || status=1
-    grep -E "iteration (1|6|12)/|backend|wrote|error" "$OUT/train_$backend.log"
+      --backend $backend --output "$OUT/real_$name.txt" > "$OUT/train_$name.log" 2>&1 || status=1
+    grep -E "iteration (1|6|12)/|backend|wrote|error" "$OUT/train_$name.log"
   done
-  for backend in cuda cpu; do
+  for backend in cuda cuda/tf32x3 cpu; do
     timeout 60 $bin/gmmscore acc-stats --model "$OUT/real_cpu.txt" --features $feats --backend $backend \
-      --binary=false --output "$OUT/acc_$backend.txt" 2>&1 | grep -E "acc-stats|error"
+      --binary=false --output "$OUT/acc_${backend//\//_}.txt" 2>&1 | grep -E "acc-stats|error"
   done
-  python3 - "$OUT/acc_cuda.txt" "$OUT/acc_cpu.txt" <<'PY'
+  python3 - "$OUT/acc_cpu.txt" "$OUT/acc_cuda.txt" "$OUT/acc_cuda_tf32x3.txt" <<'PY'
 import re, sys
 nums = [[float(x) for x in re.findall(r"-?\d+\.?\d*(?:e[-+]?\d+)?", open(p).read())] for p in sys.argv[1:]]
-a, b = nums
-worst = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(a, b)) if len(a) == len(b) else float("nan")
-print(f"acc-stats cuda vs cpu: {len(a)} numbers, max relative difference {worst:.3g}")
+b = nums[0]
+for path, a in zip(sys.argv[2:], nums[1:]):
+    worst = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(a, b)) if len(a) == len(b) else float("nan")
+    print(f"acc-stats {path.split('acc_')[-1][:-4]} vs cpu: {len(a)} numbers, max relative difference {worst:.3g}")
 PY
 fi
 
