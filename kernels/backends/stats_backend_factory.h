@@ -15,10 +15,11 @@ namespace gmmscore {
 
 // "cpu": float32 with OpenBLAS on every core; "reference": the float64
 // reference (slow); "cuda" or "cuda:N": the CUDA kernels on device N
-// (UNAVAILABLE without CUDA or a device), the float32 or tensor-core ones
-// as the policy chooses (stats_policy.h), or as named by a suffix:
-// "cuda/fp32", "cuda:1/tf32x3"; "auto": cuda:0 when a device answers, else
-// cpu. INVALID_ARGUMENT for other names.
+// (UNAVAILABLE without CUDA or a device); "cuda:N,M,..." or "cuda:all":
+// those devices (every one that answers), each holding a shard of the frames
+// (sharded_stats_backend.h); any of these with "/fp32" or "/tf32x3" names
+// the kernels (stats_policy.h; the policy's choice without); "auto": every
+// GPU when a device answers, else cpu. INVALID_ARGUMENT for other names.
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateStatsBackend(absl::string_view name);
 
 }  // namespace gmmscore

@@ -20,11 +20,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/stats_kernels.h"
 #include "kernels/train/cuda/stats_policy.h"
 #include "kernels/train/cuda/stats_test_data.h"
+#include "kernels/train/sharded_stats_backend.h"
 #include "kernels/train/stats_reference.h"
 
 namespace gmmscore {
@@ -413,6 +415,54 @@ INSTANTIATE_TEST_SUITE_P(Kernels, KernelTest,
                          [](const ::testing::TestParamInfo<train_cuda::StatsKernelChoice>& info) {
                            return KernelSuffix(info.param).substr(1);
                          });
+
+// --- Several GPUs (or two backends sharing one): frames sharded. ---------
+
+// Two CUDA backends, on devices 0 and 1 where there are two, else both on
+// device 0, as one sharded backend: the float64 reference's statistics, and
+// the bits of two runs alike.
+TEST(CudaStatsBackendTest, ShardedOverTwoBackendsMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  const int second = CudaDeviceCount() > 1 ? 1 : 0;
+  auto make = [&] {
+    std::vector<std::unique_ptr<StatsBackend>> gpus;
+    for (int device : {0, second}) {
+      auto gpu = CreateCudaStatsBackend(device, {});
+      EXPECT_TRUE(gpu.ok()) << gpu.status();
+      gpus.push_back(std::move(*gpu));
+    }
+    auto sharded = CreateShardedStatsBackend(std::move(gpus));
+    EXPECT_TRUE(sharded.ok());
+    return std::move(*sharded);
+  };
+  const DiagGmmModel model = Model(1, 2048, 2048, 39, 41);
+  const FloatMatrix frames = DrawModelFrames(model, 100001, 42);
+  auto want = ParallelReferenceStats(model, frames, {}, 1);
+  ASSERT_TRUE(want.ok());
+  GmmStats runs[2] = {GmmStats::ForModel(model), GmmStats::ForModel(model)};
+  for (GmmStats& got : runs) {
+    auto sharded = make();
+    ASSERT_TRUE(sharded->SetModel(model).ok());
+    auto block = sharded->LoadFrames(frames.view());
+    ASSERT_TRUE(block.ok()) << block.status();
+    ASSERT_TRUE(sharded->Accumulate(**block, {}, &got).ok());
+  }
+  ExpectClose("sharded_global_D39_M2048_T100001_devices_0_" + std::to_string(second), runs[0], *want);
+  ExpectBitIdentical(runs[0], runs[1]);
+
+  const DiagGmmModel hmm = Model(30, 1, 300, 39, 43);
+  const FloatMatrix hmm_frames = DrawModelFrames(hmm, 20000, 44);
+  const std::vector<StatsPair> pairs = Alignment(20000, 30, {2, 7}, 45);
+  auto hmm_want = ParallelReferenceStats(hmm, hmm_frames, pairs, 1);
+  ASSERT_TRUE(hmm_want.ok());
+  auto sharded = make();
+  ASSERT_TRUE(sharded->SetModel(hmm).ok());
+  auto block = sharded->LoadFrames(hmm_frames.view());
+  ASSERT_TRUE(block.ok());
+  GmmStats got = GmmStats::ForModel(hmm);
+  ASSERT_TRUE(sharded->Accumulate(**block, pairs, &got).ok());
+  ExpectClose("sharded_alignment_D39_S30", got, *hmm_want);
+}
 
 // --- Bad requests change nothing and say why. ------------------------------
 

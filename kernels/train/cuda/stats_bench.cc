@@ -10,6 +10,7 @@
 //   estep_*     Machlica et al. 2011's configuration, 3,125,506 frames of
 //               D = 40, M = 2048: upload (LoadFrames, with the value check),
 //               first Accumulate (scratch allocation included), then warm;
+//               *_fp32_Ngpus: on every GPU of the host, frames sharded;
 //   *_flushN    the same rows with the statistics kernel's other
 //               accumulation variant (stats_policy.h, --flush_rows);
 //   *_tf32x3    the same rows on the tensor-core kernels (stats_tc_kernels.cuh)
@@ -41,6 +42,7 @@
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/cuda_stats_backend.h"
 #include "kernels/train/em_trainer.h"
+#include "kernels/train/sharded_stats_backend.h"
 #include "kernels/train/cuda/stats_kernels.h"
 #include "kernels/train/cuda/stats_plan.h"
 #include "kernels/train/cuda/stats_test_data.h"
@@ -337,16 +339,29 @@ int Main() {
                 validate * 1e3, Seconds(start) * 1e3, grouped.segments.size());
   }
 
-  for (const train_cuda::StatsKernelChoice kernel :
-       {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3}) {
+  // The E-step rows: float32 kernels, tensor-core kernels, and (on a host
+  // of several GPUs) the float32 kernels on every GPU, frames sharded.
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  for (const std::string suffix : {std::string(""), std::string("_tf32x3"),
+                                   "_fp32_" + std::to_string(devices) + "gpus"}) {
     if (!absl::GetFlag(FLAGS_estep)) break;
-    const std::string suffix = kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "";
+    const bool sharded = suffix.find("gpus") != std::string::npos;
+    if (sharded && devices < 2) continue;
     CudaStatsOptions estep_options;
-    estep_options.kernel = kernel;
+    estep_options.kernel =
+        suffix == "_tf32x3" ? train_cuda::StatsKernelChoice::kTf32x3 : train_cuda::StatsKernelChoice::kFp32;
     constexpr int64_t kFrames = 3'125'506;
     const DiagGmmModel model = MakeModel(1, 2048, 2048, 40, 2011);
     const FloatMatrix data = DrawModelFrames(model, kFrames, 6);
-    auto fresh = CreateCudaStatsBackend(0, estep_options);
+    std::vector<std::unique_ptr<StatsBackend>> gpus;
+    for (int d = 0; d < (sharded ? devices : 1); ++d) {
+      auto gpu = CreateCudaStatsBackend(d, estep_options);
+      if (!gpu.ok()) return 1;
+      gpus.push_back(std::move(*gpu));
+    }
+    auto fresh = sharded ? CreateShardedStatsBackend(std::move(gpus))
+                         : absl::StatusOr<std::unique_ptr<StatsBackend>>(std::move(gpus[0]));
     if (!fresh.ok()) return 1;
     StatsBackend& estep = **fresh;
     if (const absl::Status set = estep.SetModel(model); !set.ok()) {
