@@ -91,9 +91,19 @@ TEST(OpsAdminTest, LoadReplaceUnloadUnderFiftyLiveStreamsFailsNoChunk) {
       if (!(*session)->Finish().ok()) ++failed_chunks;
     });
   }
-  // Every stream started and answered at least once before the changes.
-  while (started.load() < kStreams || answered_once.load() < kStreams) {
+  // Every stream started and answered at least once before the changes (a
+  // stream that fails first would keep the count short: a deadline, then
+  // the failure is reported below).
+  const absl::Time all_answered_by = absl::Now() + absl::Seconds(60);
+  while ((started.load() < kStreams || answered_once.load() < kStreams) && failed_chunks.load() == 0 &&
+         absl::Now() < all_answered_by) {
     absl::SleepFor(absl::Milliseconds(5));
+  }
+  if (answered_once.load() < kStreams) {
+    stop = true;
+    for (std::thread& t : threads) t.join();
+    FAIL() << answered_once.load() << " of " << kStreams << " streams answered before the changes; "
+           << failed_chunks.load() << " failed";
   }
 
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());

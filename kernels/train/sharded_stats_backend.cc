@@ -98,16 +98,23 @@ class ShardedStatsBackend : public StatsBackend {
       local.frame = static_cast<int32_t>(pair.frame - shards[s].first_row);
       shard_pairs[s].push_back(local);
     }
-    std::vector<GmmStats> sums(shards.size(), GmmStats::ForShape(stats->dim, stats->state_offsets, stats->num_sets));
+    // A global GMM's shard takes every frame of its block (no pairs); a
+    // shard that no pair reaches has nothing to add. Each shard that runs
+    // sums into statistics of its own, the size of the model's (K of them
+    // per call: the price of adding in a fixed order).
+    auto runs = [&](size_t s) { return pairs.empty() || !shard_pairs[s].empty(); };
+    std::vector<GmmStats> sums(shards.size());
+    for (size_t s = 0; s < shards.size(); ++s) {
+      if (runs(s)) sums[s] = GmmStats::ForShape(stats->dim, stats->state_offsets, stats->num_sets);
+    }
     GMM_RETURN_IF_ERROR(RunEach(static_cast<int>(shards.size()), [&](int s) -> absl::Status {
-      // A global GMM's shard takes every frame of its block (no pairs); a
-      // shard that no pair reaches has nothing to add.
-      if (!pairs.empty() && shard_pairs[s].empty()) return absl::OkStatus();
+      if (!runs(s)) return absl::OkStatus();
       return backends_[shards[s].backend]->Accumulate(*shards[s].block, shard_pairs[s], &sums[s]);
     }));
-    for (GmmStats& sum : sums) {
-      sum.flags = stats->flags;
-      GMM_RETURN_IF_ERROR(stats->Add(sum));
+    for (size_t s = 0; s < shards.size(); ++s) {
+      if (!runs(s)) continue;
+      sums[s].flags = stats->flags;
+      GMM_RETURN_IF_ERROR(stats->Add(sums[s]));
     }
     return absl::OkStatus();
   }

@@ -15,6 +15,7 @@
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cpu_stats_backend.h"
 #include "kernels/train/stats_reference.h"
+#include "kernels/train/stats_test_util.h"
 
 namespace gmmscore {
 namespace {
@@ -45,17 +46,6 @@ std::vector<std::unique_ptr<StatsBackend>> References(int count) {
   std::vector<std::unique_ptr<StatsBackend>> backends;
   for (int k = 0; k < count; ++k) backends.push_back(CreateReferenceStatsBackend());
   return backends;
-}
-
-GmmStats Accumulated(StatsBackend& backend, const DiagGmmModel& model, const FloatMatrix& frames,
-             const std::vector<StatsPair>& pairs, int sets) {
-  EXPECT_TRUE(backend.SetModel(model).ok());
-  auto block = backend.LoadFrames(frames.view());
-  EXPECT_TRUE(block.ok()) << block.status();
-  GmmStats stats = GmmStats::ForModel(model, sets);
-  const absl::Status status = backend.Accumulate(**block, pairs, &stats);
-  EXPECT_TRUE(status.ok()) << status;
-  return stats;
 }
 
 // Largest |a - b| / max(|b|, 1) over every accumulator.

@@ -11,6 +11,7 @@
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cpu_stats_backend.h"
 #include "kernels/train/stats_reference.h"
+#include "kernels/train/stats_test_util.h"
 
 namespace gmmscore {
 namespace {
@@ -49,17 +50,6 @@ double MaxRelativeError(const GmmStats& a, const GmmStats& b) {
     }
   }
   return worst;
-}
-
-GmmStats Accumulated(StatsBackend& backend, const DiagGmmModel& model, const FloatMatrix& frames,
-             const std::vector<StatsPair>& pairs, int sets) {
-  EXPECT_TRUE(backend.SetModel(model).ok());
-  auto block = backend.LoadFrames(frames.view());
-  EXPECT_TRUE(block.ok()) << block.status();
-  GmmStats stats = GmmStats::ForModel(model, sets);
-  const absl::Status status = backend.Accumulate(**block, pairs, &stats);
-  EXPECT_TRUE(status.ok()) << status;
-  return stats;
 }
 
 void ExpectMatchesReference(const DiagGmmModel& model, const FloatMatrix& frames,

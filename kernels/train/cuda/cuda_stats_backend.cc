@@ -83,16 +83,20 @@ class CudaStatsBackend : public StatsBackend {
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "set statistics device");
     has_model_ = false;  // until the new one is complete on the device
-    tiles_ = train_cuda::BuildStatsTiles(model, options_.kernel == train_cuda::StatsKernelChoice::kTf32x3
-                                                    ? train_cuda::kTcTile
-                                                    : train_cuda::ChooseTileGaussians(model));
+    GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+    const int tile = train_cuda::ChooseTileGaussians(model);
+    kernel_ = options_.kernel == train_cuda::StatsKernelChoice::kAuto
+                  ? train_cuda::ChooseStatsKernel(info.major, model.dim(), tile)
+                  : options_.kernel;
+    tiles_ = train_cuda::BuildStatsTiles(
+        model, kernel_ == train_cuda::StatsKernelChoice::kTf32x3 ? train_cuda::kTcTile : tile);
     GMM_ASSIGN_OR_RETURN(tiles_device_,
                          DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
     GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
                                                                               tiles_.single_tile.size()));
     center_.assign(model.center().begin(), model.center().end());
     GMM_ASSIGN_OR_RETURN(center_device_, DeviceBuffer<float>::FromHost(center_.data(), center_.size()));
-    GMM_RETURN_IF_ERROR(ChooseKernels(model));
+    GMM_RETURN_IF_ERROR(PrepareKernels(model, info));
     GMM_ASSIGN_OR_RETURN(const int ctas_per_sm, CtasPerSm(model.dim()));
     target_items_ = int64_t{train_cuda::kItemsPerResidentCta} * sms_ * std::max(1, ctas_per_sm);
     row_doubles_ = train_cuda::StatsRowDoubles(model.dim());
@@ -181,14 +185,10 @@ class CudaStatsBackend : public StatsBackend {
   }
 
  private:
-  // The kernels for the model just tiled (tiles_), and the tensor-core
-  // kernels' tiles uploaded when chosen.
-  absl::Status ChooseKernels(const DiagGmmModel& model) {
+  // Checks the kernels chosen (kernel_) against the model just tiled
+  // (tiles_) and uploads the tensor-core kernels' tiles when chosen.
+  absl::Status PrepareKernels(const DiagGmmModel& model, const DeviceInfo& info) {
     const int dim = model.dim();
-    GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
-    kernel_ = options_.kernel == train_cuda::StatsKernelChoice::kAuto
-                  ? train_cuda::ChooseStatsKernel(info.major, dim, tiles_.tile_gaussians)
-                  : options_.kernel;
     tc_tiles_device_ = DeviceBuffer<float>();
     if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return absl::OkStatus();
     if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {

@@ -123,6 +123,23 @@ __device__ __forceinline__ PairRecord RecordOf(const PairsView& pairs, int pair)
   return record;
 }
 
+// The tile's pair arrays (threads 0..63, one pair each): frame and weight
+// of pairs pb .. pb + n - 1 (frame -1, weight 0 beyond), and their
+// log-sum-exp unless the state is fused (the kernel computes it then).
+__device__ __forceinline__ void LoadPairArrays(const PairsView& pairs, int pb, int n, bool fused,
+                                               const float* lse_max, const float* lse_log, int* frame_s,
+                                               float* weight_s, float* max_s, float* log_s, int thread) {
+  if (thread >= kPairsPerTile) return;
+  const bool valid = thread < n;
+  const PairRecord record = valid ? RecordOf(pairs, pb + thread) : PairRecord{-1, 0.0f};
+  frame_s[thread] = record.frame;
+  weight_s[thread] = record.weight;
+  if (!fused) {
+    max_s[thread] = valid ? lse_max[pb + thread] : 0.0f;
+    log_s[thread] = valid ? lse_log[pb + thread] : 0.0f;
+  }
+}
+
 template <int N>
 __device__ __forceinline__ void LoadVector(const float* p, float (&out)[N]) {
   static_assert(N == 2 || N == 4, "scoring Gaussians per thread");
@@ -393,16 +410,7 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   for (int pb = item.pair_begin; pb < item.pair_end; pb += kPairsPerTile) {
     const int n = min(kPairsPerTile, item.pair_end - pb);
     __syncthreads();  // the previous tile's GEMM is done with xt, gam and the pair arrays
-    if (t < kPairsPerTile) {
-      const bool valid = t < n;
-      const PairRecord record = valid ? RecordOf(pairs, pb + t) : PairRecord{-1, 0.0f};
-      frame_s[t] = record.frame;
-      weight_s[t] = record.weight;
-      if (!fused) {
-        max_s[t] = valid ? lse_max[pb + t] : 0.0f;
-        log_s[t] = valid ? lse_log[pb + t] : 0.0f;
-      }
-    }
+    LoadPairArrays(pairs, pb, n, fused, lse_max, lse_log, frame_s, weight_s, max_s, log_s, t);
     __syncthreads();
     StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
     __syncthreads();

@@ -135,8 +135,8 @@ TEST(BuildTcTilesTest, ParameterRowsPaddedToTheMmaDepth) {
       }
     }
   }
-  // -2^100: a power of two, so TF32 holds it exactly (no rest to split).
-  EXPECT_EQ(kTcPaddingGconst, -std::ldexp(1.0f, 100));
+  // -2^127: a power of two, so TF32 holds it exactly (no rest to split).
+  EXPECT_EQ(kTcPaddingGconst, -std::ldexp(1.0f, 127));
 }
 
 // Every (pair, tile) of the chunk exactly once; slots a permutation of each

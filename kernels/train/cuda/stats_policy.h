@@ -107,9 +107,10 @@ inline constexpr int kReduceLanes = 4;
 inline constexpr int kTcTile = 64;
 inline constexpr int kTcMaxDim = 43;
 constexpr int TcCols(int dim) { return (2 * dim + 1 + 7) / 8 * 8; }
-// K of padding Gaussians in the tensor-core tiles: -2^100, exact in TF32
-// (kPaddingGconst = -FLT_MAX rounds to -inf there, and its rest to NaN).
-inline constexpr float kTcPaddingGconst = -1.2676506002282294e30f;
+// K of padding Gaussians in the tensor-core tiles: -2^127, exact in TF32
+// (kPaddingGconst = -FLT_MAX rounds to -inf there, and its rest to NaN) and
+// below any score but the float32 kernels' own floor.
+inline constexpr float kTcPaddingGconst = -1.7014118346046923e38f;
 
 // Which kernels a statistics pass runs (CudaStatsOptions::kernel).
 enum class StatsKernelChoice {

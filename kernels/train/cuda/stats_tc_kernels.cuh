@@ -28,9 +28,9 @@
 // arrays at kPairPitch (68): every fragment load of a warp (8 rows x 4
 // columns) and every store of C fragments into `gam` hits 32 banks.
 //
-// Padding Gaussians carry K = kTcPaddingGconst (-2^100, exact in TF32: the
+// Padding Gaussians carry K = kTcPaddingGconst (-2^127, exact in TF32: the
 // float32 kernels' -FLT_MAX rounds to -inf in TF32 and its rest would be
-// NaN), so they score about -1e30 and get posterior 0.
+// NaN), so they score -2^127 and get posterior 0.
 #ifndef GMMSCORE_KERNELS_TRAIN_CUDA_STATS_TC_KERNELS_CUH_
 #define GMMSCORE_KERNELS_TRAIN_CUDA_STATS_TC_KERNELS_CUH_
 
@@ -356,16 +356,7 @@ __global__ void __launch_bounds__(kStatsThreads, 2)
   for (int pb = item.pair_begin; pb < item.pair_end; pb += kPairsPerTile) {
     const int n = min(kPairsPerTile, item.pair_end - pb);
     __syncthreads();  // the previous tile's products are done with every array
-    if (t < kPairsPerTile) {
-      const bool valid = t < n;
-      const PairRecord record = valid ? stats_detail::RecordOf(pairs, pb + t) : PairRecord{-1, 0.0f};
-      frame_s[t] = record.frame;
-      weight_s[t] = record.weight;
-      if (!fused) {
-        max_s[t] = valid ? lse_max[pb + t] : 0.0f;
-        log_s[t] = valid ? lse_log[pb + t] : 0.0f;
-      }
-    }
+    stats_detail::LoadPairArrays(pairs, pb, n, fused, lse_max, lse_log, frame_s, weight_s, max_s, log_s, t);
     __syncthreads();
     StageTcFrames(pairs.frames, dim, cols, frame_s, center, ya, xt, t);
     __syncthreads();
