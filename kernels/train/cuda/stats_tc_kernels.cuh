@@ -2,7 +2,10 @@
 // items and float64 partials as stats_kernels.cuh, with both products on
 // mma.sync m16n8k8 TF32 tiles (kernels/cuda/internal/tf32_mma.cuh) instead
 // of FFMAs. Launched by stats_tc_kernels.cu; chosen by ChooseStatsKernel
-// (stats_policy.h).
+// (stats_policy.h), which never picks them on its own: on the H200 they
+// are 10-20% slower than the float32 kernels (docs/PERFORMANCE.md), so they
+// are opt-in (--backend cuda/tf32x3) for devices where mma.sync is the
+// full-rate tensor path (sm_80-89, unmeasured).
 //
 // Every operand is split on the fly into a TF32 big part and the TF32 of
 // its rest, and each product is small x big + big x small + big x big into
