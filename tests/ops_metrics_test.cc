@@ -127,12 +127,21 @@ TEST(OpsMetricsTest, SchedulerHistogramsAfterKnownTraffic) {
   FeaturesToProto(TestFeatures(daemon->model("m"), 7, 3).view(), request.mutable_features());
   ASSERT_TRUE(client->Score(request).ok());
 
-  // A call is reported just after its answers are handed over: poll.
+  // A call is reported just after its answers are handed over, and each
+  // histogram at its own step of it: poll until every one has the 4 calls
+  // (one of them alone could be read a step ahead of the others under load).
   std::string text;
   const absl::Time end = absl::Now() + absl::Seconds(30);
+  auto all_reported = [&] {
+    for (const char* series : {"gmmscore_batch_frames_count", "gmmscore_backend_score_seconds_count",
+                               "gmmscore_queue_wait_seconds_count", "gmmscore_chunk_latency_seconds_count"}) {
+      if (MetricValue(text, series) < 4) return false;
+    }
+    return true;
+  };
   do {
     text = HttpGet(port, "/metrics");
-  } while (MetricValue(text, "gmmscore_batch_frames_count") < 4 && absl::Now() < end);
+  } while (!all_reported() && absl::Now() < end);
   auto value = [&](const std::string& series) { return MetricValue(text, series); };
   EXPECT_EQ(value("gmmscore_batch_frames_count"), 4);
   EXPECT_EQ(value("gmmscore_batch_frames_sum"), 37);
