@@ -144,7 +144,13 @@ def test_a_reader_that_reads_nothing_does_not_stall_pushes(client, models, rng):
             pytest.fail("pushes stalled while nobody read the answers")
         answers = list(s)
     check_order(answers, chunks)
-    assert all(np.array_equal(a.loglikes, answers[0].loglikes) for a in answers)
+    # The same chunk every time, so the same scores within the float32
+    # tolerance of every other comparison (checks.py): the CPU backend's
+    # score of a frame can change in its last bits with where the frame falls
+    # in a batch (its GEMM's blocking; 10 of 400 answers with seed
+    # 3213103840, up to 2.5e-5 nats with seed 2080237033).
+    for a in answers:
+        assert_close(a.loglikes, answers[0].loglikes)
 
 
 def test_poll_returns_what_has_arrived(client, models, rng):
