@@ -112,9 +112,26 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBackend> backend,
                                                       std::unique_ptr<ModelRepository> repository,
                                                       const DaemonOptions& options) {
+  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  backends.push_back(std::move(backend));
+  return Start(std::move(backends), std::move(repository), options);
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
+    std::vector<std::unique_ptr<ScoringBackend>> backends,
+    std::unique_ptr<ModelRepository> repository, const DaemonOptions& options) {
   GMM_RETURN_IF_ERROR(ValidateDaemonOptions(options));
+  if (repository == nullptr || backends.empty() ||
+      static_cast<int>(backends.size()) != repository->num_devices()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the daemon has %d backends for a repository of %d devices; give one backend per device",
+        backends.size(), repository == nullptr ? 0 : repository->num_devices()));
+  }
+  for (const auto& backend : backends) {
+    if (backend == nullptr) return absl::InvalidArgumentError("a daemon backend is null");
+  }
   std::unique_ptr<Daemon> daemon(new Daemon());
-  daemon->backend_ = std::move(backend);
+  daemon->backends_ = std::move(backends);
   daemon->repository_ = std::move(repository);
   OpsOptions ops_options = options.ops;
   ops_options.scoring_token_set = !options.limits.required_token.empty();
@@ -126,17 +143,28 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   }
   daemon->ops_ = *std::move(ops);
 
-  // Every backend call feeds the batch and latency histograms; ops_ outlives
-  // the scheduler (members are destroyed in reverse order).
-  BatchSchedulerOptions scheduler_options = options.scheduler;
+  // Every backend call feeds the batch and latency histograms and its
+  // device's recent busy time; ops_ and the router outlive the schedulers
+  // (members are destroyed in reverse order; the router is made before any
+  // job can reach a scheduler).
   ServerMetrics* metrics = &daemon->ops_->metrics();
-  scheduler_options.on_group = [metrics, chained = options.scheduler.on_group](
-                                   const GroupReport& report) {
-    metrics->ObserveGroup(report);
-    if (chained) chained(report);
-  };
-  daemon->scheduler_ =
-      std::make_unique<BatchScheduler>(daemon->backend_.get(), std::move(scheduler_options));
+  Daemon* self = daemon.get();
+  std::vector<BatchScheduler*> schedulers;
+  std::vector<std::string> names;
+  for (size_t d = 0; d < daemon->backends_.size(); ++d) {
+    BatchSchedulerOptions scheduler_options = options.scheduler;
+    scheduler_options.on_group = [metrics, self, d, chained = options.scheduler.on_group](
+                                     const GroupReport& report) {
+      metrics->ObserveGroup(report);
+      self->router_->ObserveGroup(static_cast<int>(d), report);
+      if (chained) chained(report);
+    };
+    daemon->schedulers_.push_back(
+        std::make_unique<BatchScheduler>(daemon->backends_[d].get(), std::move(scheduler_options)));
+    schedulers.push_back(daemon->schedulers_.back().get());
+    names.push_back(daemon->repository_->device_name(static_cast<int>(d)));
+  }
+  daemon->router_ = std::make_unique<DeviceRouter>(std::move(schedulers), std::move(names));
   AlignSchedulerOptions align_options = options.align;
   align_options.on_batch = [metrics, chained = options.align.on_batch](const AlignBatchReport& report) {
     metrics->ObserveAlignBatch(report);
@@ -146,7 +174,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   daemon->adaptation_ =
       std::make_unique<AdaptationHub>(daemon->repository_.get(), options.adaptation);
   daemon->service_ = std::make_unique<ScorerService>(
-      daemon->repository_.get(), daemon->scheduler_.get(), LimitsOf(options), options.stream_api,
+      daemon->repository_.get(), daemon->router_.get(), LimitsOf(options), options.stream_api,
       daemon->align_scheduler_.get(), daemon->adaptation_.get());
 
   grpc::ServerBuilder builder;
@@ -179,10 +207,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBac
   absl::Status ops_started = daemon->ops_->Started(
       daemon->server_.get(), {.repository = daemon->repository_.get(),
                               .service = daemon->service_.get(),
-                              .scheduler = daemon->scheduler_.get(),
+                              .devices = daemon->router_.get(),
                               .aligner = daemon->align_scheduler_.get(),
                               .adaptation = daemon->adaptation_.get(),
-                              .backend = daemon->backend_->name()});
+                              .backend = daemon->repository_->device()});
   if (!ops_started.ok()) {
     daemon->Drain(absl::ZeroDuration());
     return ops_started;
@@ -196,7 +224,7 @@ void Daemon::StopUnstarted() {
     drained_ = true;
   }
   if (cq_streams_ != nullptr) cq_streams_->Stop();
-  if (scheduler_ != nullptr) scheduler_->Stop();
+  for (auto& scheduler : schedulers_) scheduler->Stop();
   if (align_scheduler_ != nullptr) align_scheduler_->Stop();
   if (adaptation_ != nullptr) adaptation_->Stop();
 }
@@ -210,7 +238,7 @@ void Daemon::Drain(absl::Duration timeout) {
   ops_->BeginDrain();
   service_->Drain();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
-  scheduler_->Stop();
+  for (auto& scheduler : schedulers_) scheduler->Stop();
   align_scheduler_->Stop();
   server_->Wait();
   if (cq_streams_ != nullptr) cq_streams_->Stop();  // every call has ended

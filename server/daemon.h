@@ -1,6 +1,6 @@
-// Daemon: a running gmmscored in one object: the scoring backend, the model
-// repository, the batch scheduler, the AcousticScorer service and the gRPC
-// server listening for it. gmmscored_main.cc is flags around this; the
+// Daemon: a running gmmscored in one object: the scoring backends (one per
+// device), the model repository, a batch scheduler per device, the
+// AcousticScorer service and the gRPC server listening for it. gmmscored_main.cc is flags around this; the
 // integration tests run it in-process.
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<Daemon> daemon,
@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -24,6 +25,7 @@
 #include "server/batch_scheduler.h"
 #include "server/cq_stream_server.h"
 #include "server/daemon_ops.h"
+#include "server/device_router.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
 
@@ -70,6 +72,13 @@ class Daemon {
   static absl::StatusOr<std::unique_ptr<Daemon>> Start(std::unique_ptr<ScoringBackend> backend,
                                                        std::unique_ptr<ModelRepository> repository,
                                                        const DaemonOptions& options);
+  // Several devices: backends[d] is the repository's device d, and gets a
+  // scheduler of its own (options.scheduler each); streams and requests go
+  // to the least-loaded device holding their models (device_router.h).
+  // INVALID_ARGUMENT when the counts differ or a backend is null.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(
+      std::vector<std::unique_ptr<ScoringBackend>> backends,
+      std::unique_ptr<ModelRepository> repository, const DaemonOptions& options);
   // Drain(absl::ZeroDuration()) unless drained already.
   ~Daemon();
 
@@ -91,7 +100,9 @@ class Daemon {
   // Health, admin, metrics (daemon_ops.h).
   DaemonOps& ops() { return *ops_; }
   const ScorerService& service() const { return *service_; }
-  BatchSchedulerStats scheduler_stats() const { return scheduler_->stats(); }
+  // Every device's scheduler together, and the router over them.
+  BatchSchedulerStats scheduler_stats() const { return router_->TotalStats(); }
+  const DeviceRouter& devices() const { return *router_; }
   AlignSchedulerStats align_stats() const { return align_scheduler_->stats(); }
   AdaptationCounters adaptation_counters() const { return adaptation_->counters(); }
   // Completion-queue threads serving StreamScore; 0 on the callback API.
@@ -102,11 +113,12 @@ class Daemon {
   // A Start that failed before the server ran: stops the schedulers.
   void StopUnstarted();
 
-  // Destroyed in reverse order: the server first, the backend last.
-  std::unique_ptr<ScoringBackend> backend_;
+  // Destroyed in reverse order: the server first, the backends last.
+  std::vector<std::unique_ptr<ScoringBackend>> backends_;
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<DaemonOps> ops_;  // its admin service outlives server_
-  std::unique_ptr<BatchScheduler> scheduler_;
+  std::vector<std::unique_ptr<BatchScheduler>> schedulers_;  // one per backend
+  std::unique_ptr<DeviceRouter> router_;
   // Holds aligners of model versions while their requests run; goes before
   // the repository and the backend they use.
   std::unique_ptr<AlignScheduler> align_scheduler_;

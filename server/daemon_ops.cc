@@ -1,8 +1,11 @@
 #include "server/daemon_ops.h"
 
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -33,6 +36,24 @@ void DaemonOps::ConfigureBuilder(grpc::ServerBuilder* builder) {
   builder->experimental().SetInterceptorCreators(metrics_.InterceptorFactories());
 }
 
+namespace {
+
+// The distinct GPU indexes of a backend list ("cuda:0,cuda:1,cuda:0"; a bare
+// "cuda" is 0), ascending; none for "cpu".
+std::vector<int> CudaDevicesOf(absl::string_view backends) {
+  std::set<int> indexes;
+  for (absl::string_view backend : absl::StrSplit(backends, ',')) {
+    int index = 0;
+    if (absl::ConsumePrefix(&backend, "cuda") &&
+        (backend.empty() || (absl::ConsumePrefix(&backend, ":") && absl::SimpleAtoi(backend, &index)))) {
+      indexes.insert(index);
+    }
+  }
+  return {indexes.begin(), indexes.end()};
+}
+
+}  // namespace
+
 absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   health_ = std::make_unique<HealthReporter>(server->GetHealthCheckService());
   admin_->set_health(health_.get());
@@ -41,18 +62,14 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   sources_ = std::move(sources);
   trimmer_ = std::make_unique<MemoryTrimmer>(options_.trim);
   if (!options_.metrics_listen.empty()) {
-    int gpu_index = 0;
-    if (absl::string_view backend = sources_.backend;
-        absl::ConsumePrefix(&backend, "cuda") &&
-        (backend.empty() || (absl::ConsumePrefix(&backend, ":") &&
-                             absl::SimpleAtoi(backend, &gpu_index)))) {
+    for (int gpu_index : CudaDevicesOf(sources_.backend)) {
       absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu =
           GpuMonitor::Open(gpu_index, options_.nvml_library);
       if (gpu.ok()) {
-        gpu_ = *std::move(gpu);
-        sources_.gpu = gpu_.get();
+        gpus_.push_back(*std::move(gpu));
+        sources_.gpus.push_back(gpus_.back().get());
       } else {
-        LogInfo("no GPU memory/utilisation metrics: %s", gpu.status().message());
+        LogInfo("no GPU memory/utilisation metrics for cuda:%d: %s", gpu_index, gpu.status().message());
       }
     }
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> http = MetricsHttpServer::Start(
@@ -77,8 +94,8 @@ void DaemonOps::BeginDrain() {
 void DaemonOps::Stop() {
   trimmer_.reset();
   metrics_http_.reset();
-  sources_.gpu = nullptr;
-  gpu_.reset();
+  sources_.gpus.clear();
+  gpus_.clear();
 }
 
 }  // namespace gmmscore

@@ -96,7 +96,7 @@ class DaemonOps {
   ServerMetrics metrics_;
   std::unique_ptr<HealthReporter> health_;
   std::unique_ptr<ModelAdminService> admin_;
-  std::unique_ptr<GpuMonitor> gpu_;  // null unless NVML serves the backend's GPU
+  std::vector<std::unique_ptr<GpuMonitor>> gpus_;  // the backends' GPUs NVML serves
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::unique_ptr<MemoryTrimmer> trimmer_;
   MetricsSources sources_;

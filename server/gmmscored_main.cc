@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -16,6 +17,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "kernels/core/mutex_mode.h"
 #include "kernels/backends/align_engine_factory.h"
@@ -23,6 +25,7 @@
 #include "server/auth_token.h"
 #include "kernels/core/version.h"
 #include "server/daemon.h"
+#include "server/device_list.h"
 #include "server/log.h"
 #include "server/server_config.h"
 
@@ -46,6 +49,11 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, backend, "auto",
           "Scoring backend: 'auto' (CUDA device 0 when a GPU is present, else CPU), 'cpu', "
           "'cuda' or 'cuda:N'. Results are the same on all of them.");
+ABSL_FLAG(std::string, devices, "",
+          "Devices to score on, each with its own batch scheduler and queue: 'all' (every GPU), "
+          "'0,2' (those GPUs; '0,0' runs two schedulers over GPU 0; with --backend cpu, '0,1' "
+          "runs two CPU backends). Empty: the one device of --backend. Streams go to the "
+          "least-loaded device holding their models (the config's models[].devices places them).");
 ABSL_FLAG(int64_t, max_batch_frames, 4096,
           "Batching: while the backend is busy, chunks from all streams gather until they hold "
           "this many frames (or --max_queue_delay_us passes); one dispatch scores at most this "
@@ -177,10 +185,20 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   if (dir.empty()) {
     return absl::InvalidArgumentError("--model_repository is required (see --help)");
   }
-  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
-      CreateBackend(absl::GetFlag(FLAGS_backend));
-  if (!backend.ok()) return backend.status();
-  LogInfo("backend: %s", (*backend)->name());
+  absl::StatusOr<DeviceList> devices =
+      ParseDeviceList(absl::GetFlag(FLAGS_devices), absl::GetFlag(FLAGS_backend), CudaDevicesPresent());
+  if (!devices.ok()) return devices.status();
+  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  std::vector<ScoringBackend*> backend_pointers;
+  for (std::string& name : devices->backends) {
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(name);
+    if (!backend.ok()) return backend.status();
+    name = (*backend)->name();  // "auto" resolved
+    backend_pointers.push_back(backend->get());
+    backends.push_back(*std::move(backend));
+  }
+  const std::unique_ptr<ScoringBackend>& backend = backends.front();
+  LogInfo("backend%s: %s", backends.size() > 1 ? "s" : "", absl::StrJoin(devices->backends, ", "));
 
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20};
@@ -188,10 +206,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
   // Alignment scores and decodes where the daemon scores: on a GPU backend
   // the CUDA engine keeps a batch's scores on the device.
-  absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor((*backend)->name());
+  absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor(backend->name());
   if (!engine.ok()) return engine.status();
   repository_options.align.aligner.engine = *std::move(engine);
-  if (absl::Status status = ApplyModelConfigs(config, (*backend)->name(),
+  if (absl::Status status = ApplyModelConfigs(config, *devices,
                                               absl::GetFlag(FLAGS_max_batch_frames),
                                               &repository_options);
       !status.ok()) {
@@ -206,16 +224,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
     LogWarning("%s", problem);
   }
   absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
-      ModelRepository::LoadDirectory(dir, backend->get(), repository_options);
+      ModelRepository::LoadDirectory(dir, backend_pointers, repository_options);
   if (!repository.ok()) return repository.status();
   for (const ServedModel& served : (*repository)->models()) {
     const PreparedModel& model = *served.prepared;
+    std::vector<std::string> placed;
+    for (int d : served.devices()) placed.push_back((*repository)->device_name(d));
     LogInfo("model '%s' from %s (%s): %d dims, %d states, %d Gaussians%s, %.1f MiB host, "
             "%.1f MiB on %s, loaded in %s",
             served.name, served.source, served.format, model.dim(), model.num_states(),
             model.gaussians_per_frame(), model.tied() ? " (tied: codebook Gaussians per frame)" : "",
             model.host_bytes() / 1048576.0,
-            served.prepared->device_bytes() / 1048576.0, (*repository)->device(),
+            served.prepared->device_bytes() / 1048576.0, absl::StrJoin(placed, ", "),
             absl::FormatDuration(served.load_time));
     if (served.aligner != nullptr) {
       LogInfo("model '%s' aligns (Align) with dictionary %s", served.name, served.aligner->dictionary());
@@ -228,7 +248,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.scheduler.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   options.scheduler.num_workers = absl::GetFlag(FLAGS_scheduler_workers);
   if (options.scheduler.num_workers == 0) {
-    options.scheduler.num_workers = (*backend)->concurrent_calls();
+    options.scheduler.num_workers = backend->concurrent_calls();
   }
   options.scheduler.num_answer_threads = absl::GetFlag(FLAGS_answer_threads);
   options.align.max_batch = absl::GetFlag(FLAGS_align_max_batch);
@@ -282,7 +302,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
     options.limits.required_token = *std::move(token);
   }
   // Every other check is the options' own (ValidateDaemonOptions, in Start).
-  return Daemon::Start(*std::move(backend), *std::move(repository), options);
+  return Daemon::Start(std::move(backends), *std::move(repository), options);
 }
 
 int Main(int argc, char** argv) {

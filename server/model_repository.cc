@@ -57,12 +57,40 @@ absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path
   return std::shared_ptr<ModelAligner>(*std::move(aligner));
 }
 
-// Reads and prepares the model at `path`, to be served as `name`, with its
-// aligner if `align` gives it a dictionary. `fits(host_bytes)` is asked
-// before preparing, with the host size as the estimate of what the backend
-// will hold.
+// `model` prepared on backends[d] for every d in `devices`: replicas[d],
+// null elsewhere. Each error names the device.
+absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> PrepareReplicas(
+    const LoadedModel& model, const std::vector<ScoringBackend*>& backends,
+    const std::vector<int>& devices) {
+  std::vector<std::shared_ptr<const PreparedModel>> replicas(backends.size());
+  for (int d : devices) {
+    ScoringBackend* backend = backends[d];
+    auto prepared = model.tied != nullptr ? backend->PrepareTied(model.tied) : backend->Prepare(model.untied);
+    if (!prepared.ok()) {
+      return backends.size() == 1 ? prepared.status() : PrefixStatus(backend->name(), prepared.status());
+    }
+    replicas[d] = *std::move(prepared);
+  }
+  return replicas;
+}
+
+// The first non-null replica.
+std::shared_ptr<const PreparedModel> FirstReplica(
+    const std::vector<std::shared_ptr<const PreparedModel>>& replicas) {
+  for (const auto& replica : replicas) {
+    if (replica != nullptr) return replica;
+  }
+  return nullptr;
+}
+
+// Reads and prepares the model at `path`, to be served as `name`, on
+// backends[d] for each d in `devices`, with its aligner (over the first of
+// them) if `align` gives it a dictionary. `fits(host_bytes)` is asked before
+// preparing, with the host size as the estimate of what each backend will
+// hold.
 absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
-                                           ScoringBackend* backend, const AlignDictionaries& align,
+                                           const std::vector<ScoringBackend*>& backends,
+                                           const std::vector<int>& devices, const AlignDictionaries& align,
                                            const std::map<std::string, FrontEndSource>& front_ends,
                                            const std::function<absl::Status(int64_t)>& fits) {
   const absl::Time start = absl::Now();
@@ -76,30 +104,72 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
     absl::Status status = fits(model->ByteSize());
     if (!status.ok()) return WithPath(status, path);
   }
-  auto prepared = model->tied != nullptr ? backend->PrepareTied(model->tied) : backend->Prepare(model->untied);
-  if (!prepared.ok()) return WithPath(prepared.status(), path);
-  absl::StatusOr<std::shared_ptr<ModelAligner>> aligner = AlignerFor(path, name, *format, backend, align);
+  absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =
+      PrepareReplicas(*model, backends, devices);
+  if (!replicas.ok()) return WithPath(replicas.status(), path);
+  std::shared_ptr<const PreparedModel> prepared = FirstReplica(*replicas);
+  absl::StatusOr<std::shared_ptr<ModelAligner>> aligner =
+      AlignerFor(path, name, *format, backends[devices.front()], align);
   if (!aligner.ok()) return WithPath(aligner.status(), path);
   const auto configured = front_ends.find(name);
   absl::StatusOr<ModelFrontEnd> front_end =
-      FrontEndForModel(path, *format, static_cast<int>((*prepared)->dim()),
+      FrontEndForModel(path, *format, static_cast<int>(prepared->dim()),
                        configured == front_ends.end() ? nullptr : &configured->second);
   if (!front_end.ok()) return WithPath(front_end.status(), path);
   return ServedModel{.name = name,
                      .source = path,
                      .format = std::string(ModelFormatName(*format)),
                      .load_time = absl::Now() - start,
-                     .prepared = *std::move(prepared),
+                     .prepared = std::move(prepared),
+                     .replicas = *std::move(replicas),
                      .aligner = *std::move(aligner),
                      .front_end = std::move(front_end->pipeline),
                      .no_front_end = std::move(front_end->missing)};
 }
 
-absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget) {
+// `device`: the device's name when the repository has several, else "".
+absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget, const std::string& device) {
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "the model needs %.1f MiB but only %.1f MiB of the %.1f MiB model memory budget are free "
+      "the model needs %.1f MiB but only %.1f MiB of the %.1f MiB model memory budget%s are free "
       "(replaced versions still used by live streams count until those streams end)",
-      adding / 1048576.0, std::max<int64_t>(0, budget - held) / 1048576.0, budget / 1048576.0));
+      adding / 1048576.0, std::max<int64_t>(0, budget - held) / 1048576.0, budget / 1048576.0,
+      device.empty() ? "" : absl::StrCat(" of ", device)));
+}
+
+std::vector<std::string> NamesOf(const std::vector<ScoringBackend*>& backends) {
+  std::vector<std::string> names;
+  for (const ScoringBackend* backend : backends) names.push_back(backend->name());
+  return names;
+}
+
+// Bytes a backend holds for `prepared`: device bytes on a GPU, host bytes on the CPU.
+int64_t ResidentBytes(const PreparedModel& prepared) {
+  const int64_t device = prepared.device_bytes();
+  return device > 0 ? device : prepared.host_bytes();
+}
+
+// OK, or INVALID_ARGUMENT: no backend, a null one, or a placement that
+// names no device, a device out of range or one twice (or not ascending).
+absl::Status CheckDevices(const std::vector<ScoringBackend*>& backends,
+                          const std::map<std::string, std::vector<int>>& placement) {
+  if (backends.empty()) return absl::InvalidArgumentError("a model repository needs at least one backend");
+  for (const ScoringBackend* backend : backends) {
+    if (backend == nullptr) return absl::InvalidArgumentError("a model repository's backend is null");
+  }
+  for (const auto& [name, devices] : placement) {
+    bool ok = !devices.empty();
+    for (size_t i = 0; i < devices.size(); ++i) {
+      ok = ok && devices[i] >= 0 && devices[i] < static_cast<int>(backends.size()) &&
+           (i == 0 || devices[i] > devices[i - 1]);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "model '%s' is placed on devices [%s]; a placement names at least one device, each once, "
+          "in ascending order, from 0 to %d (this server has %d)",
+          name, absl::StrJoin(devices, ","), backends.size() - 1, backends.size()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -110,17 +180,42 @@ std::string AlignDictionaries::For(const std::string& name, bool* own) const {
   return *own ? it->second : default_dictionary;
 }
 
-int64_t ServedModel::resident_bytes() const {
-  const int64_t device = prepared->device_bytes();
-  return device > 0 ? device : prepared->host_bytes();
+std::shared_ptr<const PreparedModel> ServedModel::replica(int device) const {
+  if (replicas.empty()) return device == 0 ? prepared : nullptr;
+  return device >= 0 && device < static_cast<int>(replicas.size()) ? replicas[device] : nullptr;
 }
 
-ModelRepository::ModelRepository(Snapshot models, std::string device, std::string directory,
-                                 ScoringBackend* backend, const RepositoryOptions& options)
-    : device_(std::move(device)),
+std::vector<int> ServedModel::devices() const {
+  if (replicas.empty()) return {0};
+  std::vector<int> out;
+  for (size_t d = 0; d < replicas.size(); ++d) {
+    if (replicas[d] != nullptr) out.push_back(static_cast<int>(d));
+  }
+  return out;
+}
+
+int64_t ServedModel::resident_bytes() const {
+  if (replicas.empty()) return ResidentBytes(*prepared);
+  int64_t bytes = 0;
+  for (const auto& replica : replicas) {
+    if (replica != nullptr) bytes += ResidentBytes(*replica);
+  }
+  return bytes;
+}
+
+int64_t ServedModel::resident_bytes_on(int device) const {
+  std::shared_ptr<const PreparedModel> on = replica(device);
+  return on == nullptr ? 0 : ResidentBytes(*on);
+}
+
+ModelRepository::ModelRepository(Snapshot models, std::string directory,
+                                 std::vector<ScoringBackend*> backends, const RepositoryOptions& options)
+    : backends_(std::move(backends)),
+      device_names_(NamesOf(backends_)),
+      device_(absl::StrJoin(device_names_, ",")),
       directory_(std::move(directory)),
-      backend_(backend),
       budget_bytes_(options.memory_budget_bytes),
+      placement_(options.placement),
       max_batch_frames_(options.max_batch_frames),
       precision_(options.precision),
       align_(options.align),
@@ -137,14 +232,22 @@ Precision ModelRepository::PrecisionOf(const std::string& name) const {
   return it == precision_.end() ? Precision::kExact : it->second;
 }
 
+std::vector<int> ModelRepository::PlacementOf(const std::string& name) const {
+  auto it = placement_.find(name);
+  if (it != placement_.end()) return it->second;
+  std::vector<int> every(backends_.size());
+  for (size_t d = 0; d < every.size(); ++d) every[d] = static_cast<int>(d);
+  return every;
+}
+
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
-    std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
+    std::vector<ServedModel> models, std::vector<ScoringBackend*> backends, std::string directory,
     const RepositoryOptions& options) {
   const int64_t budget = options.memory_budget_bytes;
   if (models.empty()) return absl::InvalidArgumentError("no models to serve");
+  std::vector<int64_t> bytes(backends.size(), 0);
   std::sort(models.begin(), models.end(),
             [](const ServedModel& a, const ServedModel& b) { return a.name < b.name; });
-  int64_t bytes = 0;
   for (size_t i = 0; i < models.size(); ++i) {
     if (models[i].name.empty()) {
       return absl::InvalidArgumentError(
@@ -155,9 +258,13 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
           absl::StrFormat("two models are named '%s' (%s and %s); names must be unique",
                           models[i].name, models[i - 1].source, models[i].source));
     }
-    bytes += models[i].resident_bytes();
+    for (size_t d = 0; d < backends.size(); ++d) bytes[d] += models[i].resident_bytes_on(static_cast<int>(d));
   }
-  if (budget > 0 && bytes > budget) return OverBudget(0, bytes, budget);
+  for (size_t d = 0; d < backends.size(); ++d) {
+    if (budget > 0 && bytes[d] > budget) {
+      return OverBudget(0, bytes[d], budget, backends.size() == 1 ? "" : backends[d]->name());
+    }
+  }
   Snapshot snapshot;
   for (ServedModel& model : models) {
     if (auto it = options.max_batch_frames.find(model.name); it != options.max_batch_frames.end()) {
@@ -168,12 +275,19 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
     }
     snapshot.push_back(std::make_shared<const ServedModel>(std::move(model)));
   }
-  return std::unique_ptr<ModelRepository>(new ModelRepository(
-      std::move(snapshot), backend->name(), std::move(directory), backend, options));
+  return std::unique_ptr<ModelRepository>(
+      new ModelRepository(std::move(snapshot), std::move(directory), std::move(backends), options));
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
     const std::string& dir, ScoringBackend* backend, const RepositoryOptions& options) {
+  return LoadDirectory(dir, std::vector<ScoringBackend*>{backend}, options);
+}
+
+absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
+    const std::string& dir, const std::vector<ScoringBackend*>& backends,
+    const RepositoryOptions& options) {
+  GMM_RETURN_IF_ERROR(CheckDevices(backends, options.placement));
   std::error_code error;
   if (!fs::is_directory(dir, error)) {
     return absl::NotFoundError(absl::StrFormat("model repository %s is not a directory", dir));
@@ -212,11 +326,16 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
 
   std::vector<ServedModel> models;
   for (const auto& [file, name] : files) {
-    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backend, options.align, options.front_ends, nullptr);
+    auto placed = options.placement.find(name);
+    std::vector<int> devices(backends.size());
+    for (size_t d = 0; d < devices.size(); ++d) devices[d] = static_cast<int>(d);
+    if (placed != options.placement.end()) devices = placed->second;
+    absl::StatusOr<ServedModel> served =
+        ReadAndPrepare(file.string(), name, backends, devices, options.align, options.front_ends, nullptr);
     if (!served.ok()) return served.status();
     models.push_back(*std::move(served));
   }
-  return Create(std::move(models), backend, dir, options);
+  return Create(std::move(models), backends, dir, options);
 }
 
 std::set<std::string> ModelRepository::ModelNamesIn(const std::string& dir) {
@@ -232,21 +351,36 @@ std::set<std::string> ModelRepository::ModelNamesIn(const std::string& dir) {
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
     std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
     ScoringBackend* backend) {
+  return FromModels(std::move(models), std::vector<ScoringBackend*>{backend}, RepositoryOptions{});
+}
+
+absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
+    std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
+    const std::vector<ScoringBackend*>& backends, const RepositoryOptions& options) {
+  GMM_RETURN_IF_ERROR(CheckDevices(backends, options.placement));
   std::vector<ServedModel> served;
   for (auto& [name, model] : models) {
     if (model == nullptr) {
       return absl::InvalidArgumentError(absl::StrFormat("model '%s' is null", name));
     }
     const absl::Time start = absl::Now();
-    auto prepared = backend->Prepare(std::move(model));
-    if (!prepared.ok()) return WithPath(prepared.status(), name);
+    std::vector<int> devices(backends.size());
+    for (size_t d = 0; d < devices.size(); ++d) devices[d] = static_cast<int>(d);
+    if (auto placed = options.placement.find(name); placed != options.placement.end()) {
+      devices = placed->second;
+    }
+    absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =
+        PrepareReplicas(LoadedModel{.untied = std::move(model)}, backends, devices);
+    if (!replicas.ok()) return WithPath(replicas.status(), name);
+    std::shared_ptr<const PreparedModel> prepared = FirstReplica(*replicas);
     served.push_back({.name = name,
                       .source = "memory",
                       .format = "memory",
                       .load_time = absl::Now() - start,
-                      .prepared = *std::move(prepared)});
+                      .prepared = std::move(prepared),
+                      .replicas = *std::move(replicas)});
   }
-  return Create(std::move(served), backend, "", RepositoryOptions{});
+  return Create(std::move(served), backends, "", options);
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::Find(
@@ -274,29 +408,51 @@ std::vector<ServedModel> ModelRepository::models() const {
   return out;
 }
 
-int64_t ModelRepository::RetiredBytesLocked(int* versions) const {
+int64_t ModelRepository::RetiredBytesLocked(int device, int* versions) const {
   retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
-                                [](const auto& weak) { return weak.expired(); }),
+                                [](const RetiredReplica& r) { return r.replica.expired(); }),
                  retired_.end());
   int64_t bytes = 0;
   *versions = 0;
-  for (const auto& weak : retired_) {
-    if (std::shared_ptr<const PreparedModel> held = weak.lock()) {
-      const int64_t device = held->device_bytes();
-      bytes += device > 0 ? device : held->host_bytes();
+  for (const RetiredReplica& retired : retired_) {
+    if (device >= 0 && retired.device != device) continue;
+    if (std::shared_ptr<const PreparedModel> held = retired.replica.lock()) {
+      bytes += ResidentBytes(*held);
       ++*versions;
     }
   }
   return bytes;
 }
 
-ModelRepository::MemoryUsage ModelRepository::memory() const {
+void ModelRepository::RetireLocked(const ServedModel& model) {
+  for (int d : model.devices()) retired_.push_back({.device = d, .replica = model.replica(d)});
+}
+
+ModelRepository::MemoryUsage ModelRepository::MemoryOn(int device) const {
   absl::MutexLock lock(&mu_);
   MemoryUsage usage;
-  for (const auto& m : models_) usage.served_bytes += m->resident_bytes();
-  usage.retired_bytes = RetiredBytesLocked(&usage.retired_versions);
+  for (const auto& m : models_) {
+    usage.served_bytes += device < 0 ? m->resident_bytes() : m->resident_bytes_on(device);
+  }
+  usage.retired_bytes = RetiredBytesLocked(device, &usage.retired_versions);
   usage.budget_bytes = budget_bytes_;
   return usage;
+}
+
+ModelRepository::MemoryUsage ModelRepository::memory() const { return MemoryOn(-1); }
+
+ModelRepository::MemoryUsage ModelRepository::memory_on(int device) const { return MemoryOn(device); }
+
+absl::Status ModelRepository::FitsLocked(const std::vector<int>& devices, int64_t bytes) const {
+  if (budget_bytes_ <= 0) return absl::OkStatus();
+  for (int d : devices) {
+    const MemoryUsage usage = MemoryOn(d);
+    const int64_t held = usage.served_bytes + usage.retired_bytes;
+    if (held + bytes > budget_bytes_) {
+      return OverBudget(held, bytes, budget_bytes_, backends_.size() == 1 ? "" : device_names_[d]);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::string& name) {
@@ -325,23 +481,17 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
                                                directory_,
                                                error ? ": " + error.message() : std::string()));
   }
-  // Everything held now; Load and Unload are serialised, so only releases
-  // (which make room) happen meanwhile.
-  auto held_now = [this] {
-    MemoryUsage usage = memory();
-    return usage.served_bytes + usage.retired_bytes;
-  };
-  auto fits = [&](int64_t adding) {
-    if (budget_bytes_ <= 0) return absl::OkStatus();
-    const int64_t held = held_now();
-    return held + adding > budget_bytes_ ? OverBudget(held, adding, budget_bytes_)
-                                         : absl::OkStatus();
-  };
-  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backend_, align_, front_ends_, fits);
+  // Checked against what is held now on each device; Load and Unload are
+  // serialised, so only releases (which make room) happen meanwhile.
+  const std::vector<int> devices = PlacementOf(name);
+  auto fits = [&](int64_t adding) ABSL_NO_THREAD_SAFETY_ANALYSIS { return FitsLocked(devices, adding); };
+  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backends_, devices, align_, front_ends_, fits);
   if (!served.ok()) return served.status();
-  // The backend's real size may differ from the host estimate.
-  if (absl::Status status = fits(served->resident_bytes()); !status.ok()) {
-    return WithPath(status, path);
+  // The backends' real sizes may differ from the host estimate.
+  for (int d : devices) {
+    if (absl::Status status = FitsLocked({d}, served->resident_bytes_on(d)); !status.ok()) {
+      return WithPath(status, path);
+    }
   }
 
   served->max_batch_frames = MaxBatchFramesOf(name);
@@ -354,7 +504,7 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
       [](const std::shared_ptr<const ServedModel>& m, const std::string& n) { return m->name < n; });
   if (it != models_.end() && (*it)->name == name) {
     served->version = (*it)->version + 1;
-    retired_.push_back((*it)->prepared);
+    RetireLocked(**it);
     result.replaced = true;
     result.model = std::make_shared<const ServedModel>(*std::move(served));
     *it = result.model;
@@ -369,26 +519,23 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::PrepareAdapt
     const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label) {
   if (model == nullptr) return absl::InvalidArgumentError("no adapted model");
   absl::MutexLock load_lock(&load_mu_);  // budget checks see one change at a time
-  if (budget_bytes_ > 0) {
-    const MemoryUsage usage = memory();
-    const int64_t held = usage.served_bytes + usage.retired_bytes;
-    if (held + model->ByteSize() > budget_bytes_) {
-      return OverBudget(held, model->ByteSize(), budget_bytes_);
-    }
-  }
+  const std::vector<int> devices = base.devices();
+  GMM_RETURN_IF_ERROR(FitsLocked(devices, model->ByteSize()));
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> prepared = backend_->Prepare(std::move(model));
-  if (!prepared.ok()) return prepared.status();
+  absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =
+      PrepareReplicas(LoadedModel{.untied = std::move(model)}, backends_, devices);
+  if (!replicas.ok()) return replicas.status();
   auto served = std::make_shared<ServedModel>();
   served->name = std::move(label);
   served->source = "adaptation";
   served->format = "memory";
   served->load_time = absl::Now() - start;
-  served->prepared = *std::move(prepared);
+  served->prepared = FirstReplica(*replicas);
+  served->replicas = *std::move(replicas);
   served->max_batch_frames = base.max_batch_frames;
   served->precision = base.precision;
   absl::MutexLock lock(&mu_);
-  retired_.push_back(served->prepared);  // counted while held
+  RetireLocked(*served);  // counted while held
   return std::shared_ptr<const ServedModel>(std::move(served));
 }
 
@@ -416,14 +563,14 @@ absl::Status ModelRepository::Publish(const std::string& name,
   published->name = name;
   published->usage = std::make_shared<ModelUsage>();  // its own counts under the new name
   // Served now: counted as served, no longer as retired.
-  const PreparedModel* prepared = published->prepared.get();
   retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
-                                [prepared](const auto& weak) {
-                                  return weak.lock().get() == prepared;
+                                [&](const RetiredReplica& r) {
+                                  const std::shared_ptr<const PreparedModel> held = r.replica.lock();
+                                  return held != nullptr && held == published->replica(r.device);
                                 }),
                  retired_.end());
   if (replacing) {
-    if ((*it)->prepared != published->prepared) retired_.push_back((*it)->prepared);
+    if ((*it)->prepared != published->prepared) RetireLocked(**it);
     published->version = (*it)->version + 1;
     *it = std::move(published);
   } else {
@@ -444,7 +591,7 @@ absl::Status ModelRepository::Unload(const std::string& name) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "'%s' is the last model served; load another before unloading it", name));
   }
-  retired_.push_back((*it)->prepared);
+  RetireLocked(**it);
   models_.erase(it);
   return absl::OkStatus();
 }

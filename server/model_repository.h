@@ -1,6 +1,6 @@
 // ModelRepository: the models a daemon serves, prepared on its scoring
-// backend, looked up by name; loaded at start and changed while the daemon
-// runs (Load, Unload: the ModelAdmin service).
+// backends (one per GPU: its devices), looked up by name; loaded at start and
+// changed while the daemon runs (Load, Unload: the ModelAdmin service).
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<ModelRepository> repo,
 //                        ModelRepository::LoadDirectory("/srv/models", backend.get()));
@@ -10,6 +10,13 @@
 // Versions: Find hands out the version served now, shared; whoever holds it
 // (a stream's plan) keeps scoring with it after a Load replaces it or an
 // Unload removes it, and its memory is freed when the last holder lets go.
+//
+// Devices and replicas: a model is placed on every device or on those its
+// RepositoryOptions::placement names, and each version holds one prepared
+// replica per device it is placed on (ServedModel::replicas). Load prepares
+// every replica before the new version is served, so a replacement is seen
+// on all devices at once, and a failure on any device changes nothing.
+// The memory budget holds per device.
 //
 // Thread safety: all methods are thread-safe; Load and Unload are serialised
 // among themselves and never block Find for longer than a pointer swap.
@@ -51,7 +58,13 @@ struct ServedModel {
   std::string source;  // the file it came from, or "memory"
   std::string format;  // "native", "kaldi-text", ... or "memory"
   absl::Duration load_time;  // reading and preparing it
+  // The replica on the first device it is placed on (dims, states, the
+  // model itself: the same on every device).
   std::shared_ptr<const PreparedModel> prepared;
+  // replicas[d]: this version prepared on the repository's device d, null
+  // where it is not placed. Empty for a model made outside a repository:
+  // then `prepared` counts as device 0's.
+  std::vector<std::shared_ptr<const PreparedModel>> replicas;
   uint64_t version = 1;  // 1, then +1 per replacement of this name
   // Frames of this model one backend call scores at most (the config
   // file's per-model batching limit); 0: the scheduler's max_batch_frames.
@@ -72,9 +85,16 @@ struct ServedModel {
   // Untied models only (prepared->tied() is false); dim, states and sizes
   // of any model are on `prepared`.
   const DiagGmmModel& model() const { return prepared->model(); }
-  // Bytes the backend holds for it: device bytes on a GPU, the host scoring
-  // form on the CPU backend (which scores from it in place).
+  // The replica on device `device`; null when it is not placed there.
+  std::shared_ptr<const PreparedModel> replica(int device) const;
+  // The devices it is placed on, ascending.
+  std::vector<int> devices() const;
+  // Bytes the backends hold for it, all replicas together: device bytes on
+  // a GPU, the host scoring form on the CPU backend (which scores from it in
+  // place).
   int64_t resident_bytes() const;
+  // The same for the replica on `device` (0 when not placed there).
+  int64_t resident_bytes_on(int device) const;
 };
 
 // Which models can align (ServedModel::aligner): pronunciation
@@ -93,8 +113,13 @@ struct AlignDictionaries {
 
 struct RepositoryOptions {
   // Resident bytes all versions together (served, and replaced ones still in
-  // use) may hold; a Load beyond it is RESOURCE_EXHAUSTED. 0: no budget.
+  // use) may hold on each device; a Load beyond it is RESOURCE_EXHAUSTED.
+  // 0: no budget.
   int64_t memory_budget_bytes = 0;
+  // Per model name: the devices (indexes into the repository's backends,
+  // ascending, distinct, at least one) it is placed on; a model not named
+  // here is placed on every device.
+  std::map<std::string, std::vector<int>> placement;
   // Names in the directory not loaded at start (loaded later through Load).
   std::vector<std::string> skip_at_start;
   // Per model name: ServedModel::max_batch_frames of every version loaded.
@@ -126,6 +151,13 @@ class ModelRepository {
   // RESOURCE_EXHAUSTED if the models exceed options.memory_budget_bytes.
   static absl::StatusOr<std::unique_ptr<ModelRepository>> LoadDirectory(
       const std::string& dir, ScoringBackend* backend, const RepositoryOptions& options = {});
+  // The same over several devices, each model prepared on those it is placed
+  // on (RepositoryOptions::placement). INVALID_ARGUMENT also for no backend,
+  // a null one, or a placement naming a device out of range, none, or one
+  // twice.
+  static absl::StatusOr<std::unique_ptr<ModelRepository>> LoadDirectory(
+      const std::string& dir, const std::vector<ScoringBackend*>& devices,
+      const RepositoryOptions& options = {});
 
   // The names LoadDirectory gives the models in `dir` (files of a model
   // format by their stem, Sphinx model directories by their name), whether
@@ -137,14 +169,21 @@ class ModelRepository {
   static absl::StatusOr<std::unique_ptr<ModelRepository>> FromModels(
       std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
       ScoringBackend* backend);
+  // Over several devices, with options.placement and the memory budget.
+  static absl::StatusOr<std::unique_ptr<ModelRepository>> FromModels(
+      std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models,
+      const std::vector<ScoringBackend*>& devices, const RepositoryOptions& options);
 
   // The version served now. NOT_FOUND naming `name` and the models served.
   absl::StatusOr<std::shared_ptr<const ServedModel>> Find(absl::string_view name) const;
 
   // A snapshot of the versions served now, sorted by name.
   std::vector<ServedModel> models() const;
-  // The backend's name ("cpu", "cuda:0", ...).
+  // The backends' names joined by ',' ("cpu", "cuda:0", "cuda:0,cuda:1").
   const std::string& device() const { return device_; }
+  // How many devices (backends) it prepares models on, and device d's name.
+  int num_devices() const { return static_cast<int>(backends_.size()); }
+  const std::string& device_name(int device) const { return device_names_[device]; }
   // The directory models are loaded from; empty for FromModels.
   const std::string& directory() const { return directory_; }
 
@@ -166,7 +205,7 @@ class ModelRepository {
   absl::Status Unload(const std::string& name);
 
   // A stream's adapted version of `base` (live MAP adaptation): `model`
-  // prepared on the backend with base's batch cap and precision, named
+  // prepared on base's devices with base's batch cap and precision, named
   // `label` (for logs), source "adaptation". Not served by name; it counts
   // against the memory budget (as a retired version) while anyone holds
   // it. RESOURCE_EXHAUSTED when it would not fit; Prepare's errors.
@@ -182,29 +221,48 @@ class ModelRepository {
   struct MemoryUsage {
     int64_t served_bytes = 0;   // versions served now
     int64_t retired_bytes = 0;  // replaced or unloaded versions still held
-    int retired_versions = 0;
-    int64_t budget_bytes = 0;   // 0: none
+    int retired_versions = 0;   // replicas, on memory()
+    int64_t budget_bytes = 0;   // per device; 0: none
   };
+  // All devices together, and one device.
   MemoryUsage memory() const;
+  MemoryUsage memory_on(int device) const;
 
  private:
   using Snapshot = std::vector<std::shared_ptr<const ServedModel>>;
-  ModelRepository(Snapshot models, std::string device, std::string directory,
-                  ScoringBackend* backend, const RepositoryOptions& options);
+  // A replaced, unloaded or adapted replica, counted while someone holds it.
+  struct RetiredReplica {
+    int device = 0;
+    std::weak_ptr<const PreparedModel> replica;
+  };
+  ModelRepository(Snapshot models, std::string directory, std::vector<ScoringBackend*> backends,
+                  const RepositoryOptions& options);
   static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(
-      std::vector<ServedModel> models, ScoringBackend* backend, std::string directory,
+      std::vector<ServedModel> models, std::vector<ScoringBackend*> backends, std::string directory,
       const RepositoryOptions& options);
+  // The devices `name` is placed on.
+  std::vector<int> PlacementOf(const std::string& name) const;
+  // OK, or RESOURCE_EXHAUSTED when adding `bytes` on each of `devices`
+  // would pass the budget of one of them.
+  absl::Status FitsLocked(const std::vector<int>& devices, int64_t bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
+  // Every replica of `model` into retired_.
+  void RetireLocked(const ServedModel& model) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ServedModel::max_batch_frames for `name`.
   int64_t MaxBatchFramesOf(const std::string& name) const;
   // ServedModel::precision for `name`.
   Precision PrecisionOf(const std::string& name) const;
-  // Retired versions still held; drops the ones freed.
-  int64_t RetiredBytesLocked(int* versions) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Retired replicas still held on `device` (-1: every device); drops the
+  // ones freed.
+  int64_t RetiredBytesLocked(int device, int* versions) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MemoryUsage MemoryOn(int device) const;
 
+  const std::vector<ScoringBackend*> backends_;
+  const std::vector<std::string> device_names_;
   const std::string device_;
   const std::string directory_;
-  ScoringBackend* const backend_;
   const int64_t budget_bytes_;
+  const std::map<std::string, std::vector<int>> placement_;
   const std::map<std::string, int64_t> max_batch_frames_;
   const std::map<std::string, Precision> precision_;
   const AlignDictionaries align_;
@@ -213,7 +271,7 @@ class ModelRepository {
   absl::Mutex load_mu_;  // serialises Load and Unload
   mutable absl::Mutex mu_;
   Snapshot models_ ABSL_GUARDED_BY(mu_);  // sorted by name
-  mutable std::vector<std::weak_ptr<const PreparedModel>> retired_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<RetiredReplica> retired_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmmscore

@@ -203,5 +203,92 @@ TEST_F(ModelRepositoryTest, AdaptedModelsCountWhileHeldAndPublishUnderTheirOwnNa
   EXPECT_TRUE((*repo)->PrepareAdapted(**base, copy(), "y").ok());
 }
 
+// Several devices: every model has a replica on each device it is placed
+// on; a load, replace or unload acts on all of them at once, and the budget
+// holds per device.
+TEST_F(ModelRepositoryTest, ReplicasFollowThePlacementAndChangeTogether) {
+  WriteModel("everywhere.gmm", 1);
+  WriteModel("second.gmm", 2);
+  std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
+  const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), devices, {.placement = {{"second", {1}}}});
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_EQ((*repo)->num_devices(), 2);
+  EXPECT_EQ((*repo)->device(), "cpu,cpu");
+  auto everywhere = (*repo)->Find("everywhere");
+  auto second = (*repo)->Find("second");
+  ASSERT_TRUE(everywhere.ok() && second.ok());
+  EXPECT_EQ((*everywhere)->devices(), (std::vector<int>{0, 1}));
+  EXPECT_NE((*everywhere)->replica(0), nullptr);
+  EXPECT_NE((*everywhere)->replica(0), (*everywhere)->replica(1));  // one per device
+  EXPECT_EQ((*second)->devices(), (std::vector<int>{1}));
+  EXPECT_EQ((*second)->replica(0), nullptr);
+  EXPECT_EQ((*second)->prepared, (*second)->replica(1));
+  const int64_t one = (*everywhere)->resident_bytes_on(0);
+  EXPECT_EQ((*repo)->memory_on(0).served_bytes, one);
+  EXPECT_EQ((*repo)->memory_on(1).served_bytes, one + (*second)->resident_bytes_on(1));
+  EXPECT_EQ((*repo)->memory().served_bytes, 2 * one + (*second)->resident_bytes_on(1));
+
+  // Replaced: a new version on both devices; the old replicas stay with
+  // their holders and count as retired on each device.
+  auto replaced = (*repo)->Load("everywhere");
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_TRUE(replaced->replaced);
+  EXPECT_EQ(replaced->model->version, 2u);
+  EXPECT_EQ(replaced->model->devices(), (std::vector<int>{0, 1}));
+  EXPECT_NE(replaced->model->replica(1), (*everywhere)->replica(1));
+  EXPECT_EQ((*repo)->memory_on(0).retired_bytes, one);
+  EXPECT_EQ((*repo)->memory_on(1).retired_bytes, one);
+  EXPECT_EQ((*repo)->memory().retired_versions, 2);
+  everywhere->reset();
+  EXPECT_EQ((*repo)->memory().retired_bytes, 0);
+  // A placed model loads again on its device only.
+  auto reloaded = (*repo)->Load("second");
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->model->devices(), (std::vector<int>{1}));
+  // Unloaded from every device at once.
+  ASSERT_TRUE((*repo)->Unload("everywhere").ok());
+  EXPECT_FALSE((*repo)->Find("everywhere").ok());
+  EXPECT_EQ((*repo)->memory_on(0).served_bytes, 0);
+}
+
+TEST_F(ModelRepositoryTest, TheBudgetHoldsPerDeviceAndAFailedLoadChangesNothing) {
+  WriteModel("a.gmm", 1);
+  WriteModel("b.gmm", 2);
+  std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
+  const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
+  auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), {.skip_at_start = {"b"}});
+  ASSERT_TRUE(probe.ok());
+  const int64_t one = (*probe)->memory().served_bytes;
+  // One model a device fits: a on 0, b on 1.
+  auto repo = ModelRepository::LoadDirectory(
+      dir_.string(), devices,
+      {.memory_budget_bytes = one + one / 2, .placement = {{"a", {0}}, {"b", {1}}}});
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  // Replacing a needs room for both versions on device 0: refused, with
+  // the device named, and a keeps its version.
+  const absl::Status refused = (*repo)->Load("a").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("of cpu"), std::string::npos) << refused;
+  EXPECT_EQ((*(*repo)->Find("a"))->version, 1u);
+  // Everything on both devices does not fit at start.
+  auto crowded = ModelRepository::LoadDirectory(dir_.string(), devices, {.memory_budget_bytes = one + one / 2});
+  EXPECT_EQ(crowded.status().code(), absl::StatusCode::kResourceExhausted) << crowded.status();
+}
+
+TEST_F(ModelRepositoryTest, BadPlacementsAreRefused) {
+  WriteModel("a.gmm", 1);
+  std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
+  const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
+  for (const std::vector<int>& placement : std::vector<std::vector<int>>{{}, {2}, {-1}, {1, 1}, {1, 0}}) {
+    auto repo = ModelRepository::LoadDirectory(dir_.string(), devices, {.placement = {{"a", placement}}});
+    EXPECT_EQ(repo.status().code(), absl::StatusCode::kInvalidArgument) << placement.size();
+  }
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), std::vector<ScoringBackend*>{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), std::vector<ScoringBackend*>{nullptr}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace gmmscore

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/rpc_status.h"
 #include "server/align_request.h"
@@ -44,8 +45,13 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
  public:
   // A plan of several models is scored as one fused job (the backend fuses:
   // on CUDA on the device); a single model as one plain job.
-  UnaryScoreCall(BatchScheduler* scheduler, v1::ScoreResponse* response, ScoringPlan plan)
-      : scheduler_(scheduler), response_(response), plan_(std::move(plan)) {
+  // `placement`: the device `scheduler` scores, held for the call's life.
+  UnaryScoreCall(BatchScheduler* scheduler, DeviceAssignment placement, v1::ScoreResponse* response,
+                 ScoringPlan plan)
+      : scheduler_(scheduler),
+        placement_(std::move(placement)),
+        response_(response),
+        plan_(std::move(plan)) {
     results_.resize(plan_.models.size());
     remaining_ = static_cast<int>(plan_.models.size());
     refs_ = remaining_ + 1;  // the jobs, and the RPC until OnDone
@@ -67,7 +73,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
     }
     std::vector<ScoreJob> jobs;
     for (int m = 0; m < num_models; ++m) {
-      jobs.push_back({.model = plan_.models[m]->prepared,
+      jobs.push_back({.model = ReplicaOf(plan_, m),
                       .features = frames,
                       .transform = plan_.transform,
                       .cancelled = cancelled_,
@@ -99,7 +105,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
       refs_ -= others;
     }
     std::vector<ScoreJob> jobs;
-    jobs.push_back({.model = plan_.models.front()->prepared,
+    jobs.push_back({.model = ReplicaOf(plan_, 0),
                     .features = std::move(frames),
                     .transform = plan_.transform,
                     .cancelled = cancelled_,
@@ -181,6 +187,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   }
 
   BatchScheduler* const scheduler_;
+  const DeviceAssignment placement_;
   v1::ScoreResponse* const response_;
   const ScoringPlan plan_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
@@ -268,8 +275,23 @@ absl::StatusOr<StreamApi> ParseStreamApi(absl::string_view name) {
 ScorerService::ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
                              const ServiceLimits& limits, StreamApi stream_api,
                              AlignScheduler* aligner, AdaptationHub* adaptation)
+    : ScorerService(repository,
+                    std::make_unique<DeviceRouter>(std::vector<BatchScheduler*>{scheduler},
+                                                   std::vector<std::string>{repository->device()}),
+                    limits, stream_api, aligner, adaptation, nullptr) {}
+
+ScorerService::ScorerService(const ModelRepository* repository, DeviceRouter* router,
+                             const ServiceLimits& limits, StreamApi stream_api,
+                             AlignScheduler* aligner, AdaptationHub* adaptation)
+    : ScorerService(repository, std::unique_ptr<DeviceRouter>(), limits, stream_api, aligner, adaptation,
+                    router) {}
+
+ScorerService::ScorerService(const ModelRepository* repository, std::unique_ptr<DeviceRouter> own_router,
+                             const ServiceLimits& limits, StreamApi stream_api,
+                             AlignScheduler* aligner, AdaptationHub* adaptation, DeviceRouter* router)
     : repository_(repository),
-      scheduler_(scheduler),
+      own_router_(std::move(own_router)),
+      router_(router != nullptr ? router : own_router_.get()),
       aligner_(aligner),
       adaptation_(adaptation),
       limits_(limits),
@@ -325,7 +347,9 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
     info->set_dim(model.dim());
     info->set_num_states(model.num_states());
     info->set_num_gaussians(model.gaussians_per_frame());
-    info->set_device(repository_->device());
+    std::vector<std::string> devices;
+    for (int d : served.devices()) devices.push_back(repository_->device_name(d));
+    info->set_device(absl::StrJoin(devices, ","));
     info->set_bytes(model.host_bytes());
     info->set_device_bytes(model.device_bytes());
     info->set_max_gaussians_per_state(model.max_gaussians_per_state());
@@ -358,8 +382,12 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
                                (*frames)->rows(), plan->num_states, ResultSets(*plan),
                                answer_bytes / 1048576.0, limits_.max_answer_bytes / 1048576.0)));
   }
+  absl::StatusOr<DeviceAssignment> placement = router_->Assign(plan->models);
+  if (!placement.ok()) return Refuse(context, placement.status());
+  plan->device = placement->device();
   CountRequest(*plan, (*frames)->rows());
-  auto* call = new UnaryScoreCall(scheduler_, response, *std::move(plan));
+  BatchScheduler* scheduler = router_->scheduler(plan->device);
+  auto* call = new UnaryScoreCall(scheduler, *std::move(placement), response, *std::move(plan));
   call->Submit(*std::move(frames), DeadlineOf(*context));
   return call;
 }
@@ -389,7 +417,7 @@ void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCa
   const absl::Status token = CheckToken(context);
   if (token.ok()) streams_started_.fetch_add(1, std::memory_order_relaxed);
   StreamEnvironment env{.repository = repository_,
-                        .scheduler = scheduler_,
+                        .router = router_,
                         .registry = &registry_,
                         .max_chunk_frames = limits_.max_chunk_frames,
                         .max_chunks_in_flight = limits_.max_chunks_in_flight,
@@ -410,7 +438,8 @@ grpc::ServerUnaryReactor* ScorerService::GetServerStats(grpc::CallbackServerCont
                                                         const v1::GetServerStatsRequest*,
                                                         v1::GetServerStatsResponse* response) {
   if (absl::Status token = CheckToken(*context); !token.ok()) return Refuse(context, token);
-  FillServerStats({.scheduler = scheduler_->stats(),
+  FillServerStats({.scheduler = router_->TotalStats(),
+                   .devices = DeviceCountersOf(*router_),
                    .answers = answer_send_stats_.totals(),
                    .live_streams = registry_.live_streams(),
                    .streams_started = streams_started_.load(std::memory_order_relaxed),

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,7 @@
 #include "server/align_scheduler.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
+#include "server/device_router.h"
 #include "server/idle_watchdog.h"
 #include "server/model_repository.h"
 #include "server/audio_stream_stats.h"
@@ -103,6 +105,13 @@ class ScorerService final : public ScorerServiceBase {
   ScorerService(const ModelRepository* repository, BatchScheduler* scheduler,
                 const ServiceLimits& limits, StreamApi stream_api,
                 AlignScheduler* aligner = nullptr, AdaptationHub* adaptation = nullptr);
+  // With one scheduler per device of `repository` (router->scheduler(d)
+  // scores its replicas on device d); `router` must outlive the service.
+  // Streams and requests go to the least-loaded device holding their models
+  // (device_router.h); FAILED_PRECONDITION when no device holds them all.
+  ScorerService(const ModelRepository* repository, DeviceRouter* router,
+                const ServiceLimits& limits, StreamApi stream_api,
+                AlignScheduler* aligner = nullptr, AdaptationHub* adaptation = nullptr);
 
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
@@ -155,8 +164,13 @@ class ScorerService final : public ScorerServiceBase {
   // OK, or UNAUTHENTICATED when a required token is missing or wrong.
   absl::Status CheckToken(const grpc::ServerContextBase& context) const;
 
+  ScorerService(const ModelRepository* repository, std::unique_ptr<DeviceRouter> own_router,
+                const ServiceLimits& limits, StreamApi stream_api, AlignScheduler* aligner,
+                AdaptationHub* adaptation, DeviceRouter* router);
+
   const ModelRepository* const repository_;
-  BatchScheduler* const scheduler_;
+  const std::unique_ptr<DeviceRouter> own_router_;  // the one-scheduler constructor's
+  DeviceRouter* const router_;
   AlignScheduler* const aligner_;  // null: Align is UNIMPLEMENTED
   AdaptationHub* const adaptation_;  // null: no live adaptation
   const ServiceLimits limits_;

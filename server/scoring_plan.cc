@@ -188,11 +188,16 @@ int64_t ResultBytes(const ScoringPlan& plan, int64_t frames) {
   return frames * plan.num_states * ResultSets(plan) * static_cast<int64_t>(sizeof(float));
 }
 
+std::shared_ptr<const PreparedModel> ReplicaOf(const ScoringPlan& plan, size_t m) {
+  return plan.models[m]->replica(plan.device);
+}
+
 std::shared_ptr<const FusedChunk> FusedChunkFor(const ScoringPlan& plan, ModelFusion state) {
   auto fused = std::make_shared<FusedChunk>(FusedChunk{
       .state = std::move(state), .model_scores = !plan.fused_only, .frame_totals = plan.frame_totals});
-  for (const std::shared_ptr<const ServedModel>& model : plan.models) {
-    fused->models.push_back(model->prepared);
+  for (size_t m = 0; m < plan.models.size(); ++m) {
+    const std::shared_ptr<const ServedModel>& model = plan.models[m];
+    fused->models.push_back(ReplicaOf(plan, m));
     fused->precisions.push_back(model->precision);
   }
   return fused;

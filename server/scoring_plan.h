@@ -41,7 +41,12 @@ struct ScoringPlan {
   bool frame_totals = false;
   StateSelection sparse;  // OutputOptions.beam / top_k; dense by default
   ValueEncoding encoding = ValueEncoding::kFloat32;  // OutputOptions.float16
+  // The device it is scored on (DeviceRouter): every model's replica there.
+  int device = 0;
 };
+
+// plan.models[m]'s replica on plan.device.
+std::shared_ptr<const PreparedModel> ReplicaOf(const ScoringPlan& plan, size_t m);
 
 // INVALID_ARGUMENT: no models, a repeated name, models of different
 // dimension or (with several) state count, bad fusion options, transform or

@@ -8,6 +8,7 @@
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -131,7 +132,54 @@ std::vector<std::string> UnmatchedModelConfigs(const v1::ServerConfig& config,
   return unmatched;
 }
 
+namespace {
+
+// A model's placement as scheduler indexes (ascending), from its devices or
+// its backend "cuda:N"; empty: every device. The error says why, without
+// the model's name.
+absl::StatusOr<std::vector<int>> PlacementOf(const v1::ModelConfig& model, const DeviceList& devices) {
+  const std::string served = absl::StrJoin(devices.backends, ",");
+  bool same_backend = model.backend().empty() || model.backend() == "cuda";
+  for (const std::string& name : devices.backends) same_backend = same_backend || model.backend() == name;
+  if (model.backend() == "cuda") same_backend = absl::StartsWith(served, "cuda");
+  if (!same_backend) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "backend '%s', but this daemon scores on %s (run another daemon for that backend, or "
+        "list its GPU in --devices)",
+        model.backend(), served));
+  }
+  std::vector<int> ordinals(model.devices().begin(), model.devices().end());
+  if (absl::StartsWith(model.backend(), "cuda:") && devices.backends.size() > 1) {
+    if (!ordinals.empty()) {
+      return absl::InvalidArgumentError("give its GPUs in devices or in backend, not both");
+    }
+    int ordinal = 0;  // the backend matched a "cuda:N" of `devices`: N parses
+    (void)absl::SimpleAtoi(absl::string_view(model.backend()).substr(5), &ordinal);
+    ordinals.push_back(ordinal);
+  }
+  std::set<int> indexes;
+  for (int ordinal : ordinals) {
+    const std::vector<int> found = devices.IndexesOf(ordinal);
+    if (found.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "placed on device %d, which this daemon does not score on (--devices %s)", ordinal,
+          absl::StrJoin(devices.ordinals, ",")));
+    }
+    indexes.insert(found.begin(), found.end());
+  }
+  return std::vector<int>(indexes.begin(), indexes.end());
+}
+
+}  // namespace
+
 absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,
+                               int64_t max_batch_frames, RepositoryOptions* options) {
+  absl::StatusOr<DeviceList> one = ParseDeviceList("", backend, 0);
+  if (!one.ok()) return one.status();
+  return ApplyModelConfigs(config, *one, max_batch_frames, options);
+}
+
+absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const DeviceList& devices,
                                int64_t max_batch_frames, RepositoryOptions* options) {
   std::set<std::string> seen;
   for (const v1::ModelConfig& model : config.models()) {
@@ -141,14 +189,9 @@ absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string
     };
     if (model.name().empty()) return bad("a models entry needs a name");
     if (!seen.insert(model.name()).second) return bad("listed twice");
-    const bool same_backend = model.backend().empty() || model.backend() == backend ||
-                              (model.backend() == "cuda" && absl::StartsWith(backend, "cuda"));
-    if (!same_backend) {
-      return bad(absl::StrFormat(
-          "backend '%s', but this daemon scores on %s (one daemon drives one backend; run one "
-          "per backend)",
-          model.backend(), backend));
-    }
+    absl::StatusOr<std::vector<int>> placement = PlacementOf(model, devices);
+    if (!placement.ok()) return bad(std::string(placement.status().message()));
+    if (!placement->empty()) options->placement[model.name()] = *std::move(placement);
     if (!model.precision().empty()) {
       absl::StatusOr<Precision> precision = ParsePrecision(model.precision());
       if (!precision.ok()) return bad(std::string(precision.status().message()));

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gmmscore/v1/server_config.pb.h"
+#include "server/device_list.h"
 #include "server/model_repository.h"
 
 namespace gmmscore {
@@ -54,6 +55,12 @@ std::vector<std::string> UnmatchedModelConfigs(const v1::ServerConfig& config,
                                                const std::set<std::string>& available);
 
 absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const std::string& backend,
+                               int64_t max_batch_frames, RepositoryOptions* options);
+// The same on several devices: also each model's placement (its devices, or
+// the GPU its backend "cuda:N" names) as scheduler indexes in
+// options->placement; INVALID_ARGUMENT naming the model for a device not in
+// `devices`, or both backend "cuda:N" and devices.
+absl::Status ApplyModelConfigs(const v1::ServerConfig& config, const DeviceList& devices,
                                int64_t max_batch_frames, RepositoryOptions* options);
 
 }  // namespace gmmscore

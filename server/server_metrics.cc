@@ -1,11 +1,15 @@
 #include "server/server_metrics.h"
 
 #include <deque>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/support/interceptor.h"
 #include "kernels/core/version.h"
+#include "server/server_stats.h"
 
 namespace gmmscore {
 namespace {
@@ -152,6 +156,52 @@ void Counter(MetricsWriter* out, const std::string& name, const std::string& hel
   out->Sample(name, {}, value);
 }
 
+// Device bytes of every replica of `model`.
+double DeviceBytes(const ServedModel& model) {
+  double bytes = 0;
+  for (int d : model.devices()) bytes += static_cast<double>(model.replica(d)->device_bytes());
+  return bytes;
+}
+
+// gmmscore_device_*: one sample per device's scheduler, labelled by its
+// name and its index (a device given twice, --devices 0,0, has two).
+void RenderDevices(const DeviceRouter& devices, const ModelRepository* repository, MetricsWriter* out) {
+  struct Family {
+    const char* name;
+    const char* help;
+    const char* type;
+    std::function<double(int)> value;
+  };
+  const std::vector<DeviceCounters> counters = DeviceCountersOf(devices);
+  std::vector<Family> families = {
+      {"gmmscore_device_assigned_weight",
+       "Streams and Score requests placed on the device now, each weighted by its model count.",
+       "gauge", [&](int d) { return static_cast<double>(counters[d].load.assigned_weight); }},
+      {"gmmscore_device_frames_scored_total", "Frames scored on the device.", "counter",
+       [&](int d) { return static_cast<double>(counters[d].scheduler.frames); }},
+      {"gmmscore_device_backend_seconds_total", "Backend Score time on the device, summed.", "counter",
+       [&](int d) { return absl::ToDoubleSeconds(counters[d].scheduler.score_time); }},
+      {"gmmscore_device_queued_frames", "Frames waiting in the device's queue.", "gauge",
+       [&](int d) { return static_cast<double>(counters[d].scheduler.queued_frames); }},
+      {"gmmscore_device_jobs_rejected_total", "Jobs refused because the device's queue was full.",
+       "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.rejected_jobs); }},
+  };
+  if (repository != nullptr && repository->num_devices() == devices.num_devices()) {
+    families.push_back({"gmmscore_device_model_bytes",
+                        "Bytes the device holds for models: served versions and replaced ones still used.",
+                        "gauge", [repository](int d) {
+                          const ModelRepository::MemoryUsage usage = repository->memory_on(d);
+                          return static_cast<double>(usage.served_bytes + usage.retired_bytes);
+                        }});
+  }
+  for (const Family& family : families) {
+    out->Family(family.name, family.help, family.type);
+    for (int d = 0; d < devices.num_devices(); ++d) {
+      out->Sample(family.name, {{"device", devices.name(d)}, {"index", std::to_string(d)}}, family.value(d));
+    }
+  }
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics()
@@ -223,8 +273,12 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
              "Streams (and unary requests) whose chunks one backend call scored.", "histogram");
   batch_streams.WriteTo(&out, "gmmscore_batch_streams", {});
 
-  if (sources.scheduler != nullptr) {
-    const BatchSchedulerStats stats = sources.scheduler->stats();
+  if (sources.devices != nullptr) {
+    const BatchSchedulerStats stats = sources.devices->TotalStats();
+    int64_t max_queued_frames = 0;
+    for (int d = 0; d < sources.devices->num_devices(); ++d) {
+      max_queued_frames += sources.devices->scheduler(d)->options().max_queued_frames;
+    }
     Counter(&out, "gmmscore_frames_scored_total", "Frames scored by the backend.",
             static_cast<double>(stats.frames));
     Counter(&out, "gmmscore_backend_calls_total", "Backend Score calls (batches x models).",
@@ -236,8 +290,8 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Gauge(&out, "gmmscore_queued_frames", "Frames waiting in the batch scheduler's queue.",
           static_cast<double>(stats.queued_frames));
     Gauge(&out, "gmmscore_max_queued_frames",
-          "The queue's bound (--max_queued_frames); work beyond it is refused.",
-          static_cast<double>(sources.scheduler->options().max_queued_frames));
+          "The queues' bound (--max_queued_frames per device); work beyond it is refused.",
+          static_cast<double>(max_queued_frames));
     Counter(&out, "gmmscore_jobs_rejected_total",
             "Jobs refused with RESOURCE_EXHAUSTED because the scheduler's queue was full.",
             static_cast<double>(stats.rejected_jobs));
@@ -247,6 +301,7 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Counter(&out, "gmmscore_jobs_expired_total",
             "Queued jobs dropped unscored because their RPC's deadline had passed.",
             static_cast<double>(stats.expired_jobs));
+    RenderDevices(*sources.devices, sources.repository, &out);
   }
   out.Family("gmmscore_align_batch_utterances", "Utterances aligned per Align call (batch).",
              "histogram");
@@ -323,7 +378,7 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     for (const ServedModel& model : models) {
       out.Sample("gmmscore_model_device_bytes",
                  {{"model", model.name}, {"version", std::to_string(model.version)}},
-                 static_cast<double>(model.prepared->device_bytes()));
+                 static_cast<double>(DeviceBytes(model)));
     }
     // What clients asked of each model (ModelUsage): where load goes.
     auto usage_counter = [&](const char* name, const char* help,
@@ -351,34 +406,37 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Gauge(&out, "gmmscore_model_memory_budget_bytes", "The model memory budget (0: none).",
           static_cast<double>(memory.budget_bytes));
   }
-  if (sources.gpu != nullptr) {
-    // Which GPU this is, to join with other exporters (DCGM labels by UUID)
+  if (!sources.gpus.empty()) {
+    // Which GPU each is, to join with other exporters (DCGM labels by UUID)
     // and to follow a device across reboots; value always 1.
-    out.Family("gmmscore_gpu_info", "The scoring GPU: index, UUID and name (NVML).", "gauge");
-    out.Sample("gmmscore_gpu_info",
-               {{"gpu", std::to_string(sources.gpu->index())},
-                {"uuid", sources.gpu->uuid()},
-                {"name", sources.gpu->name()}},
-               1);
-    // A failed read leaves the gauges out of this scrape rather than
-    // reporting a made-up value.
-    if (absl::StatusOr<GpuSample> gpu = sources.gpu->Read(); gpu.ok()) {
-      const MetricLabels device = {{"gpu", std::to_string(sources.gpu->index())}};
-      auto gauge = [&](const char* name, const char* help, double value) {
-        out.Family(name, help, "gauge");
-        out.Sample(name, device, value);
-      };
-      gauge("gmmscore_gpu_memory_used_bytes", "Device memory in use on the scoring GPU (NVML).",
-            static_cast<double>(gpu->memory_used_bytes));
-      gauge("gmmscore_gpu_memory_total_bytes", "Device memory of the scoring GPU (NVML).",
-            static_cast<double>(gpu->memory_total_bytes));
-      gauge("gmmscore_gpu_utilization_ratio",
-            "Share of NVML's last sample period in which a kernel ran on the scoring GPU.",
-            gpu->gpu_utilization_percent / 100.0);
-      gauge("gmmscore_gpu_memory_utilization_ratio",
-            "Share of NVML's last sample period in which device memory was read or written.",
-            gpu->memory_utilization_percent / 100.0);
+    out.Family("gmmscore_gpu_info", "A scoring GPU: index, UUID and name (NVML).", "gauge");
+    for (const GpuMonitor* gpu : sources.gpus) {
+      out.Sample("gmmscore_gpu_info",
+                 {{"gpu", std::to_string(gpu->index())}, {"uuid", gpu->uuid()}, {"name", gpu->name()}}, 1);
     }
+    // A failed read leaves that GPU's gauges out of this scrape rather than
+    // reporting a made-up value.
+    std::vector<std::pair<MetricLabels, GpuSample>> samples;
+    for (const GpuMonitor* gpu : sources.gpus) {
+      if (absl::StatusOr<GpuSample> now = gpu->Read(); now.ok()) {
+        samples.push_back({{{"gpu", std::to_string(gpu->index())}}, *now});
+      }
+    }
+    auto gauge = [&](const char* name, const char* help, auto value) {
+      if (samples.empty()) return;
+      out.Family(name, help, "gauge");
+      for (const auto& [labels, sample] : samples) out.Sample(name, labels, value(sample));
+    };
+    gauge("gmmscore_gpu_memory_used_bytes", "Device memory in use on a scoring GPU (NVML).",
+          [](const GpuSample& g) { return static_cast<double>(g.memory_used_bytes); });
+    gauge("gmmscore_gpu_memory_total_bytes", "Device memory of a scoring GPU (NVML).",
+          [](const GpuSample& g) { return static_cast<double>(g.memory_total_bytes); });
+    gauge("gmmscore_gpu_utilization_ratio",
+          "Share of NVML's last sample period in which a kernel ran on a scoring GPU.",
+          [](const GpuSample& g) { return g.gpu_utilization_percent / 100.0; });
+    gauge("gmmscore_gpu_memory_utilization_ratio",
+          "Share of NVML's last sample period in which device memory was read or written.",
+          [](const GpuSample& g) { return g.memory_utilization_percent / 100.0; });
   }
   out.Family("gmmscore_backend_info", "The scoring backend in use (value 1).", "gauge");
   out.Sample("gmmscore_backend_info", {{"backend", sources.backend}}, 1);

@@ -24,6 +24,7 @@
 #include "grpcpp/support/server_interceptor.h"
 #include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
+#include "server/device_router.h"
 #include "server/gpu_monitor.h"
 #include "server/metrics_exposition.h"
 #include "server/model_repository.h"
@@ -35,13 +36,14 @@ namespace gmmscore {
 struct MetricsSources {
   const ModelRepository* repository = nullptr;
   const ScorerService* service = nullptr;
-  const BatchScheduler* scheduler = nullptr;
+  // The schedulers, one per device: totals, and gmmscore_device_* per device.
+  const DeviceRouter* devices = nullptr;
   const AlignScheduler* aligner = nullptr;
   const AdaptationHub* adaptation = nullptr;  // null: no adaptation counters
   std::string backend;  // "cpu", "cuda:0"
-  // The scoring GPU through NVML; null on the CPU or without NVML (then no
-  // gmmscore_gpu_* gauges).
-  const GpuMonitor* gpu = nullptr;
+  // The scoring GPUs through NVML, one per distinct GPU; none on the CPU or
+  // without NVML (then no gmmscore_gpu_* gauges).
+  std::vector<const GpuMonitor*> gpus;
 };
 
 class ServerMetrics {

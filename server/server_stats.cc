@@ -18,6 +18,14 @@ uint64_t ProcessCpuMicros() {
 
 }  // namespace
 
+std::vector<DeviceCounters> DeviceCountersOf(const DeviceRouter& router) {
+  std::vector<DeviceCounters> out;
+  for (int d = 0; d < router.num_devices(); ++d) {
+    out.push_back({.device = router.name(d), .load = router.load(d), .scheduler = router.scheduler(d)->stats()});
+  }
+  return out;
+}
+
 void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse* out) {
   const BatchSchedulerStats& s = counters.scheduler;
   out->set_uptime_us(Micros(counters.uptime));
@@ -51,6 +59,17 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
   out->set_audio_samples(counters.audio.samples);
   out->set_audio_frames(counters.audio.frames);
   out->set_audio_front_end_us(counters.audio.front_end_us);
+  for (const DeviceCounters& d : counters.devices) {
+    v1::DeviceStats* device = out->add_devices();
+    device->set_device(d.device);
+    device->set_assigned_weight(static_cast<uint64_t>(d.load.assigned_weight));
+    device->set_jobs(d.scheduler.jobs);
+    device->set_frames(d.scheduler.frames);
+    device->set_batches(d.scheduler.group_calls);
+    device->set_queued_frames(d.scheduler.queued_frames);
+    device->set_score_us(Micros(d.scheduler.score_time));
+    device->set_rejected_jobs(d.scheduler.rejected_jobs);
+  }
 }
 
 }  // namespace gmmscore

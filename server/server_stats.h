@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gmmscore/v1/scorer.pb.h"
@@ -17,11 +18,23 @@
 #include "server/audio_stream_stats.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
+#include "server/device_router.h"
 
 namespace gmmscore {
 
-struct ServerCounters {
+// One device's scheduler, for GetServerStatsResponse.devices.
+struct DeviceCounters {
+  std::string device;
+  DeviceLoad load;
   BatchSchedulerStats scheduler;
+};
+
+// Every device of `router`, in order.
+std::vector<DeviceCounters> DeviceCountersOf(const DeviceRouter& router);
+
+struct ServerCounters {
+  BatchSchedulerStats scheduler;  // all devices together
+  std::vector<DeviceCounters> devices;
   AnswerSendTotals answers;
   int64_t live_streams = 0;
   int64_t streams_started = 0;

@@ -102,6 +102,9 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
   if (end_status_.has_value()) return absl::OkStatus();  // draining: ignore
   absl::StatusOr<ScoringPlan> plan = PlanForStream(config, *env_.repository);
   if (!plan.ok()) return plan.status();
+  absl::StatusOr<DeviceAssignment> placement = env_.router->Assign(plan->models);
+  if (!placement.ok()) return placement.status();
+  plan->device = placement->device();
   if (plan->fusion.has_value()) {
     absl::StatusOr<ModelFusion> fusion = ModelFusion::Create(plan->models.size(), *plan->fusion);
     if (!fusion.ok()) return fusion.status();
@@ -125,6 +128,8 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     adaptation_ = *std::move(adaptation);
   }
   plan_ = *std::move(plan);
+  placement_ = *std::move(placement);
+  scheduler_.store(env_.router->scheduler(plan_->device), std::memory_order_release);
   CountStream(*plan_);
   // Only logged: escaped and cut once here (a client's id may hold anything).
   stream_id_ = config.stream_id().empty() ? peer_ : ClientText(config.stream_id());
@@ -236,7 +241,7 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   const ScoringPlan& scoring = ScoringPlanLocked(pending.get());
   for (int m = 0; m < num_models; ++m) {
     actions->jobs.push_back(
-        {.model = scoring.models[m]->prepared,
+        {.model = ReplicaOf(scoring, m),
          .features = frames,
          .transform = scoring.transform,
          .cancelled = cancelled_,
@@ -292,7 +297,7 @@ const ScoringPlan& StreamScoreSession::ScoringPlanLocked(Chunk* chunk) {
 ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
   const ScoringPlan& scoring = ScoringPlanLocked(chunk.get());
-  return {.model = scoring.models.front()->prepared,
+  return {.model = ReplicaOf(scoring, 0),
           .features = std::move(frames),
           .transform = scoring.transform,
           .cancelled = cancelled_,
@@ -546,7 +551,7 @@ void StreamScoreSession::Perform(Actions actions) {
   // Read before anything below: once SendStatus() is called (here or in the
   // nested Perform) OnDone may run on another thread and delete `this`, so
   // no member may be read after it.
-  BatchScheduler* const scheduler = env_.scheduler;
+  BatchScheduler* const scheduler = scheduler_.load(std::memory_order_acquire);
   const int starting = (actions.start_read ? 1 : 0) + (actions.answer != nullptr ? 1 : 0) +
                        (actions.cancel_call ? 1 : 0);
   if (actions.cancel_call) call_->Cancel();
@@ -589,8 +594,9 @@ void StreamScoreSession::Perform(Actions actions) {
   // Last: the scheduler may complete jobs inside these calls (a full queue
   // refuses at once, a purge drops them), and a completion may finish the
   // stream and let it be deleted, so nothing may touch `this` after them.
+  // Jobs exist only once the plan (and its scheduler) does.
   if (!actions.jobs.empty()) scheduler->SubmitAll(std::move(actions.jobs));
-  if (actions.purge_scheduler) scheduler->PurgeDead();
+  if (actions.purge_scheduler && scheduler != nullptr) scheduler->PurgeDead();
 }
 
 }  // namespace gmmscore

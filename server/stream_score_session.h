@@ -60,6 +60,7 @@
 #include "server/answer_budget.h"
 #include "server/answer_send_stats.h"
 #include "server/batch_scheduler.h"
+#include "server/device_router.h"
 #include "server/model_repository.h"
 #include "server/scoring_plan.h"
 #include "server/stream_call.h"
@@ -73,7 +74,8 @@ namespace gmmscore {
 // streams.
 struct StreamEnvironment {
   const ModelRepository* repository = nullptr;
-  BatchScheduler* scheduler = nullptr;
+  // The schedulers, one per device; a stream is placed on one at its config.
+  DeviceRouter* router = nullptr;
   StreamRegistry* registry = nullptr;
   int64_t max_chunk_frames = 1000;
   int max_chunks_in_flight = 8;
@@ -232,6 +234,11 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   StreamRequestIn request_;           // target of the read in flight
   v1::StreamScoreResponse response_;  // the write in flight; owned by the write token
   std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
+  // The device the stream was placed on (plan_->device), counted there
+  // while the session lives; and its scheduler, set once with the plan
+  // (null before: no job exists then), read by Perform without the lock.
+  DeviceAssignment placement_ ABSL_GUARDED_BY(mu_);
+  std::atomic<BatchScheduler*> scheduler_{nullptr};
   // Set with plan_ for a plan of several models: the fusion state after the
   // chunks fused so far. A posterior fusion's state moves with every chunk,
   // so its chunks are fused one at a time, in order: a chunk read while

@@ -152,8 +152,10 @@ class StreamScoreSessionTest : public ::testing::Test {
     ASSERT_TRUE(repository.ok()) << repository.status();
     repository_ = *std::move(repository);
     scheduler_ = std::make_unique<BatchScheduler>(backend_.get(), BatchSchedulerOptions{});
+    router_ = std::make_unique<DeviceRouter>(std::vector<BatchScheduler*>{scheduler_.get()},
+                                             std::vector<std::string>{"cpu"});
     env_ = {.repository = repository_.get(),
-            .scheduler = scheduler_.get(),
+            .router = router_.get(),
             .registry = &registry_,
             .write_timeout = absl::Seconds(30),
             .answer_budget = &budget_,
@@ -197,6 +199,7 @@ class StreamScoreSessionTest : public ::testing::Test {
   AnswerBudget budget_{int64_t{1} << 30};
   std::atomic<int64_t> alive_{0};
   std::atomic<int64_t> stalled_{0};
+  std::unique_ptr<DeviceRouter> router_;
   StreamEnvironment env_;
   ScriptedCall call_;
 };

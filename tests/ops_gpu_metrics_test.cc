@@ -33,7 +33,7 @@ TEST(OpsGpuMetricsTest, GaugesComeFromNvml) {
   EXPECT_EQ(sample->gpu_utilization_percent, 42u);
 
   ServerMetrics metrics;
-  const std::string with = metrics.Render({.backend = "cuda:0", .gpu = gpu->get()});
+  const std::string with = metrics.Render({.backend = "cuda:0", .gpus = {gpu->get()}});
   EXPECT_EQ(MetricValue(with, "gmmscore_gpu_memory_used_bytes{gpu=\"0\"}"), 3.0 * (1 << 30));
   EXPECT_EQ(MetricValue(with, "gmmscore_gpu_memory_total_bytes{gpu=\"0\"}"), 80.0 * (1 << 30));
   EXPECT_DOUBLE_EQ(MetricValue(with, "gmmscore_gpu_utilization_ratio{gpu=\"0\"}"), 0.42);
@@ -45,6 +45,18 @@ TEST(OpsGpuMetricsTest, GaugesComeFromNvml) {
             1.0);
   EXPECT_LT(with.find("# TYPE gmmscore_gpu_memory_used_bytes gauge"),
             with.find("gmmscore_gpu_memory_used_bytes{"));
+  // Several GPUs: each family is declared once, with a sample per GPU (the
+  // fake NVML has one device: it stands for two here).
+  const std::string two = metrics.Render({.backend = "cuda:0,cuda:0", .gpus = {gpu->get(), gpu->get()}});
+  const std::string type_line = "# TYPE gmmscore_gpu_memory_used_bytes gauge";
+  ASSERT_NE(two.find(type_line), std::string::npos);
+  EXPECT_EQ(two.find(type_line, two.find(type_line) + 1), std::string::npos);
+  size_t samples = 0;
+  for (size_t at = two.find("gmmscore_gpu_memory_used_bytes{"); at != std::string::npos;
+       at = two.find("gmmscore_gpu_memory_used_bytes{", at + 1)) {
+    ++samples;
+  }
+  EXPECT_EQ(samples, 2u);
   const std::string without = metrics.Render({.backend = "cpu"});
   EXPECT_EQ(without.find("gmmscore_gpu_"), std::string::npos);
 }

@@ -181,8 +181,15 @@ std::string RunStream(int i, Client& client, TestDaemon& daemon) {
   return end.ok() ? "" : absl::StrCat("finish: ", end.ToString());
 }
 
-// Both gRPC APIs that can carry StreamScore (server/scorer_service.h).
-class StreamEquivalenceTest : public testing::TestWithParam<StreamApi> {};
+// Both gRPC APIs that can carry StreamScore (server/scorer_service.h), on
+// one device and on two (two schedulers over the test backend: over one GPU
+// on a GPU machine), whose answers must be the same.
+struct EquivalenceCase {
+  StreamApi api;
+  int devices;
+};
+
+class StreamEquivalenceTest : public testing::TestWithParam<EquivalenceCase> {};
 
 TEST_P(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkInOrder) {
   std::vector<std::pair<std::string, SyntheticModelSpec>> models;
@@ -197,9 +204,10 @@ TEST_P(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkIn
   // chunks arrive while the backend is busy.
   DaemonOptions options;
   options.scheduler.max_queue_delay = absl::Microseconds(500);
-  options.stream_api = GetParam();
+  options.stream_api = GetParam().api;
   options.stream_threads = 3;  // streams share queues (kStreams of them)
-  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(models, options);
+  std::unique_ptr<TestDaemon> daemon =
+      TestDaemon::Start(models, options, {.count = GetParam().devices});
   ASSERT_NE(daemon, nullptr);
 
   std::vector<std::unique_ptr<Client>> clients;
@@ -215,14 +223,24 @@ TEST_P(StreamEquivalenceTest, ConcurrentStreamsGetTheOfflineScoresChunkByChunkIn
   const BatchSchedulerStats stats = daemon->daemon().scheduler_stats();
   EXPECT_GT(stats.max_group_jobs, 1) << "no Score call served chunks of several streams";
   EXPECT_LT(stats.group_calls, stats.jobs) << "every chunk was scored alone";
+  // Every device scored a share (streams are placed least-loaded first).
+  const DeviceRouter& devices = daemon->daemon().devices();
+  ASSERT_EQ(devices.num_devices(), GetParam().devices);
+  for (int d = 0; d < devices.num_devices(); ++d) {
+    EXPECT_GT(devices.scheduler(d)->stats().frames, stats.frames / (4 * devices.num_devices()))
+        << "device " << d << " scored too little of " << stats.frames << " frames";
+  }
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, StreamEquivalenceTest,
-                         testing::Values(StreamApi::kCompletionQueue, StreamApi::kCallback),
-                         [](const testing::TestParamInfo<StreamApi>& info) {
-                           return info.param == StreamApi::kCallback ? "Callback"
-                                                                     : "CompletionQueue";
+                         testing::Values(EquivalenceCase{StreamApi::kCompletionQueue, 1},
+                                         EquivalenceCase{StreamApi::kCallback, 1},
+                                         EquivalenceCase{StreamApi::kCompletionQueue, 2}),
+                         [](const testing::TestParamInfo<EquivalenceCase>& info) {
+                           const std::string api =
+                               info.param.api == StreamApi::kCallback ? "Callback" : "CompletionQueue";
+                           return info.param.devices == 1 ? api : absl::StrCat(api, "TwoDevices");
                          });
 
 }  // namespace

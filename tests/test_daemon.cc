@@ -18,13 +18,24 @@ std::string TestBackendName() {
 }
 
 std::unique_ptr<TestDaemon> TestDaemon::Start(
-    const std::vector<std::pair<std::string, SyntheticModelSpec>>& specs, DaemonOptions options) {
+    const std::vector<std::pair<std::string, SyntheticModelSpec>>& specs, DaemonOptions options,
+    const TestDevices& devices) {
   SetInfoLogging(false);
   auto test = std::unique_ptr<TestDaemon>(new TestDaemon());
-  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(TestBackendName());
+  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  std::vector<ScoringBackend*> backend_pointers;
+  for (int d = 0; d < devices.count; ++d) {
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(TestBackendName());
+    if (!backend.ok()) {
+      ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
+      return nullptr;
+    }
+    backend_pointers.push_back(backend->get());
+    backends.push_back(*std::move(backend));
+  }
   absl::StatusOr<std::unique_ptr<ScoringBackend>> offline = CreateBackend(TestBackendName());
-  if (!backend.ok() || !offline.ok()) {
-    ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
+  if (!offline.ok()) {
+    ADD_FAILURE() << "backend " << TestBackendName() << ": " << offline.status();
     return nullptr;
   }
   std::vector<std::pair<std::string, std::shared_ptr<const DiagGmmModel>>> models;
@@ -44,14 +55,15 @@ std::unique_ptr<TestDaemon> TestDaemon::Start(
     models.emplace_back(name, std::move(shared));
   }
   absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
-      ModelRepository::FromModels(std::move(models), backend->get());
+      ModelRepository::FromModels(std::move(models), backend_pointers,
+                                  RepositoryOptions{.placement = devices.placement});
   if (!repository.ok()) {
     ADD_FAILURE() << repository.status();
     return nullptr;
   }
   options.listen_address = "127.0.0.1:0";
   absl::StatusOr<std::unique_ptr<Daemon>> daemon =
-      Daemon::Start(*std::move(backend), *std::move(repository), options);
+      Daemon::Start(std::move(backends), *std::move(repository), options);
   if (!daemon.ok()) {
     ADD_FAILURE() << daemon.status();
     return nullptr;

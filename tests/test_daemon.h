@@ -9,6 +9,7 @@
 #ifndef GMMSCORE_TESTS_TEST_DAEMON_H_
 #define GMMSCORE_TESTS_TEST_DAEMON_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,12 +25,20 @@ namespace gmmscore {
 // "auto" unless $GMMSCORE_TEST_BACKEND says otherwise.
 std::string TestBackendName();
 
+// The daemon's devices: `count` backends of the test kind (on a GPU, all
+// over the same GPU: several schedulers), and where models are placed
+// (RepositoryOptions::placement; absent: everywhere).
+struct TestDevices {
+  int count = 1;
+  std::map<std::string, std::vector<int>> placement;
+};
+
 class TestDaemon {
  public:
   // Fails the current test (and returns null) if anything does not start.
   static std::unique_ptr<TestDaemon> Start(
       const std::vector<std::pair<std::string, SyntheticModelSpec>>& models,
-      DaemonOptions options = {});
+      DaemonOptions options = {}, const TestDevices& devices = {});
 
   Daemon& daemon() { return *daemon_; }
   const std::string& address() const { return daemon_->address(); }

@@ -24,7 +24,11 @@ tools/validate_deploy.sh
 # Sanitizer pass over the engine, the server and the integration tests
 # (clients that cancel or vanish must free all they held). No CUDA here:
 # ASan and the CUDA runtime do not mix well, and CI has no GPU anyway.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMMSCORE_SANITIZE=ON -DGMMSCORE_CUDA=OFF
+# -O1 -g1 (line tables, enough for ASan's stack traces): on CI's 2 cores
+# this pass took 38 of its 82 minutes at -O2 -g; the heaviest file compiles
+# in 61 s instead of 145 s.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMMSCORE_SANITIZE=ON -DGMMSCORE_CUDA=OFF \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
 ninja -C build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE no_asan)
 echo "tools/test.sh: all tests passed"

@@ -18,6 +18,14 @@ bool CudaDeviceAvailable() {
 #endif
 }
 
+int CudaDevicesPresent() {
+#ifdef GMMSCORE_HAVE_CUDA
+  return CudaDeviceCount();
+#else
+  return 0;
+#endif
+}
+
 absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name) {
   if (name == "cpu") return CreateCpuBackend();
   if (name == "auto") return CudaDeviceAvailable() ? CreateBackend("cuda:0") : CreateCpuBackend();

@@ -22,6 +22,8 @@ absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view 
 
 // True when this build has the CUDA backend and at least one device answers.
 bool CudaDeviceAvailable();
+// How many CUDA devices answer; 0 without the CUDA backend.
+int CudaDevicesPresent();
 
 }  // namespace gmmscore
 

@@ -1,0 +1,157 @@
+#include "server/device_router.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace gmmscore {
+
+int ChooseLeastLoaded(const std::vector<int>& candidates, const std::vector<DeviceLoad>& loads) {
+  auto key = [&](int d) {
+    const DeviceLoad& l = loads[d];
+    return std::make_tuple(l.assigned_weight, l.queued_frames, l.recent_busy_seconds, d);
+  };
+  int best = candidates.front();
+  for (int d : candidates) {
+    if (key(d) < key(best)) best = d;
+  }
+  return best;
+}
+
+absl::StatusOr<std::vector<int>> CommonDevices(
+    const std::vector<std::shared_ptr<const ServedModel>>& models,
+    const std::vector<std::string>& device_names) {
+  std::vector<int> common;
+  for (size_t d = 0; d < device_names.size(); ++d) {
+    bool everywhere = true;
+    for (const auto& model : models) everywhere = everywhere && model->replica(static_cast<int>(d)) != nullptr;
+    if (everywhere) common.push_back(static_cast<int>(d));
+  }
+  if (!common.empty()) return common;
+  std::vector<std::string> where;
+  for (const auto& model : models) {
+    std::vector<std::string> names;
+    for (int d : model->devices()) {
+      names.push_back(d < static_cast<int>(device_names.size()) ? device_names[d] : absl::StrCat(d));
+    }
+    where.push_back(absl::StrFormat("'%s' on %s", model->name, absl::StrJoin(names, ", ")));
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "no device holds all of this stream's models (%s): a stream's models are scored, and fused, "
+      "on one device; place them together (the server config's models[].devices)",
+      absl::StrJoin(where, "; ")));
+}
+
+DeviceAssignment::DeviceAssignment(int device, int64_t weight,
+                                   std::shared_ptr<std::atomic<int64_t>> counter)
+    : device_(device), weight_(weight), counter_(std::move(counter)) {}
+
+DeviceAssignment::~DeviceAssignment() { Release(); }
+
+DeviceAssignment::DeviceAssignment(DeviceAssignment&& other) noexcept
+    : device_(other.device_), weight_(other.weight_), counter_(std::move(other.counter_)) {}
+
+DeviceAssignment& DeviceAssignment::operator=(DeviceAssignment&& other) noexcept {
+  if (this != &other) {
+    Release();
+    device_ = other.device_;
+    weight_ = other.weight_;
+    counter_ = std::move(other.counter_);
+  }
+  return *this;
+}
+
+void DeviceAssignment::Release() {
+  if (counter_ != nullptr) counter_->fetch_sub(weight_, std::memory_order_relaxed);
+  counter_ = nullptr;
+}
+
+DeviceRouter::DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<std::string> names)
+    : schedulers_(std::move(schedulers)), names_(std::move(names)), busy_(schedulers_.size()) {
+  for (size_t d = 0; d < schedulers_.size(); ++d) {
+    assigned_.push_back(std::make_shared<std::atomic<int64_t>>(0));
+  }
+}
+
+double DeviceRouter::DecayedTo(const Busy& busy, absl::Time now) {
+  if (busy.at == absl::InfinitePast() || now <= busy.at) return busy.seconds;
+  return busy.seconds * std::exp2(-absl::FDivDuration(now - busy.at, kBusyHalfLife));
+}
+
+DeviceLoad DeviceRouter::load(int device) const {
+  DeviceLoad load;
+  load.assigned_weight = assigned_[device]->load(std::memory_order_relaxed);
+  load.queued_frames = schedulers_[device]->stats().queued_frames;
+  absl::MutexLock lock(&mu_);
+  load.recent_busy_seconds = DecayedTo(busy_[device], absl::Now());
+  return load;
+}
+
+absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
+    const std::vector<std::shared_ptr<const ServedModel>>& models) {
+  absl::StatusOr<std::vector<int>> candidates = CommonDevices(models, names_);
+  if (!candidates.ok()) return candidates.status();
+  const int64_t weight = static_cast<int64_t>(models.size());
+  if (candidates->size() == 1) {
+    const int device = candidates->front();
+    assigned_[device]->fetch_add(weight, std::memory_order_relaxed);
+    return DeviceAssignment(device, weight, assigned_[device]);
+  }
+  std::vector<DeviceLoad> loads(schedulers_.size());
+  for (int d : *candidates) {
+    loads[d].queued_frames = schedulers_[d]->stats().queued_frames;
+  }
+  // Chosen and counted under one lock, so that streams opening together
+  // see each other's choices.
+  absl::MutexLock lock(&assign_mu_);
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock busy_lock(&mu_);
+    for (int d : *candidates) loads[d].recent_busy_seconds = DecayedTo(busy_[d], now);
+  }
+  for (int d : *candidates) loads[d].assigned_weight = assigned_[d]->load(std::memory_order_relaxed);
+  const int device = ChooseLeastLoaded(*candidates, loads);
+  assigned_[device]->fetch_add(weight, std::memory_order_relaxed);
+  return DeviceAssignment(device, weight, assigned_[device]);
+}
+
+void DeviceRouter::ObserveGroup(int device, const GroupReport& report) {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  Busy& busy = busy_[device];
+  busy.seconds = DecayedTo(busy, now) + absl::ToDoubleSeconds(report.score_time);
+  busy.at = now;
+}
+
+BatchSchedulerStats DeviceRouter::TotalStats() const {
+  BatchSchedulerStats total;
+  for (const BatchScheduler* scheduler : schedulers_) {
+    const BatchSchedulerStats s = scheduler->stats();
+    total.dispatches += s.dispatches;
+    total.group_calls += s.group_calls;
+    total.jobs += s.jobs;
+    total.frames += s.frames;
+    total.max_group_jobs = std::max(total.max_group_jobs, s.max_group_jobs);
+    total.max_group_frames = std::max(total.max_group_frames, s.max_group_frames);
+    total.queued_jobs += s.queued_jobs;
+    total.running_groups += s.running_groups;
+    total.queued_frames += s.queued_frames;
+    total.rejected_jobs += s.rejected_jobs;
+    total.cancelled_jobs += s.cancelled_jobs;
+    total.expired_jobs += s.expired_jobs;
+    total.queue_wait += s.queue_wait;
+    total.worker_wait += s.worker_wait;
+    total.pack_time += s.pack_time;
+    total.score_time += s.score_time;
+    total.done_time += s.done_time;
+  }
+  return total;
+}
+
+}  // namespace gmmscore

@@ -1,0 +1,128 @@
+// DeviceRouter: which device (GPU) a new stream or Score request is scored
+// on, when a daemon runs one BatchScheduler per device (--devices). A plan
+// can go only where every one of its models has a replica (a fused plan is
+// fused on one device); among those devices it goes to the least loaded, and
+// a stream stays there for its life (it holds its DeviceAssignment).
+//
+//   DeviceRouter router({scheduler0, scheduler1}, {"cuda:0", "cuda:1"});
+//   GMM_ASSIGN_OR_RETURN(DeviceAssignment where, router.Assign(plan.models));
+//   plan.device = where.device();  ... router.scheduler(where.device())->Submit(...)
+//   scheduler_options.on_group = [&](const GroupReport& r) { router.ObserveGroup(d, r); };
+//
+// Load, compared in this order (ChooseLeastLoaded):
+//   1. the streams and requests assigned to it now, each weighted by its
+//      plan's model count: streams live for minutes and send at a steady
+//      rate, so what is assigned predicts the load to come, while a queue
+//      seen at one instant does not (a burst of opens sees the same queue);
+//   2. frames waiting in its scheduler's queue now;
+//   3. its recent backend time (scoring seconds, decayed over
+//      kBusyHalfLife): a device slower than its peers, or one shared with
+//      another process, scores the same work in more time;
+//   4. the lower index.
+//
+// Thread safety: all methods are thread-safe; a DeviceAssignment may be
+// released on any thread, and may outlive the router.
+#ifndef GMMSCORE_SERVER_DEVICE_ROUTER_H_
+#define GMMSCORE_SERVER_DEVICE_ROUTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/batch_scheduler.h"
+#include "server/model_repository.h"
+
+namespace gmmscore {
+
+// One device's load, as the router compares it.
+struct DeviceLoad {
+  int64_t assigned_weight = 0;
+  int64_t queued_frames = 0;
+  double recent_busy_seconds = 0;
+};
+
+// The least loaded of `candidates` (indexes into `loads`, at least one),
+// by the order in the header comment.
+int ChooseLeastLoaded(const std::vector<int>& candidates, const std::vector<DeviceLoad>& loads);
+
+// The devices, of `num_devices`, on which every one of `models` has a
+// replica, ascending. FAILED_PRECONDITION when there is none, naming each
+// model's devices by `device_names`: a stream's models are scored, and
+// fused, on one device.
+absl::StatusOr<std::vector<int>> CommonDevices(
+    const std::vector<std::shared_ptr<const ServedModel>>& models,
+    const std::vector<std::string>& device_names);
+
+// A stream's or request's place on a device: counted in the device's
+// assigned weight until destroyed. Movable; a default one holds nothing.
+class DeviceAssignment {
+ public:
+  DeviceAssignment() = default;
+  DeviceAssignment(int device, int64_t weight, std::shared_ptr<std::atomic<int64_t>> counter);
+  ~DeviceAssignment();
+  DeviceAssignment(DeviceAssignment&& other) noexcept;
+  DeviceAssignment& operator=(DeviceAssignment&& other) noexcept;
+  DeviceAssignment(const DeviceAssignment&) = delete;
+  DeviceAssignment& operator=(const DeviceAssignment&) = delete;
+
+  int device() const { return device_; }
+
+ private:
+  void Release();
+
+  int device_ = 0;
+  int64_t weight_ = 0;
+  std::shared_ptr<std::atomic<int64_t>> counter_;
+};
+
+class DeviceRouter {
+ public:
+  // How fast recent backend time is forgotten.
+  static constexpr absl::Duration kBusyHalfLife = absl::Seconds(2);
+
+  // schedulers[d] scores device d (named names[d]); all must outlive the
+  // router; the same number of each, at least one.
+  DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<std::string> names);
+
+  // The least loaded device holding every model of `models`, assigned (its
+  // weight: the model count) until the result is destroyed.
+  // CommonDevices' error when no device holds them all.
+  absl::StatusOr<DeviceAssignment> Assign(const std::vector<std::shared_ptr<const ServedModel>>& models);
+
+  // A backend call scored on `device` (its score_time counts as busy time).
+  void ObserveGroup(int device, const GroupReport& report);
+
+  int num_devices() const { return static_cast<int>(schedulers_.size()); }
+  BatchScheduler* scheduler(int device) const { return schedulers_[device]; }
+  const std::string& name(int device) const { return names_[device]; }
+  const std::vector<std::string>& names() const { return names_; }
+  // Now, for metrics and GetServerStats.
+  DeviceLoad load(int device) const;
+  // Every scheduler's counters summed (the peaks: the largest of any).
+  BatchSchedulerStats TotalStats() const;
+
+ private:
+  struct Busy {
+    double seconds = 0;  // decayed to `at`
+    absl::Time at = absl::InfinitePast();
+  };
+  // `busy` decayed from its time to `now`.
+  static double DecayedTo(const Busy& busy, absl::Time now);
+
+  const std::vector<BatchScheduler*> schedulers_;
+  const std::vector<std::string> names_;
+  std::vector<std::shared_ptr<std::atomic<int64_t>>> assigned_;  // per device
+  absl::Mutex assign_mu_;  // one Assign chooses at a time
+  mutable absl::Mutex mu_;
+  std::vector<Busy> busy_ ABSL_GUARDED_BY(mu_);  // per device
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_SERVER_DEVICE_ROUTER_H_

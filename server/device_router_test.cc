@@ -1,0 +1,172 @@
+#include "server/device_router.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/model/synthetic_model.h"
+
+namespace gmmscore {
+namespace {
+
+TEST(ChooseLeastLoadedTest, AssignedWeightFirstThenQueueThenBusyTimeThenIndex) {
+  std::vector<DeviceLoad> loads(3);
+  EXPECT_EQ(ChooseLeastLoaded({0, 1, 2}, loads), 0);  // all equal: the lowest index
+  loads[0].assigned_weight = 2;
+  EXPECT_EQ(ChooseLeastLoaded({0, 1, 2}, loads), 1);
+  loads[1].queued_frames = 100;
+  EXPECT_EQ(ChooseLeastLoaded({0, 1, 2}, loads), 2);
+  loads[2].queued_frames = 100;
+  loads[1].recent_busy_seconds = 0.5;
+  loads[2].recent_busy_seconds = 0.25;
+  EXPECT_EQ(ChooseLeastLoaded({0, 1, 2}, loads), 2);
+  // Weight outranks both: a device with fewer streams wins however busy.
+  loads[1].assigned_weight = 0;
+  loads[2].assigned_weight = 1;
+  EXPECT_EQ(ChooseLeastLoaded({0, 1, 2}, loads), 1);
+  // Only candidates count.
+  EXPECT_EQ(ChooseLeastLoaded({0, 2}, loads), 2);
+  EXPECT_EQ(ChooseLeastLoaded({0}, loads), 0);
+}
+
+class DeviceRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int d = 0; d < 3; ++d) {
+      backends_.push_back(CreateCpuBackend({.num_threads = 1}));
+      schedulers_.push_back(std::make_unique<BatchScheduler>(backends_.back().get(), BatchSchedulerOptions{}));
+    }
+    auto model = GenerateSyntheticModel({.num_states = 3, .min_gaussians = 1, .max_gaussians = 2, .dim = 4, .seed = 1});
+    ASSERT_TRUE(model.ok());
+    model_ = std::make_shared<const DiagGmmModel>(*std::move(model));
+  }
+  void TearDown() override {
+    for (auto& scheduler : schedulers_) scheduler->Stop();
+  }
+
+  // A model named `name` with a replica on each of `devices` (of 3).
+  std::shared_ptr<const ServedModel> Placed(const std::string& name, const std::vector<int>& devices) {
+    auto served = std::make_shared<ServedModel>();
+    served->name = name;
+    served->replicas.resize(3);
+    for (int d : devices) {
+      auto prepared = backends_[d]->Prepare(model_);
+      EXPECT_TRUE(prepared.ok());
+      served->replicas[d] = *prepared;
+    }
+    served->prepared = served->replicas[devices.front()];
+    return served;
+  }
+
+  DeviceRouter MakeRouter() {
+    return DeviceRouter({schedulers_[0].get(), schedulers_[1].get(), schedulers_[2].get()},
+                        {"gpu-a", "gpu-b", "gpu-c"});
+  }
+
+  std::vector<std::unique_ptr<ScoringBackend>> backends_;
+  std::vector<std::unique_ptr<BatchScheduler>> schedulers_;
+  std::shared_ptr<const DiagGmmModel> model_;
+};
+
+TEST_F(DeviceRouterTest, CommonDevicesAreWhereEveryModelHasAReplica) {
+  auto a = Placed("a", {0, 1});
+  auto b = Placed("b", {1, 2});
+  auto c = Placed("c", {2});
+  const std::vector<std::string> names = {"gpu-a", "gpu-b", "gpu-c"};
+  EXPECT_EQ(*CommonDevices({a}, names), (std::vector<int>{0, 1}));
+  EXPECT_EQ(*CommonDevices({a, b}, names), (std::vector<int>{1}));
+  const absl::StatusOr<std::vector<int>> none = CommonDevices({a, c}, names);
+  ASSERT_TRUE(absl::IsFailedPrecondition(none.status())) << none.status();
+  EXPECT_TRUE(absl::StrContains(none.status().message(), "'a' on gpu-a, gpu-b; 'c' on gpu-c"))
+      << none.status();
+}
+
+TEST_F(DeviceRouterTest, StreamsSpreadOverTheDevicesHoldingTheirModels) {
+  DeviceRouter router = MakeRouter();
+  auto everywhere = Placed("e", {0, 1, 2});
+  auto two = Placed("t", {1, 2});
+  std::vector<DeviceAssignment> held;
+  // Six single-model streams: two a device.
+  for (int i = 0; i < 6; ++i) {
+    absl::StatusOr<DeviceAssignment> where = router.Assign({everywhere});
+    ASSERT_TRUE(where.ok());
+    held.push_back(*std::move(where));
+  }
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(router.load(d).assigned_weight, 2) << d;
+  // A two-model stream weighs 2, and goes only where both are.
+  absl::StatusOr<DeviceAssignment> fused = router.Assign({everywhere, two});
+  ASSERT_TRUE(fused.ok());
+  EXPECT_EQ(fused->device(), 1);
+  EXPECT_EQ(router.load(1).assigned_weight, 4);
+  // The next single-model streams avoid device 1 until it is level again.
+  absl::StatusOr<DeviceAssignment> next = router.Assign({everywhere});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->device(), 0);
+  // Released streams free their place (moved-from assignments hold nothing).
+  DeviceAssignment moved = *std::move(fused);
+  held.clear();
+  EXPECT_EQ(router.load(1).assigned_weight, 2);
+  moved = DeviceAssignment();
+  EXPECT_EQ(router.load(1).assigned_weight, 0);
+  EXPECT_EQ(router.load(0).assigned_weight, 1);
+}
+
+TEST_F(DeviceRouterTest, RecentBackendTimeBreaksTiesAndDecays) {
+  DeviceRouter router = MakeRouter();
+  auto everywhere = Placed("e", {0, 1, 2});
+  router.ObserveGroup(0, {.score_time = absl::Milliseconds(300)});
+  router.ObserveGroup(1, {.score_time = absl::Milliseconds(100)});
+  EXPECT_GT(router.load(0).recent_busy_seconds, 0.2);
+  EXPECT_LE(router.load(0).recent_busy_seconds, 0.3);
+  absl::StatusOr<DeviceAssignment> first = router.Assign({everywhere});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->device(), 2);  // never busy
+  absl::StatusOr<DeviceAssignment> second = router.Assign({everywhere});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->device(), 1);  // less busy than 0
+}
+
+TEST_F(DeviceRouterTest, ConcurrentOpensStayLevel) {
+  DeviceRouter router = MakeRouter();
+  auto everywhere = Placed("e", {0, 1, 2});
+  constexpr int kThreads = 8;
+  constexpr int kEach = 30;
+  std::vector<std::vector<DeviceAssignment>> held(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) held[t].push_back(*router.Assign({everywhere}));
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(router.load(d).assigned_weight, kThreads * kEach / 3) << d;
+  held.clear();
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(router.load(d).assigned_weight, 0) << d;
+}
+
+TEST_F(DeviceRouterTest, TotalStatsSumTheSchedulers) {
+  DeviceRouter router = MakeRouter();
+  auto features = std::make_shared<const FloatMatrix>(FloatMatrix(5, 4));
+  for (int d = 0; d < 3; ++d) {
+    absl::Notification done;
+    schedulers_[d]->Submit({.model = *backends_[d]->Prepare(model_),
+                            .features = features,
+                            .done = [&](absl::StatusOr<ScoreResult> r) {
+                              EXPECT_TRUE(r.ok());
+                              done.Notify();
+                            }});
+    done.WaitForNotification();
+  }
+  const BatchSchedulerStats total = router.TotalStats();
+  EXPECT_EQ(total.frames, 15);
+  EXPECT_EQ(total.jobs, 3);
+  EXPECT_EQ(total.max_group_frames, 5);
+}
+
+}  // namespace
+}  // namespace gmmscore

@@ -1,0 +1,177 @@
+// One daemon over several devices (--devices): streams and requests go
+// where their models are placed, least-loaded first; a stream whose models
+// share no device is refused with a message naming where each one is; the
+// counters come per device (GetServerStats, /metrics). On the test backend
+// (CPU in CI, one GPU on a GPU machine: two schedulers over it).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "server/server_metrics.h"
+#include "tests/test_daemon.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr int kDim = 13;
+
+std::vector<std::pair<std::string, SyntheticModelSpec>> Models() {
+  std::vector<std::pair<std::string, SyntheticModelSpec>> models;
+  for (const char* name : {"a", "b", "c"}) {
+    models.push_back({name,
+                      {.num_states = 20, .min_gaussians = 1, .max_gaussians = 4, .dim = kDim,
+                       .seed = static_cast<uint64_t>(name[0])}});
+  }
+  return models;
+}
+
+// "a" on device 0 only, "b" on device 1 only, "c" on both.
+std::unique_ptr<TestDaemon> StartPlaced() {
+  return TestDaemon::Start(Models(), {}, {.count = 2, .placement = {{"a", {0}}, {"b", {1}}}});
+}
+
+// Streams `frames` frames through a stream of `models`; its first error,
+// or OK once every answer came.
+absl::Status RunStream(Client& client, const std::vector<std::string>& models, TestDaemon& daemon,
+                       int64_t frames) {
+  v1::StreamConfig config;
+  for (const std::string& name : models) config.add_models(name);
+  if (models.size() > 1) config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+  absl::StatusOr<std::unique_ptr<StreamSession>> session = client.StartStream(config);
+  if (!session.ok()) return session.status();
+  const FloatMatrix features = TestFeatures(daemon.model(models.front()), frames, 7);
+  if (absl::Status pushed = (*session)->Push(features.view()); !pushed.ok()) return pushed;
+  if (absl::Status closed = (*session)->CloseSend(); !closed.ok()) return closed;
+  for (;;) {
+    absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+    if (absl::IsOutOfRange(answer.status())) break;
+    if (!answer.ok()) return answer.status();
+  }
+  return (*session)->Finish();
+}
+
+int64_t FramesOn(TestDaemon& daemon, int device) {
+  return daemon.daemon().devices().scheduler(device)->stats().frames;
+}
+
+TEST(MultiDeviceTest, StreamsAndRequestsGoWhereTheirModelsArePlaced) {
+  std::unique_ptr<TestDaemon> daemon = StartPlaced();
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = daemon->NewClient();
+
+  ASSERT_TRUE(RunStream(*client, {"a"}, *daemon, 30).ok());
+  EXPECT_EQ(FramesOn(*daemon, 0), 30);
+  EXPECT_EQ(FramesOn(*daemon, 1), 0);
+  ASSERT_TRUE(RunStream(*client, {"b"}, *daemon, 20).ok());
+  EXPECT_EQ(FramesOn(*daemon, 0), 30);
+  EXPECT_EQ(FramesOn(*daemon, 1), 20);
+  // Fused with a model placed everywhere: on the device of the other.
+  ASSERT_TRUE(RunStream(*client, {"c", "b"}, *daemon, 10).ok());
+  EXPECT_EQ(FramesOn(*daemon, 1), 20 + 2 * 10);
+
+  v1::ScoreRequest request;
+  request.add_models("a");
+  const FloatMatrix frames = TestFeatures(daemon->model("a"), 5, 3);
+  request.mutable_features()->set_num_frames(5);
+  request.mutable_features()->set_dim(kDim);
+  request.mutable_features()->mutable_values()->Add(frames.span().begin(), frames.span().end());
+  absl::StatusOr<v1::ScoreResponse> scored = client->Score(request);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  EXPECT_EQ(FramesOn(*daemon, 0), 35);
+  // The same scores as the offline engine's (the replica on device 0).
+  const FloatMatrix offline = daemon->ScoreOffline("a", frames.view());
+  ASSERT_EQ(scored->scores_size(), 1);
+  ASSERT_EQ(scored->scores(0).loglikes_size(), offline.rows() * offline.cols());
+  for (int i = 0; i < scored->scores(0).loglikes_size(); ++i) {
+    EXPECT_NEAR(scored->scores(0).loglikes(i), offline.span()[i], 1e-3) << i;
+  }
+
+  absl::StatusOr<std::vector<v1::ModelInfo>> models = client->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 3u);
+  const std::string one = daemon->daemon().repository().device_name(0);
+  EXPECT_EQ((*models)[0].device(), one);                  // a
+  EXPECT_EQ((*models)[2].device(), absl::StrCat(one, ",", one));  // c: both (same kind)
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+TEST(MultiDeviceTest, ModelsOnNoCommonDeviceAreRefusedNamingWhereEachIs) {
+  std::unique_ptr<TestDaemon> daemon = StartPlaced();
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = daemon->NewClient();
+  const absl::Status stream = RunStream(*client, {"a", "b"}, *daemon, 10);
+  EXPECT_TRUE(absl::IsFailedPrecondition(stream)) << stream;
+  EXPECT_TRUE(absl::StrContains(stream.message(), "'a' on")) << stream;
+  EXPECT_TRUE(absl::StrContains(stream.message(), "'b' on")) << stream;
+  EXPECT_TRUE(absl::StrContains(stream.message(), "models[].devices")) << stream;
+
+  v1::ScoreRequest request;
+  request.add_models("a");
+  request.add_models("b");
+  request.mutable_features()->set_dim(kDim);
+  const absl::StatusOr<v1::ScoreResponse> scored = client->Score(request);
+  EXPECT_TRUE(absl::IsFailedPrecondition(scored.status())) << scored.status();
+  // Nothing was scored, nothing is held, and the daemon serves on.
+  EXPECT_EQ(FramesOn(*daemon, 0) + FramesOn(*daemon, 1), 0);
+  EXPECT_EQ(daemon->daemon().devices().load(0).assigned_weight, 0);
+  EXPECT_EQ(daemon->daemon().devices().load(1).assigned_weight, 0);
+  EXPECT_TRUE(RunStream(*client, {"a", "c"}, *daemon, 10).ok());
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+TEST(MultiDeviceTest, OpenStreamsAreSpreadAndCountedPerDevice) {
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(Models(), {}, {.count = 2});
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = daemon->NewClient();
+  // Four streams held open: two on each device, whatever order they came in.
+  std::vector<std::unique_ptr<StreamSession>> open;
+  for (int i = 0; i < 4; ++i) {
+    v1::StreamConfig config;
+    config.add_models("c");
+    absl::StatusOr<std::unique_ptr<StreamSession>> session = client->StartStream(config);
+    ASSERT_TRUE(session.ok()) << session.status();
+    // An answer proves the config was taken (and the stream placed).
+    ASSERT_TRUE((*session)->Push(TestFeatures(daemon->model("c"), 2, i).view()).ok());
+    ASSERT_TRUE((*session)->Next().ok());
+    open.push_back(*std::move(session));
+  }
+  const DeviceRouter& devices = daemon->daemon().devices();
+  EXPECT_EQ(devices.load(0).assigned_weight, 2);
+  EXPECT_EQ(devices.load(1).assigned_weight, 2);
+
+  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetServerStatsResponse response;
+  const grpc::Status got = stub->GetServerStats(&context, v1::GetServerStatsRequest(), &response);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  const v1::GetServerStatsResponse* stats = &response;
+  ASSERT_EQ(stats->devices_size(), 2);
+  EXPECT_EQ(stats->devices(0).assigned_weight(), 2u);
+  EXPECT_EQ(stats->devices(0).frames() + stats->devices(1).frames(), stats->frames());
+  EXPECT_EQ(stats->frames(), 8u);
+
+  ServerMetrics metrics;
+  const std::string text = metrics.Render({.repository = &daemon->daemon().repository(), .devices = &devices});
+  const std::string name = daemon->daemon().repository().device_name(1);
+  EXPECT_TRUE(absl::StrContains(
+      text, absl::StrCat("gmmscore_device_assigned_weight{device=\"", name, "\",index=\"1\"} 2")))
+      << text;
+  EXPECT_TRUE(absl::StrContains(text, "gmmscore_device_model_bytes{")) << text;
+
+  for (auto& session : open) {
+    ASSERT_TRUE(session->CloseSend().ok());
+    EXPECT_TRUE(session->Finish().ok());
+  }
+  open.clear();
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+  EXPECT_EQ(devices.load(0).assigned_weight + devices.load(1).assigned_weight, 0);
+}
+
+}  // namespace
+}  // namespace gmmscore
