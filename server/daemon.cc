@@ -151,8 +151,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   Daemon* self = daemon.get();
   std::vector<BatchScheduler*> schedulers;
   std::vector<std::string> names;
+  // The answer threads' default (half the cores) is the host's, not each
+  // scheduler's: shared out, so that N schedulers do not start N times as
+  // many threads as there are cores.
+  const int devices = static_cast<int>(daemon->backends_.size());
+  int answer_threads = options.scheduler.num_answer_threads;
+  if (answer_threads <= 0 && devices > 1) {
+    answer_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2 / devices);
+  }
   for (size_t d = 0; d < daemon->backends_.size(); ++d) {
     BatchSchedulerOptions scheduler_options = options.scheduler;
+    scheduler_options.num_answer_threads = answer_threads;
     scheduler_options.on_group = [metrics, self, d, chained = options.scheduler.on_group](
                                      const GroupReport& report) {
       metrics->ObserveGroup(report);

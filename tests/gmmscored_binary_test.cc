@@ -369,7 +369,10 @@ TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
       {"listen: \"127.0.0.1:0\"\nno_such_option: 1\n", 2, "no_such_option"},
       {repository + "backend: \"cpu\"\nlimits { max_streams: 0 }\n", 1, "must be >= 1"},
       {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" backend: \"cuda:3\" }\n", 1,
-       "one daemon drives one backend"},
+       "list its GPU in --devices"},
+      {repository + "backend: \"cpu\"\ndevices: \"all\"\n", 1, "--devices all needs a GPU backend"},
+      {repository + "backend: \"cpu\"\ndevices: \"0,1\"\nmodels { name: \"alpha\" devices: 2 }\n", 1,
+       "placed on device 2, which this daemon does not score on (--devices 0,1)"},
       {repository + "backend: \"cpu\"\nmodels { name: \"alpha\" precision: \"fp16\" }\n", 1,
        "precision 'fp16'"},
       {repository + "backend: \"cpu\"\ngrpc { stream_api: \"epoll\" }\n", 1,
@@ -394,6 +397,43 @@ TEST_F(GmmscoredBinaryTest, BadConfigFilesStopTheStartWithAClearError) {
   EXPECT_EQ(missing.Wait(), 2);
   missing.WaitForLine("cannot start");
   EXPECT_THAT(missing.Log(), HasSubstr("cannot read config file"));
+  fs::remove_all(etc);
+}
+
+// --devices with the CPU backend: two CPU backends, one scheduler each, and
+// a model placed on one of them by the config file.
+TEST_F(GmmscoredBinaryTest, DevicesRunASchedulerEachAndPlaceModels) {
+  const fs::path etc = dir_.string() + "_devices";
+  fs::create_directories(etc);
+  const std::string config = WriteFile(etc, "gmmscored.textproto",
+                                       "devices: \"0,1\"\nmodels { name: \"beta\" devices: 1 }\n");
+  DaemonProcess daemon({"--config=" + config, "--model_repository=" + dir_.string(),
+                        "--listen=127.0.0.1:0", "--backend=cpu"});
+  const std::string listening = daemon.WaitForLine("listening on ");
+  ASSERT_FALSE(listening.empty()) << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("backends: cpu, cpu"));
+  const std::string rest = listening.substr(listening.find("listening on ") + 13);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(rest.substr(0, rest.find(' ')));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::vector<v1::ModelInfo>> models = (*client)->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 2u);
+  EXPECT_EQ((*models)[0].device(), "cpu,cpu");  // alpha: everywhere
+  EXPECT_EQ((*models)[1].device(), "cpu");      // beta: device 1 only
+  v1::StreamConfig stream;
+  stream.add_models("beta");
+  auto session = (*client)->StartStream(stream);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Push(GenerateSyntheticFeatures(*models_[1], 10, 2).view()).ok());
+  absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->scores.rows(), 10);
+  ASSERT_TRUE((*session)->CloseSend().ok());
+  EXPECT_TRUE((*session)->Finish().ok());
+  session->reset();
+  client->reset();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Log();
   fs::remove_all(etc);
 }
 

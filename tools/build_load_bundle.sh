@@ -6,17 +6,23 @@
 # travel along; libc, libm, libstdc++, libgcc_s and cuBLAS are the machine's,
 # as in build_device_bundle.sh). tools/gpu_capacity.sh runs them there.
 #   tools/build_load_bundle.sh && <device run, carry build-loadpack> tools/gpu_capacity.sh a
+# EXTRA_TARGETS="multi_device_test ..." packs those binaries (e.g. the
+# integration tests, to run on the GPU beside a capacity run) into bin/ too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-load-cuda}
 cuda=${GMMSCORE_CUDA:-ON}
 targets=(gmmscored gmmscore-load gmmscore)
+read -r -a extra <<< "${EXTRA_TARGETS:-}"
 cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA="$cuda" -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C "$build" "${targets[@]}"
+ninja -C "$build" "${targets[@]}" "${extra[@]}"
 stage=build-loadpack/stage
 rm -rf build-loadpack && mkdir -p "$stage/bin" "$stage/lib"
 cp "$build/server/gmmscored" "$build/client/load/gmmscore-load" "$build/client/cli/gmmscore" \
    "$stage/bin/"
+for t in "${extra[@]}"; do
+  find "$build" -type f -name "$t" -perm -u+x -exec cp {} "$stage/bin/" \;
+done
 for b in "$stage"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
