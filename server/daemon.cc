@@ -145,8 +145,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
 
   // Every backend call feeds the batch and latency histograms and its
   // device's recent busy time; ops_ and the router outlive the schedulers
-  // (members are destroyed in reverse order; the router is made before any
-  // job can reach a scheduler).
+  // (members are destroyed in reverse order), and the router is made before
+  // any job can reach a scheduler.
   ServerMetrics* metrics = &daemon->ops_->metrics();
   Daemon* self = daemon.get();
   std::vector<BatchScheduler*> schedulers;

@@ -117,8 +117,10 @@ class Daemon {
   std::vector<std::unique_ptr<ScoringBackend>> backends_;
   std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<DaemonOps> ops_;  // its admin service outlives server_
-  std::vector<std::unique_ptr<BatchScheduler>> schedulers_;  // one per backend
+  // Before the schedulers, whose workers report to it (ObserveGroup): it
+  // goes after them. It holds their pointers only.
   std::unique_ptr<DeviceRouter> router_;
+  std::vector<std::unique_ptr<BatchScheduler>> schedulers_;  // one per backend
   // Holds aligners of model versions while their requests run; goes before
   // the repository and the backend they use.
   std::unique_ptr<AlignScheduler> align_scheduler_;

@@ -185,8 +185,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   if (dir.empty()) {
     return absl::InvalidArgumentError("--model_repository is required (see --help)");
   }
-  absl::StatusOr<DeviceList> devices =
-      ParseDeviceList(absl::GetFlag(FLAGS_devices), absl::GetFlag(FLAGS_backend), CudaDevicesPresent());
+  // Counting GPUs starts the CUDA runtime: only when --devices asks for it.
+  const std::string device_flag = absl::GetFlag(FLAGS_devices);
+  absl::StatusOr<DeviceList> devices = ParseDeviceList(
+      device_flag, absl::GetFlag(FLAGS_backend), device_flag.empty() ? 0 : CudaDevicesPresent());
   if (!devices.ok()) return devices.status();
   std::vector<std::unique_ptr<ScoringBackend>> backends;
   std::vector<ScoringBackend*> backend_pointers;

@@ -516,10 +516,15 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
 }
 
 absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::PrepareAdapted(
-    const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label) {
+    const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label, int device) {
   if (model == nullptr) return absl::InvalidArgumentError("no adapted model");
+  if (device < 0 || device >= num_devices() || base.replica(device) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("'%s' has no replica on device %d to adapt", base.name, device));
+  }
   absl::MutexLock load_lock(&load_mu_);  // budget checks see one change at a time
-  const std::vector<int> devices = base.devices();
+  // One replica, where the stream scores: an adaptation is one stream's.
+  const std::vector<int> devices = {device};
   GMM_RETURN_IF_ERROR(FitsLocked(devices, model->ByteSize()));
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =

@@ -205,12 +205,16 @@ class ModelRepository {
   absl::Status Unload(const std::string& name);
 
   // A stream's adapted version of `base` (live MAP adaptation): `model`
-  // prepared on base's devices with base's batch cap and precision, named
+  // prepared on `device` (the stream's; base must be placed there) with
+  // base's batch cap and precision, named
   // `label` (for logs), source "adaptation". Not served by name; it counts
   // against the memory budget (as a retired version) while anyone holds
   // it. RESOURCE_EXHAUSTED when it would not fit; Prepare's errors.
+  // Published (below), it is served on that device only. INVALID_ARGUMENT
+  // when base has no replica on `device`.
   absl::StatusOr<std::shared_ptr<const ServedModel>> PrepareAdapted(
-      const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label);
+      const ServedModel& base, std::shared_ptr<const DiagGmmModel> model, std::string label,
+      int device = 0);
   // Serves a model PrepareAdapted made under `name` from now on, replacing
   // an earlier one published under that name (whose holders keep it).
   // INVALID_ARGUMENT for a name that is not a plain file name, or a model

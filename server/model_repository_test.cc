@@ -246,6 +246,19 @@ TEST_F(ModelRepositoryTest, ReplicasFollowThePlacementAndChangeTogether) {
   auto reloaded = (*repo)->Load("second");
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   EXPECT_EQ(reloaded->model->devices(), (std::vector<int>{1}));
+  // An adaptation is prepared where its stream scores, only there.
+  auto base = (*repo)->Find("second");
+  ASSERT_TRUE(base.ok());
+  const int held_on_1 = (*repo)->memory_on(1).retired_versions;
+  const int held_on_0 = (*repo)->memory_on(0).retired_versions;
+  auto adapted = (*repo)->PrepareAdapted(**base, (*base)->prepared->shared_model(), "x", 1);
+  ASSERT_TRUE(adapted.ok()) << adapted.status();
+  EXPECT_EQ((*adapted)->devices(), (std::vector<int>{1}));
+  EXPECT_EQ((*repo)->memory_on(1).retired_versions, held_on_1 + 1);
+  EXPECT_EQ((*repo)->memory_on(0).retired_versions, held_on_0);
+  EXPECT_EQ((*repo)->PrepareAdapted(**base, (*base)->prepared->shared_model(), "y", 0).status().code(),
+            absl::StatusCode::kInvalidArgument);  // second has no replica on device 0
+  adapted->reset();
   // Unloaded from every device at once.
   ASSERT_TRUE((*repo)->Unload("everywhere").ok());
   EXPECT_FALSE((*repo)->Find("everywhere").ok());

@@ -351,7 +351,9 @@ grpc::ServerUnaryReactor* ScorerService::ListModels(grpc::CallbackServerContext*
     for (int d : served.devices()) devices.push_back(repository_->device_name(d));
     info->set_device(absl::StrJoin(devices, ","));
     info->set_bytes(model.host_bytes());
-    info->set_device_bytes(model.device_bytes());
+    int64_t device_bytes = 0;  // every replica's, as gmmscore_model_device_bytes
+    for (int d : served.devices()) device_bytes += served.replica(d)->device_bytes();
+    info->set_device_bytes(device_bytes);
     info->set_max_gaussians_per_state(model.max_gaussians_per_state());
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -144,9 +144,8 @@ absl::StatusOr<std::vector<int>> PlacementOf(const v1::ModelConfig& model, const
   if (model.backend() == "cuda") same_backend = absl::StartsWith(served, "cuda");
   if (!same_backend) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "backend '%s', but this daemon scores on %s (run another daemon for that backend, or "
-        "list its GPU in --devices)",
-        model.backend(), served));
+        "backend '%s', but this daemon scores on %s (run a daemon on that backend%s)", model.backend(),
+        served, absl::StartsWith(served, "cuda") ? ", or list its GPU in --devices" : ""));
   }
   std::vector<int> ordinals(model.devices().begin(), model.devices().end());
   if (absl::StartsWith(model.backend(), "cuda:") && devices.backends.size() > 1) {
@@ -162,7 +161,7 @@ absl::StatusOr<std::vector<int>> PlacementOf(const v1::ModelConfig& model, const
     const std::vector<int> found = devices.IndexesOf(ordinal);
     if (found.empty()) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "placed on device %d, which this daemon does not score on (--devices %s)", ordinal,
+          "placed on device %d, which this daemon does not score on (its devices: %s)", ordinal,
           absl::StrJoin(devices.ordinals, ",")));
     }
     indexes.insert(found.begin(), found.end());

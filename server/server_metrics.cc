@@ -290,7 +290,7 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
     Gauge(&out, "gmmscore_queued_frames", "Frames waiting in the batch scheduler's queue.",
           static_cast<double>(stats.queued_frames));
     Gauge(&out, "gmmscore_max_queued_frames",
-          "The queues' bound (--max_queued_frames per device); work beyond it is refused.",
+          "The queues' bounds summed (--max_queued_frames per device: a device refuses work at its own).",
           static_cast<double>(max_queued_frames));
     Counter(&out, "gmmscore_jobs_rejected_total",
             "Jobs refused with RESOURCE_EXHAUSTED because the scheduler's queue was full.",
@@ -398,12 +398,12 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
                   &ModelUsage::frames);
     const ModelRepository::MemoryUsage memory = sources.repository->memory();
     Gauge(&out, "gmmscore_models_served", "Models served.", static_cast<double>(models.size()));
-    Gauge(&out, "gmmscore_model_memory_bytes", "Resident bytes of all served models.",
+    Gauge(&out, "gmmscore_model_memory_bytes", "Resident bytes of all served models, all devices together (the budget is per device: gmmscore_device_model_bytes).",
           static_cast<double>(memory.served_bytes));
     Gauge(&out, "gmmscore_model_retired_bytes",
           "Resident bytes of replaced or unloaded versions still used by live streams.",
           static_cast<double>(memory.retired_bytes));
-    Gauge(&out, "gmmscore_model_memory_budget_bytes", "The model memory budget (0: none).",
+    Gauge(&out, "gmmscore_model_memory_budget_bytes", "The model memory budget of each device (0: none).",
           static_cast<double>(memory.budget_bytes));
   }
   if (!sources.gpus.empty()) {

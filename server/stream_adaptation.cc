@@ -112,17 +112,18 @@ absl::StatusOr<std::shared_ptr<StreamAdaptation>> StreamAdaptation::Create(
     return WithField(valid);
   }
   return std::shared_ptr<StreamAdaptation>(new StreamAdaptation(
-      hub, *options, driving, base, plan.transform, save_as, std::move(label)));
+      hub, *options, driving, base, plan.device, plan.transform, save_as, std::move(label)));
 }
 
 StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options,
-                                   int driving, std::shared_ptr<const ServedModel> base,
+                                   int driving, std::shared_ptr<const ServedModel> base, int device,
                                    std::shared_ptr<const FeatureTransform> input_transform,
                                    std::string save_as, std::string label)
     : hub_(hub),
       options_(options),
       driving_(driving),
       base_(std::move(base)),
+      device_(device),
       input_transform_(options.method == AdaptationMethod::kMapMeans ? std::move(input_transform)
                                                                      : nullptr),
       save_as_(std::move(save_as)),
@@ -292,7 +293,7 @@ void StreamAdaptation::UpdateNow() {
   if (update.ok() && update->model != nullptr) {
     absl::StatusOr<std::shared_ptr<const ServedModel>> prepared = hub_->repository()->PrepareAdapted(
         *base_, update->model,
-        absl::StrFormat("%s (adapted for stream %s, v%d)", base_->name, label_, update->version));
+        absl::StrFormat("%s (adapted for stream %s, v%d)", base_->name, label_, update->version), device_);
     if (prepared.ok()) {
       model = *std::move(prepared);
     } else {

@@ -105,7 +105,7 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   };
 
   StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options, int driving,
-                   std::shared_ptr<const ServedModel> base,
+                   std::shared_ptr<const ServedModel> base, int device,
                    std::shared_ptr<const FeatureTransform> input_transform, std::string save_as,
                    std::string label);
   // The adapter, made on the worker at the first chunk (an fMLLR one shares
@@ -124,6 +124,7 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   const OnlineAdaptationOptions options_;
   const int driving_;
   const std::shared_ptr<const ServedModel> base_;  // the driving model as planned
+  const int device_;  // the stream's (ScoringPlan::device): adapted models go there
   // MAP: the plan's transform, applied to frames before statistics (the
   // model scores transformed frames). Null: none.
   const std::shared_ptr<const FeatureTransform> input_transform_;

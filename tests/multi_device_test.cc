@@ -59,20 +59,31 @@ int64_t FramesOn(TestDaemon& daemon, int device) {
   return daemon.daemon().devices().scheduler(device)->stats().frames;
 }
 
+// Frames scored on `device` once they reach `expected` (or after 5 s): a
+// group's frames are counted after its answers' callbacks ran, so a client
+// may hold every answer before the count moves.
+int64_t SettledFramesOn(TestDaemon& daemon, int device, int64_t expected) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (FramesOn(daemon, device) != expected && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return FramesOn(daemon, device);
+}
+
 TEST(MultiDeviceTest, StreamsAndRequestsGoWhereTheirModelsArePlaced) {
   std::unique_ptr<TestDaemon> daemon = StartPlaced();
   ASSERT_NE(daemon, nullptr);
   std::unique_ptr<Client> client = daemon->NewClient();
 
   ASSERT_TRUE(RunStream(*client, {"a"}, *daemon, 30).ok());
-  EXPECT_EQ(FramesOn(*daemon, 0), 30);
+  EXPECT_EQ(SettledFramesOn(*daemon, 0, 30), 30);
   EXPECT_EQ(FramesOn(*daemon, 1), 0);
   ASSERT_TRUE(RunStream(*client, {"b"}, *daemon, 20).ok());
+  EXPECT_EQ(SettledFramesOn(*daemon, 1, 20), 20);
   EXPECT_EQ(FramesOn(*daemon, 0), 30);
-  EXPECT_EQ(FramesOn(*daemon, 1), 20);
   // Fused with a model placed everywhere: on the device of the other.
   ASSERT_TRUE(RunStream(*client, {"c", "b"}, *daemon, 10).ok());
-  EXPECT_EQ(FramesOn(*daemon, 1), 20 + 2 * 10);
+  EXPECT_EQ(SettledFramesOn(*daemon, 1, 20 + 2 * 10), 20 + 2 * 10);
 
   v1::ScoreRequest request;
   request.add_models("a");
@@ -82,7 +93,7 @@ TEST(MultiDeviceTest, StreamsAndRequestsGoWhereTheirModelsArePlaced) {
   request.mutable_features()->mutable_values()->Add(frames.span().begin(), frames.span().end());
   absl::StatusOr<v1::ScoreResponse> scored = client->Score(request);
   ASSERT_TRUE(scored.ok()) << scored.status();
-  EXPECT_EQ(FramesOn(*daemon, 0), 35);
+  EXPECT_EQ(SettledFramesOn(*daemon, 0, 35), 35);
   // The same scores as the offline engine's (the replica on device 0).
   const FloatMatrix offline = daemon->ScoreOffline("a", frames.view());
   ASSERT_EQ(scored->scores_size(), 1);
@@ -144,6 +155,9 @@ TEST(MultiDeviceTest, OpenStreamsAreSpreadAndCountedPerDevice) {
   EXPECT_EQ(devices.load(0).assigned_weight, 2);
   EXPECT_EQ(devices.load(1).assigned_weight, 2);
 
+  // Frames are counted once each group's answers were handed out.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (devices.TotalStats().frames < 8 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
   std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
       grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
