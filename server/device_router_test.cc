@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/model/synthetic_model.h"
@@ -162,6 +163,9 @@ TEST_F(DeviceRouterTest, TotalStatsSumTheSchedulers) {
                             }});
     done.WaitForNotification();
   }
+  // A group's counts are added after its callbacks ran.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (router.TotalStats().jobs < 3 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
   const BatchSchedulerStats total = router.TotalStats();
   EXPECT_EQ(total.frames, 15);
   EXPECT_EQ(total.jobs, 3);
