@@ -148,6 +148,16 @@ int64_t ResidentBytes(const PreparedModel& prepared) {
   return device > 0 ? device : prepared.host_bytes();
 }
 
+// The devices `name` is placed on: its entry in `placement`, else all
+// `num_devices`.
+std::vector<int> DevicesOf(const std::string& name, const std::map<std::string, std::vector<int>>& placement,
+                           int num_devices) {
+  if (auto placed = placement.find(name); placed != placement.end()) return placed->second;
+  std::vector<int> every(num_devices);
+  for (int d = 0; d < num_devices; ++d) every[d] = d;
+  return every;
+}
+
 // OK, or INVALID_ARGUMENT: no backend, a null one, or a placement that
 // names no device, a device out of range or one twice (or not ascending).
 absl::Status CheckDevices(const std::vector<ScoringBackend*>& backends,
@@ -233,11 +243,7 @@ Precision ModelRepository::PrecisionOf(const std::string& name) const {
 }
 
 std::vector<int> ModelRepository::PlacementOf(const std::string& name) const {
-  auto it = placement_.find(name);
-  if (it != placement_.end()) return it->second;
-  std::vector<int> every(backends_.size());
-  for (size_t d = 0; d < every.size(); ++d) every[d] = static_cast<int>(d);
-  return every;
+  return DevicesOf(name, placement_, num_devices());
 }
 
 absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
@@ -326,10 +332,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
 
   std::vector<ServedModel> models;
   for (const auto& [file, name] : files) {
-    auto placed = options.placement.find(name);
-    std::vector<int> devices(backends.size());
-    for (size_t d = 0; d < devices.size(); ++d) devices[d] = static_cast<int>(d);
-    if (placed != options.placement.end()) devices = placed->second;
+    const std::vector<int> devices = DevicesOf(name, options.placement, static_cast<int>(backends.size()));
     absl::StatusOr<ServedModel> served =
         ReadAndPrepare(file.string(), name, backends, devices, options.align, options.front_ends, nullptr);
     if (!served.ok()) return served.status();
@@ -364,11 +367,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::FromModels(
       return absl::InvalidArgumentError(absl::StrFormat("model '%s' is null", name));
     }
     const absl::Time start = absl::Now();
-    std::vector<int> devices(backends.size());
-    for (size_t d = 0; d < devices.size(); ++d) devices[d] = static_cast<int>(d);
-    if (auto placed = options.placement.find(name); placed != options.placement.end()) {
-      devices = placed->second;
-    }
+    const std::vector<int> devices = DevicesOf(name, options.placement, static_cast<int>(backends.size()));
     absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =
         PrepareReplicas(LoadedModel{.untied = std::move(model)}, backends, devices);
     if (!replicas.ok()) return WithPath(replicas.status(), name);
