@@ -391,6 +391,7 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
     report.score_time = times.score;
   }
   const int64_t live_jobs = static_cast<int64_t>(live.size());
+  absl::Status backend_outcome = status;
   if (status.ok()) {
     for (size_t j = 0; j < live.size(); ++j) finish(std::move(live[j]), std::move(results[j]));
   } else if (live.size() == 1) {
@@ -403,8 +404,10 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
       std::vector<Outcome> own;
       absl::Status own_status = ScoreGroup(alone, &own, &times);
       if (own_status.ok()) {
+        backend_outcome = absl::OkStatus();
         finish(std::move(alone.front()), std::move(own.front()));
       } else {
+        if (!backend_outcome.ok()) backend_outcome = own_status;
         fail(std::move(alone.front()), own_status);
       }
     }
@@ -419,6 +422,7 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
 
   // Reported before the lock: on_group may take locks of its own.
   if (report.jobs > 0 && options_.on_group) options_.on_group(report);
+  if (live_jobs > 0 && options_.on_backend_outcome) options_.on_backend_outcome(backend_outcome);
 
   absl::MutexLock lock(&mu_);
   stats_.jobs += live_jobs + cancelled + expired;

@@ -227,6 +227,38 @@ TEST_F(BatchSchedulerTest, BadJobFailsAloneAndItsNeighboursAreScored) {
   scheduler.Stop();  // all callbacks ran: the outcomes may go
 }
 
+// on_backend_outcome says, once per dispatch, whether the backend scored
+// anything: OK when a retried neighbour succeeded, the error when every call
+// failed (what DeviceRouter judges a device's health by).
+TEST_F(BatchSchedulerTest, ReportsEachDispatchsBackendOutcome) {
+  absl::Mutex mu;
+  std::vector<absl::Status> outcomes;
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .on_backend_outcome = [&](const absl::Status& status) {
+                                         absl::MutexLock lock(&mu);
+                                         outcomes.push_back(status);
+                                       }});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  Outcome good, bad_in_group;
+  scheduler.Submit(MakeJob(0, 3, 1.0f, &good));
+  scheduler.Submit(MakeJob(0, 2, NAN, &bad_in_group));
+  backend_.SetGate(true);
+  ExpectScores(good, 3, 1.0f);
+  Outcome bad_alone;
+  scheduler.Submit(MakeJob(0, 2, NAN, &bad_alone));
+  bad_alone.done.WaitForNotification();
+  scheduler.Stop();
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].ok()) << outcomes[0];  // the first job
+  EXPECT_TRUE(outcomes[1].ok()) << outcomes[1];  // the bad job failed, its neighbour not
+  EXPECT_EQ(outcomes[2].code(), absl::StatusCode::kInvalidArgument) << outcomes[2];
+}
+
 // A fused chunk (ScoreJob::fusion) is one job over both models: scored in
 // the same call as plain jobs, fused there (the base ScoreFusedBatch), its
 // frames counted once per model; retried alone from its own state when a

@@ -168,6 +168,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
       self->router_->ObserveGroup(static_cast<int>(d), report);
       if (chained) chained(report);
     };
+    scheduler_options.on_backend_outcome = [self, d, chained = options.scheduler.on_backend_outcome](
+                                               const absl::Status& outcome) {
+      self->router_->ObserveBackend(static_cast<int>(d), outcome);
+      if (chained) chained(outcome);
+    };
     daemon->schedulers_.push_back(
         std::make_unique<BatchScheduler>(daemon->backends_[d].get(), std::move(scheduler_options)));
     schedulers.push_back(daemon->schedulers_.back().get());
@@ -224,6 +229,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     daemon->Drain(absl::ZeroDuration());
     return ops_started;
   }
+  // After Started: health reports device transitions from here on (Started
+  // read the devices' state as it installed its view).
+  daemon->router_->SetHealthListener([self] { self->ops_->DevicesChanged(); });
+  daemon->prober_ = std::make_unique<DeviceProber>(
+      daemon->router_.get(),
+      [self](int device) {
+        return ProbeDevice(*self->backends_[device], *self->repository_, device);
+      },
+      options.device_probe_interval);
   return daemon;
 }
 
@@ -244,6 +258,7 @@ void Daemon::Drain(absl::Duration timeout) {
   absl::MutexLock lock(&drain_mu_);
   if (drained_) return;
   drained_ = true;
+  if (prober_ != nullptr) prober_->Stop();
   ops_->BeginDrain();
   service_->Drain();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));

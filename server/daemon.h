@@ -25,6 +25,7 @@
 #include "server/batch_scheduler.h"
 #include "server/cq_stream_server.h"
 #include "server/daemon_ops.h"
+#include "server/device_prober.h"
 #include "server/device_router.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
@@ -56,6 +57,9 @@ struct DaemonOptions {
   absl::Duration max_connection_age_grace = absl::Seconds(30);
   // Live adaptation's workers and bounds (server/adaptation_hub.h).
   AdaptationLimits adaptation;
+  // How often a failing device is probed for its recovery
+  // (server/device_prober.h); zero: never.
+  absl::Duration device_probe_interval = absl::Seconds(5);
 };
 
 // OK, or INVALID_ARGUMENT naming the flag behind the first bad option: batch,
@@ -121,6 +125,9 @@ class Daemon {
   // goes after them. It holds their pointers only.
   std::unique_ptr<DeviceRouter> router_;
   std::vector<std::unique_ptr<BatchScheduler>> schedulers_;  // one per backend
+  // Scores on the backends and reads the repository and the router: goes
+  // before all three.
+  std::unique_ptr<DeviceProber> prober_;
   // Holds aligners of model versions while their requests run; goes before
   // the repository and the backend they use.
   std::unique_ptr<AlignScheduler> align_scheduler_;

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/device_router.h"
 #include "server/log.h"
 
 namespace gmmscore {
@@ -59,6 +60,23 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   admin_->set_health(health_.get());
   for (const ServedModel& model : repository_->models()) health_->SetModel(model.name, true);
   health_->SetServing(true);
+  if (const DeviceRouter* router = sources.devices; router != nullptr) {
+    const ModelRepository* repository = repository_;
+    health_->SetDeviceHealth(
+        {.model_reachable =
+             [router, repository](const std::string& name) {
+               absl::StatusOr<std::shared_ptr<const ServedModel>> model = repository->Find(name);
+               if (!model.ok()) return true;  // unloaded: its own entry says so
+               for (int d : (*model)->devices()) {
+                 if (!router->failing(d)) return true;
+               }
+               return false;
+             },
+         .any_device_healthy =
+             [router] {
+               return static_cast<int>(router->FailingDevices().size()) < router->num_devices();
+             }});
+  }
   sources_ = std::move(sources);
   trimmer_ = std::make_unique<MemoryTrimmer>(options_.trim);
   if (!options_.metrics_listen.empty()) {
@@ -78,6 +96,10 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
     metrics_http_ = *std::move(http);
   }
   return absl::OkStatus();
+}
+
+void DaemonOps::DevicesChanged() {
+  if (health_ != nullptr) health_->Refresh();
 }
 
 void DaemonOps::BeginDrain() {

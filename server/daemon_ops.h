@@ -75,6 +75,10 @@ class DaemonOps {
   // cannot be bound.
   absl::Status Started(grpc::Server* server, MetricsSources sources);
 
+  // A device turned failing or healthy (DeviceRouter's listener): health
+  // reports each model anew (NOT_SERVING where none of its devices can
+  // serve; the overall status NOT_SERVING once none can).
+  void DevicesChanged();
   // Health NOT_SERVING everywhere (models before the overall status, for
   // good), then waits drain_grace.
   void BeginDrain();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "server/log.h"
 
 namespace gmmscore {
 
@@ -48,6 +49,18 @@ absl::StatusOr<std::vector<int>> CommonDevices(
       absl::StrJoin(where, "; ")));
 }
 
+bool IsDeviceFault(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kDataLoss:
+      return true;
+    default:
+      return false;
+  }
+}
+
 DeviceAssignment::DeviceAssignment(int device, int64_t weight,
                                    std::shared_ptr<std::atomic<int64_t>> counter)
     : device_(device), weight_(weight), counter_(std::move(counter)) {}
@@ -73,7 +86,10 @@ void DeviceAssignment::Release() {
 }
 
 DeviceRouter::DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<std::string> names)
-    : schedulers_(std::move(schedulers)), names_(std::move(names)), busy_(schedulers_.size()) {
+    : schedulers_(std::move(schedulers)),
+      names_(std::move(names)),
+      busy_(schedulers_.size()),
+      health_(schedulers_.size()) {
   for (size_t d = 0; d < schedulers_.size(); ++d) {
     assigned_.push_back(std::make_shared<std::atomic<int64_t>>(0));
   }
@@ -95,7 +111,9 @@ DeviceLoad DeviceRouter::load(int device) const {
 
 absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
     const std::vector<std::shared_ptr<const ServedModel>>& models) {
-  absl::StatusOr<std::vector<int>> candidates = CommonDevices(models, names_);
+  absl::StatusOr<std::vector<int>> holding = CommonDevices(models, names_);
+  if (!holding.ok()) return holding.status();
+  absl::StatusOr<std::vector<int>> candidates = HealthyOf(*holding);
   if (!candidates.ok()) return candidates.status();
   const int64_t weight = static_cast<int64_t>(models.size());
   if (candidates->size() == 1) {
@@ -127,6 +145,77 @@ void DeviceRouter::ObserveGroup(int device, const GroupReport& report) {
   Busy& busy = busy_[device];
   busy.seconds = DecayedTo(busy, now) + absl::ToDoubleSeconds(report.score_time);
   busy.at = now;
+}
+
+absl::StatusOr<std::vector<int>> DeviceRouter::HealthyOf(const std::vector<int>& devices) const {
+  std::vector<int> healthy;
+  std::vector<std::string> faults;
+  absl::MutexLock lock(&mu_);
+  for (int d : devices) {
+    if (!health_[d].failing) {
+      healthy.push_back(d);
+    } else {
+      faults.push_back(absl::StrFormat("%s: %s", names_[d], health_[d].last_error));
+    }
+  }
+  if (!healthy.empty()) return healthy;
+  return absl::UnavailableError(absl::StrFormat(
+      "every device holding this stream's models is failing (%s); retry later, or ask the "
+      "operator (gmmscore_device_failing)",
+      absl::StrJoin(faults, "; ")));
+}
+
+void DeviceRouter::ObserveBackend(int device, const absl::Status& outcome) {
+  if (!outcome.ok() && !IsDeviceFault(outcome)) return;
+  bool changed = false;
+  {
+    absl::MutexLock lock(&mu_);
+    DeviceHealth& health = health_[device];
+    if (outcome.ok()) {
+      health.consecutive_failures = 0;
+      changed = health.failing;
+      health.failing = false;
+    } else {
+      ++health.consecutive_failures;
+      ++health.failed_dispatches;
+      health.last_error = std::string(outcome.message());
+      if (!health.failing && health.consecutive_failures >= kFailuresToMarkFailing) {
+        health.failing = true;
+        health.failing_since = absl::Now();
+        changed = true;
+      }
+    }
+  }
+  if (!changed) return;
+  if (outcome.ok()) {
+    LogInfo("device %d (%s) is healthy again: a backend call succeeded; new streams may go to it",
+            device, names_[device]);
+  } else {
+    LogError("device %d (%s) is failing after %d failed backend calls in a row (last: %s); new "
+             "streams go to its healthy peers, and it is probed for recovery",
+             device, names_[device], kFailuresToMarkFailing, outcome.ToString());
+  }
+  absl::MutexLock lock(&listener_mu_);
+  if (listener_) listener_();
+}
+
+void DeviceRouter::SetHealthListener(std::function<void()> listener) {
+  absl::MutexLock lock(&listener_mu_);
+  listener_ = std::move(listener);
+}
+
+DeviceHealth DeviceRouter::health(int device) const {
+  absl::MutexLock lock(&mu_);
+  return health_[device];
+}
+
+std::vector<int> DeviceRouter::FailingDevices() const {
+  std::vector<int> failing;
+  absl::MutexLock lock(&mu_);
+  for (size_t d = 0; d < health_.size(); ++d) {
+    if (health_[d].failing) failing.push_back(static_cast<int>(d));
+  }
+  return failing;
 }
 
 BatchSchedulerStats DeviceRouter::TotalStats() const {

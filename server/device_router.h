@@ -20,6 +20,16 @@
 //      another process, scores the same work in more time;
 //   4. the lower index.
 //
+// Health: a device whose backend failed kFailuresToMarkFailing dispatches in
+// a row with a device fault (IsDeviceFault: INTERNAL, UNAVAILABLE, UNKNOWN,
+// DATA_LOSS; a CUDA error, a lost GPU) is failing: new streams go to its
+// healthy peers, and one whose models are only there is refused with
+// UNAVAILABLE. Any successful backend call on it (a stream still there, or
+// DeviceProber's probe) makes it healthy again. Bad input (INVALID_ARGUMENT)
+// and full queues say nothing about the device. Streams already on a failing
+// device stay there: their chunks fail, and a client that reconnects is
+// placed on a healthy device.
+//
 // Thread safety: all methods are thread-safe; a DeviceAssignment may be
 // released on any thread, and may outlive the router.
 #ifndef GMMSCORE_SERVER_DEVICE_ROUTER_H_
@@ -27,6 +37,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +50,21 @@
 #include "server/model_repository.h"
 
 namespace gmmscore {
+
+// Errors that say the device, not the request, is at fault.
+bool IsDeviceFault(const absl::Status& status);
+
+// One device's health, as the router judges it.
+struct DeviceHealth {
+  bool failing = false;
+  // Dispatches in a row whose backend calls all failed with a device fault.
+  int consecutive_failures = 0;
+  // Such dispatches (and failed probes) since the start.
+  int64_t failed_dispatches = 0;
+  // The last device fault ("" before the first).
+  std::string last_error;
+  absl::Time failing_since = absl::InfinitePast();
+};
 
 // One device's load, as the router compares it.
 struct DeviceLoad {
@@ -85,18 +111,35 @@ class DeviceRouter {
  public:
   // How fast recent backend time is forgotten.
   static constexpr absl::Duration kBusyHalfLife = absl::Seconds(2);
+  // Failed dispatches in a row that make a device failing: one CUDA error
+  // may be a passing fault; three in a row, with nothing scored between,
+  // is a device that cannot serve.
+  static constexpr int kFailuresToMarkFailing = 3;
 
   // schedulers[d] scores device d (named names[d]); all must outlive the
   // router; the same number of each, at least one.
   DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<std::string> names);
 
-  // The least loaded device holding every model of `models`, assigned (its
-  // weight: the model count) until the result is destroyed.
-  // CommonDevices' error when no device holds them all.
+  // The least loaded healthy device holding every model of `models`,
+  // assigned (its weight: the model count) until the result is destroyed.
+  // CommonDevices' error when no device holds them all; UNAVAILABLE, naming
+  // each device's last error, when every one that does is failing.
   absl::StatusOr<DeviceAssignment> Assign(const std::vector<std::shared_ptr<const ServedModel>>& models);
 
   // A backend call scored on `device` (its score_time counts as busy time).
   void ObserveGroup(int device, const GroupReport& report);
+  // A dispatch's (or a probe's) backend outcome on `device`
+  // (BatchSchedulerOptions::on_backend_outcome): OK heals it, a device fault
+  // counts towards failing, other errors say nothing.
+  void ObserveBackend(int device, const absl::Status& outcome);
+  // Called, with no router lock held, after a device turned failing or
+  // healthy (each transition once); set before the first job. Empty: none.
+  void SetHealthListener(std::function<void()> listener);
+
+  DeviceHealth health(int device) const;
+  bool failing(int device) const { return health(device).failing; }
+  // Failing devices now, ascending.
+  std::vector<int> FailingDevices() const;
 
   int num_devices() const { return static_cast<int>(schedulers_.size()); }
   BatchScheduler* scheduler(int device) const { return schedulers_[device]; }
@@ -114,6 +157,9 @@ class DeviceRouter {
   };
   // `busy` decayed from its time to `now`.
   static double DecayedTo(const Busy& busy, absl::Time now);
+  // Those of `devices` not failing; UNAVAILABLE naming their faults when
+  // all are.
+  absl::StatusOr<std::vector<int>> HealthyOf(const std::vector<int>& devices) const;
 
   const std::vector<BatchScheduler*> schedulers_;
   const std::vector<std::string> names_;
@@ -121,6 +167,9 @@ class DeviceRouter {
   absl::Mutex assign_mu_;  // one Assign chooses at a time
   mutable absl::Mutex mu_;
   std::vector<Busy> busy_ ABSL_GUARDED_BY(mu_);  // per device
+  std::vector<DeviceHealth> health_ ABSL_GUARDED_BY(mu_);  // per device
+  absl::Mutex listener_mu_;
+  std::function<void()> listener_ ABSL_GUARDED_BY(listener_mu_);
 };
 
 }  // namespace gmmscore

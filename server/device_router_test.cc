@@ -1,4 +1,5 @@
 #include "server/device_router.h"
+#include "server/device_prober.h"
 
 #include <memory>
 #include <string>
@@ -170,6 +171,111 @@ TEST_F(DeviceRouterTest, TotalStatsSumTheSchedulers) {
   EXPECT_EQ(total.frames, 15);
   EXPECT_EQ(total.jobs, 3);
   EXPECT_EQ(total.max_group_frames, 5);
+}
+
+TEST(IsDeviceFaultTest, DeviceErrorsCountBadInputAndFullQueuesDoNot) {
+  EXPECT_TRUE(IsDeviceFault(absl::InternalError("CUDA error cudaErrorIllegalAddress")));
+  EXPECT_TRUE(IsDeviceFault(absl::UnavailableError("CUDA error cudaErrorNoDevice")));
+  EXPECT_TRUE(IsDeviceFault(absl::UnknownError("?")));
+  EXPECT_TRUE(IsDeviceFault(absl::DataLossError("ECC")));
+  EXPECT_FALSE(IsDeviceFault(absl::OkStatus()));
+  EXPECT_FALSE(IsDeviceFault(absl::InvalidArgumentError("frame 3 is not finite")));
+  EXPECT_FALSE(IsDeviceFault(absl::ResourceExhaustedError("queue full")));
+  EXPECT_FALSE(IsDeviceFault(absl::CancelledError("client went away")));
+}
+
+TEST_F(DeviceRouterTest, FaultsInARowMakeADeviceFailingAndASuccessHealsIt) {
+  DeviceRouter router = MakeRouter();
+  int transitions = 0;
+  router.SetHealthListener([&] { ++transitions; });
+  const absl::Status fault = absl::InternalError("launch: CUDA error cudaErrorLaunchFailure");
+  for (int i = 1; i < DeviceRouter::kFailuresToMarkFailing; ++i) router.ObserveBackend(1, fault);
+  EXPECT_FALSE(router.failing(1));
+  router.ObserveBackend(1, absl::OkStatus());  // the run is broken: counting starts again
+  EXPECT_EQ(router.health(1).consecutive_failures, 0);
+  for (int i = 1; i < DeviceRouter::kFailuresToMarkFailing; ++i) router.ObserveBackend(1, fault);
+  // Bad input in between says nothing about the device.
+  router.ObserveBackend(1, absl::InvalidArgumentError("frame 0 is not finite"));
+  EXPECT_FALSE(router.failing(1));
+  EXPECT_EQ(transitions, 0);
+  router.ObserveBackend(1, fault);
+  EXPECT_TRUE(router.failing(1));
+  EXPECT_EQ(transitions, 1);
+  EXPECT_EQ(router.FailingDevices(), std::vector<int>{1});
+  const DeviceHealth health = router.health(1);
+  EXPECT_EQ(health.last_error, fault.message());
+  EXPECT_EQ(health.failed_dispatches, 2 * DeviceRouter::kFailuresToMarkFailing - 1);
+  EXPECT_NE(health.failing_since, absl::InfinitePast());
+  router.ObserveBackend(1, fault);  // still failing: no second transition
+  EXPECT_EQ(transitions, 1);
+  EXPECT_FALSE(router.failing(0));
+  router.ObserveBackend(1, absl::OkStatus());
+  EXPECT_FALSE(router.failing(1));
+  EXPECT_EQ(transitions, 2);
+  EXPECT_TRUE(router.FailingDevices().empty());
+}
+
+TEST_F(DeviceRouterTest, NewStreamsAvoidFailingDevicesAndAreRefusedWhenNoneCanServe) {
+  DeviceRouter router = MakeRouter();
+  auto both = Placed("both", {0, 1});
+  auto only1 = Placed("only1", {1});
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    router.ObserveBackend(1, absl::InternalError("CUDA error cudaErrorECCUncorrectable"));
+  }
+  // Device 1 is the less loaded, but failing: everything goes to 0.
+  auto held = router.Assign({both});
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->device(), 0);
+  auto next = router.Assign({both});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->device(), 0);
+  auto refused = router.Assign({only1});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "gpu-b: CUDA error cudaErrorECCUncorrectable"))
+      << refused.status();
+  EXPECT_EQ(router.load(1).assigned_weight, 0);  // a refusal holds nothing
+  router.ObserveBackend(1, absl::OkStatus());
+  auto healed = router.Assign({both});
+  ASSERT_TRUE(healed.ok());
+  EXPECT_EQ(healed->device(), 1);
+  EXPECT_TRUE(router.Assign({only1}).ok());
+}
+
+TEST_F(DeviceRouterTest, ProberProbesOnlyFailingDevicesUntilTheyHeal) {
+  DeviceRouter router = MakeRouter();
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    router.ObserveBackend(2, absl::InternalError("lost"));
+  }
+  absl::Mutex mu;
+  std::vector<int> probed;
+  bool recovered = false;
+  DeviceProber prober(
+      &router,
+      [&](int device) {
+        absl::MutexLock lock(&mu);
+        probed.push_back(device);
+        return recovered ? absl::OkStatus() : absl::InternalError("still lost");
+      },
+      absl::Milliseconds(5));
+  auto probed_at_least = [&](size_t n) {
+    absl::MutexLock lock(&mu);
+    return probed.size() >= n;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!probed_at_least(3) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_TRUE(router.failing(2));
+  EXPECT_EQ(router.health(2).last_error, "still lost");
+  {
+    absl::MutexLock lock(&mu);
+    recovered = true;
+  }
+  while (router.failing(2) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_FALSE(router.failing(2));
+  prober.Stop();
+  const int64_t probes = prober.probes();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(static_cast<int64_t>(probed.size()), probes);
+  for (int device : probed) EXPECT_EQ(device, 2);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // (service "") and that of gmmscore.v1.AcousticScorer, plus one entry per
 // model, named by the model.
 //
-//   SERVING       started, models loaded; a model: served
-//   NOT_SERVING   draining or stopped; a model: unloaded
+//   SERVING       started, models loaded; a model: served on a device
+//                 that can serve (several devices: see SetDeviceHealth)
+//   NOT_SERVING   draining or stopped; every device failing; a model:
+//                 unloaded, or every device it is placed on failing
 //   NOT_FOUND     (Check) / SERVICE_UNKNOWN (Watch): never served
 //
 //   HealthReporter health(server->GetHealthCheckService());
@@ -27,10 +29,11 @@
 #ifndef GMMSCORE_SERVER_HEALTH_REPORTER_H_
 #define GMMSCORE_SERVER_HEALTH_REPORTER_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_set.h"
+#include "absl/container/btree_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -49,11 +52,25 @@ class HealthReporter {
   // nothing (health service disabled).
   explicit HealthReporter(grpc::HealthCheckServiceInterface* service) : service_(service) {}
 
-  // "" and kScorerService. Ignored after BeginDrain.
+  // Whether a served model, and the server, can serve now: with several
+  // devices, a model whose every replica is on a failing device cannot
+  // (DeviceRouter), and neither can a server whose every device is failing.
+  struct DeviceHealthView {
+    std::function<bool(const std::string& model)> model_reachable;
+    std::function<bool()> any_device_healthy;
+  };
+
+  // "" and kScorerService (SERVING only while some device can serve).
+  // Ignored after BeginDrain.
   void SetServing(bool serving);
-  // A served model's entry; ignored for reserved names, and for serving =
-  // true after BeginDrain.
+  // A served model's entry (SERVING only while it is reachable); ignored
+  // for reserved names, and for serving = true after BeginDrain.
   void SetModel(const std::string& name, bool serving);
+  // Installs the device view (before it, everything is reachable) and
+  // reports every entry anew by it.
+  void SetDeviceHealth(DeviceHealthView view);
+  // Reports every entry anew, after a device turned failing or healthy.
+  void Refresh();
   // Every model entry NOT_SERVING, then "" and kScorerService; later
   // changes to SERVING are ignored. Idempotent.
   void BeginDrain();
@@ -64,10 +81,18 @@ class HealthReporter {
  private:
   grpc::HealthCheckServiceInterface* const service_;
   absl::Mutex mu_;
+  // Sends every entry's status: served (and the server started) and
+  // reachable by view_.
+  void ReportAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReachableLocked(const std::string& model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  // Every model name given an entry (served now or once): bounded by the
-  // models ever served, since failed loads never get here.
-  absl::btree_set<std::string> models_ ABSL_GUARDED_BY(mu_);
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;
+  // Every model name given an entry (served now or once), with whether it
+  // is served: bounded by the models ever served, since failed loads never
+  // get here.
+  absl::btree_map<std::string, bool> models_ ABSL_GUARDED_BY(mu_);
+  DeviceHealthView view_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmmscore

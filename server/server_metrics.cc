@@ -185,6 +185,12 @@ void RenderDevices(const DeviceRouter& devices, const ModelRepository* repositor
        [&](int d) { return static_cast<double>(counters[d].scheduler.queued_frames); }},
       {"gmmscore_device_jobs_rejected_total", "Jobs refused because the device's queue was full.",
        "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.rejected_jobs); }},
+      {"gmmscore_device_failing",
+       "1 while the device is failing (backend errors in a row; no new streams go to it), else 0.",
+       "gauge", [&](int d) { return counters[d].health.failing ? 1.0 : 0.0; }},
+      {"gmmscore_device_failed_calls_total",
+       "Dispatches (and recovery probes) whose backend calls all failed with a device error.",
+       "counter", [&](int d) { return static_cast<double>(counters[d].health.failed_dispatches); }},
   };
   if (repository != nullptr && repository->num_devices() == devices.num_devices()) {
     families.push_back({"gmmscore_device_model_bytes",

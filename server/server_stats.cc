@@ -21,7 +21,10 @@ uint64_t ProcessCpuMicros() {
 std::vector<DeviceCounters> DeviceCountersOf(const DeviceRouter& router) {
   std::vector<DeviceCounters> out;
   for (int d = 0; d < router.num_devices(); ++d) {
-    out.push_back({.device = router.name(d), .load = router.load(d), .scheduler = router.scheduler(d)->stats()});
+    out.push_back({.device = router.name(d),
+                   .load = router.load(d),
+                   .scheduler = router.scheduler(d)->stats(),
+                   .health = router.health(d)});
   }
   return out;
 }
@@ -69,6 +72,9 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
     device->set_queued_frames(d.scheduler.queued_frames);
     device->set_score_us(Micros(d.scheduler.score_time));
     device->set_rejected_jobs(d.scheduler.rejected_jobs);
+    device->set_failing(d.health.failing);
+    device->set_failed_dispatches(static_cast<uint64_t>(d.health.failed_dispatches));
+    device->set_last_error(d.health.last_error);
   }
 }
 

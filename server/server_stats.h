@@ -27,6 +27,7 @@ struct DeviceCounters {
   std::string device;
   DeviceLoad load;
   BatchSchedulerStats scheduler;
+  DeviceHealth health;
 };
 
 // Every device of `router`, in order.

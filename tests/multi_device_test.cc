@@ -3,16 +3,21 @@
 // share no device is refused with a message naming where each one is; the
 // counters come per device (GetServerStats, /metrics). On the test backend
 // (CPU in CI, one GPU on a GPU machine: two schedulers over it).
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/server_metrics.h"
+#include "tests/faulty_backend.h"
 #include "tests/test_daemon.h"
 
 namespace gmmscore {
@@ -191,6 +196,113 @@ TEST(MultiDeviceTest, OpenStreamsAreSpreadAndCountedPerDevice) {
     absl::SleepFor(absl::Milliseconds(2));
   }
   EXPECT_EQ(devices.load(0).assigned_weight + devices.load(1).assigned_weight, 0);
+}
+
+std::string CheckHealth(const std::string& address, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return absl::StrCat("rpc:", status.error_code());
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+}
+
+// Waits (up to 10 s) until device `device` is failing or not, as asked.
+bool AwaitFailing(const DeviceRouter& devices, int device, bool failing) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (devices.failing(device) != failing && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return devices.failing(device) == failing;
+}
+
+// A device whose backend fails (FaultyBackend: CUDA's illegal-address error)
+// is failing after DeviceRouter::kFailuresToMarkFailing failed dispatches:
+// new streams go to its peer, a stream whose models are only there is
+// refused with UNAVAILABLE, its models read NOT_SERVING unless a replica is
+// elsewhere, and the stats and metrics say so. Once it works again, the
+// prober heals it and everything serves as before. Every device failing
+// turns the overall status NOT_SERVING.
+TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndItRecovers) {
+  std::vector<std::shared_ptr<std::atomic<bool>>> broken = {
+      std::make_shared<std::atomic<bool>>(false), std::make_shared<std::atomic<bool>>(false)};
+  DaemonOptions options;
+  options.device_probe_interval = absl::Milliseconds(20);
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+      Models(), options,
+      {.count = 2,
+       .placement = {{"a", {0}}, {"b", {1}}},
+       .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         return std::make_unique<FaultyBackend>(std::move(inner), broken[d]);
+       }});
+  ASSERT_NE(daemon, nullptr);
+  const DeviceRouter& devices = daemon->daemon().devices();
+  const std::string address = daemon->address();
+  std::unique_ptr<Client> client = daemon->NewClient();
+  EXPECT_EQ(CheckHealth(address, "b"), "SERVING");
+
+  broken[1]->store(true);
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    const absl::Status failed = RunStream(*client, {"b"}, *daemon, 10);
+    EXPECT_TRUE(absl::IsInternal(failed)) << failed;
+    EXPECT_TRUE(absl::StrContains(failed.message(), "cudaErrorIllegalAddress")) << failed;
+  }
+  ASSERT_TRUE(AwaitFailing(devices, 1, true));
+  EXPECT_FALSE(devices.failing(0));
+  EXPECT_EQ(CheckHealth(address, "b"), "NOT_SERVING");  // its only replica
+  EXPECT_EQ(CheckHealth(address, "c"), "SERVING");      // a replica on device 0 serves
+  EXPECT_EQ(CheckHealth(address, "a"), "SERVING");
+  EXPECT_EQ(CheckHealth(address, ""), "SERVING");
+  const absl::Status refused = RunStream(*client, {"b"}, *daemon, 10);
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "failing")) << refused;
+  // "c" is on both; device 1 would be the less loaded, but is failing.
+  const int64_t frames_on_1 = FramesOn(*daemon, 1);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunStream(*client, {"c"}, *daemon, 10).ok());
+  EXPECT_EQ(SettledFramesOn(*daemon, 0, 30), 30);
+  EXPECT_EQ(FramesOn(*daemon, 1), frames_on_1);
+
+  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetServerStatsResponse stats;
+  ASSERT_TRUE(stub->GetServerStats(&context, v1::GetServerStatsRequest(), &stats).ok());
+  ASSERT_EQ(stats.devices_size(), 2);
+  EXPECT_FALSE(stats.devices(0).failing());
+  EXPECT_TRUE(stats.devices(1).failing());
+  EXPECT_GE(stats.devices(1).failed_dispatches(),
+            static_cast<uint64_t>(DeviceRouter::kFailuresToMarkFailing));
+  EXPECT_EQ(stats.devices(1).last_error(), FaultyBackend::kError);
+  ServerMetrics metrics;
+  const std::string text = metrics.Render({.repository = &daemon->daemon().repository(), .devices = &devices});
+  const std::string name = daemon->daemon().repository().device_name(1);
+  EXPECT_TRUE(absl::StrContains(text, absl::StrCat("gmmscore_device_failing{device=\"", name, "\",index=\"1\"} 1")))
+      << text;
+
+  // Both failing: the server as a whole cannot serve.
+  broken[0]->store(true);
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    EXPECT_TRUE(absl::IsInternal(RunStream(*client, {"a"}, *daemon, 10)));
+  }
+  ASSERT_TRUE(AwaitFailing(devices, 0, true));
+  EXPECT_EQ(CheckHealth(address, "c"), "NOT_SERVING");
+  EXPECT_EQ(CheckHealth(address, ""), "NOT_SERVING");
+
+  // Repaired: the prober finds out, and everything serves again.
+  broken[0]->store(false);
+  broken[1]->store(false);
+  ASSERT_TRUE(AwaitFailing(devices, 0, false));
+  ASSERT_TRUE(AwaitFailing(devices, 1, false));
+  EXPECT_EQ(CheckHealth(address, ""), "SERVING");
+  EXPECT_EQ(CheckHealth(address, "b"), "SERVING");
+  EXPECT_EQ(CheckHealth(address, "c"), "SERVING");
+  EXPECT_TRUE(RunStream(*client, {"b"}, *daemon, 10).ok());
+  EXPECT_TRUE(RunStream(*client, {"a", "c"}, *daemon, 10).ok());
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ std::unique_ptr<TestDaemon> TestDaemon::Start(
       ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
       return nullptr;
     }
+    if (devices.wrap) *backend = devices.wrap(d, *std::move(backend));
     backend_pointers.push_back(backend->get());
     backends.push_back(*std::move(backend));
   }

@@ -9,6 +9,7 @@
 #ifndef GMMSCORE_TESTS_TEST_DAEMON_H_
 #define GMMSCORE_TESTS_TEST_DAEMON_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,9 @@ std::string TestBackendName();
 struct TestDevices {
   int count = 1;
   std::map<std::string, std::vector<int>> placement;
+  // Replaces device d's backend by what it returns (e.g. a FaultyBackend
+  // over it); empty: the test backend as made.
+  std::function<std::unique_ptr<ScoringBackend>(int d, std::unique_ptr<ScoringBackend>)> wrap;
 };
 
 class TestDaemon {

@@ -20,7 +20,10 @@
 # the bundle's), POINT (measure this many streams once instead of searching,
 # split over LOADS load-generator processes, default 1; the threads of the
 # daemon and of each load generator are profiled in the middle of the
-# measurement with tools/thread_cpu.py: CASE-threads.txt).
+# measurement with tools/thread_cpu.py: CASE-threads.txt), WARM_STREAMS
+# (first run that many streams for WARM_S seconds, 10, unmeasured: the
+# daemon's buffers and the GPU's clocks settle before the first point, whose
+# tails on a cold daemon were 170-400 ms at loads that pass warm).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
@@ -97,6 +100,11 @@ grep -E 'backend|model|listening' "$log"
 duration=${DURATION_S:-10}
 common=(--server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" --slo_ms "${SLO_MS:-50}"
         --duration_s "$duration" --pacer_threads 2)
+if [ -n "${WARM_STREAMS:-}" ]; then
+  "$BIN/gmmscore-load" "${common[@]}" --streams "$WARM_STREAMS" --duration_s "${WARM_S:-10}" \
+    "$@" > "$OUT/$case_name-warm.txt" 2>&1
+  echo "warm-up: $WARM_STREAMS streams for ${WARM_S:-10} s: $(grep -m1 -E 'p99|failed' "$OUT/$case_name-warm.txt")"
+fi
 if [ -z "${POINT:-}" ]; then
   "$BIN/gmmscore-load" "${common[@]}" --search --search_max "$max" \
     --json "$OUT/$case_name.json" --csv "$OUT/$case_name.csv" \

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Fixed load points of one capacity case (tools/gpu_capacity.sh, POINT mode),
+# each on a fresh daemon warmed first (WARM_STREAMS = half the point, WARM_S
+# 8 s), its streams split over LOADS (2) load generators so that one
+# generator's send lag does not bound the point. For comparing daemon
+# configurations (1 vs 2 GPUs) near a knee found by a search:
+#
+#   tools/gpu_points.sh c "one_1200:1200:--devices 0" "two_2400:2400:--devices all"
+#
+# Each argument is NAME:STREAMS[:DAEMON FLAGS]; results in $OUT/NAME/ (the
+# load generators' reports, the thread profile) and NAME.log; each
+# generator's latency and SLO lines are printed.
+set -u
+case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS] ...}
+shift
+OUT=${OUT:-/tmp/gmmscore-points}
+mkdir -p "$OUT"
+cd "$(dirname "$0")/.."
+port=50171
+for spec in "$@"; do
+  IFS=: read -r name streams daemon <<< "$spec"
+  echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon' $(date +%T)"
+  WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
+    LOADS=${LOADS:-2} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
+    OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
+    --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 > "$OUT/$name.log" 2>&1
+  echo "exit $?"
+  grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"
+  port=$((port + 1))
+done
