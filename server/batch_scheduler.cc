@@ -407,7 +407,6 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
         backend_outcome = absl::OkStatus();
         finish(std::move(alone.front()), std::move(own.front()));
       } else {
-        if (!backend_outcome.ok()) backend_outcome = own_status;
         fail(std::move(alone.front()), own_status);
       }
     }
@@ -418,11 +417,13 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
     --running_groups_;
     work_cv_.SignalAll();
   }
+  // Before the answers: a client told of a device's failure must find the
+  // device judged when it reconnects.
+  if (live_jobs > 0 && options_.on_backend_outcome) options_.on_backend_outcome(backend_outcome);
   times.done = CompleteAll(finished, outcomes);
 
   // Reported before the lock: on_group may take locks of its own.
   if (report.jobs > 0 && options_.on_group) options_.on_group(report);
-  if (live_jobs > 0 && options_.on_backend_outcome) options_.on_backend_outcome(backend_outcome);
 
   absl::MutexLock lock(&mu_);
   stats_.jobs += live_jobs + cancelled + expired;

@@ -159,11 +159,12 @@ struct BatchSchedulerOptions {
   // Called after every successful group call, on the worker thread, with no
   // scheduler lock held; must be cheap and thread-safe. Empty: none.
   std::function<void(const GroupReport&)> on_group;
-  // Called once per dispatch that reached the backend, on the worker thread
-  // with no scheduler lock held: OK when a backend call of it succeeded,
-  // else the last error (a failed group is retried job by job, so this is
-  // an error only when every call failed). The device's health is judged
-  // from it (DeviceRouter::ObserveBackend). Must be cheap and thread-safe.
+  // Called once per dispatch that reached the backend, before its jobs
+  // complete, on the worker thread with no scheduler lock held: OK when a
+  // backend call of it succeeded, else the group call's error (a failed
+  // group is retried job by job, so this is an error only when every call
+  // failed). The device's health is judged from it
+  // (DeviceRouter::ObserveBackend). Must be cheap and thread-safe.
   std::function<void(const absl::Status&)> on_backend_outcome;
   // Threads that run a scored group's `done` callbacks, the worker's own
   // included. The callbacks build the answers (fusion, protobuf copies of

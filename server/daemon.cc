@@ -229,9 +229,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     daemon->Drain(absl::ZeroDuration());
     return ops_started;
   }
-  // After Started: health reports device transitions from here on (Started
-  // read the devices' state as it installed its view).
+  // After Started, which made the health reporter: transitions are
+  // reported from here on, and one that happened since the port opened is
+  // reported now (no second change may follow while a device stays failing).
   daemon->router_->SetHealthListener([self] { self->ops_->DevicesChanged(); });
+  daemon->ops_->DevicesChanged();
   daemon->prober_ = std::make_unique<DeviceProber>(
       daemon->router_.get(),
       [self](int device) {
@@ -258,9 +260,11 @@ void Daemon::Drain(absl::Duration timeout) {
   absl::MutexLock lock(&drain_mu_);
   if (drained_) return;
   drained_ = true;
-  if (prober_ != nullptr) prober_->Stop();
   ops_->BeginDrain();
   service_->Drain();
+  // After the health report: a probe stuck on a wedged GPU must not delay
+  // NOT_SERVING.
+  if (prober_ != nullptr) prober_->Stop();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + timeout));
   for (auto& scheduler : schedulers_) scheduler->Stop();
   align_scheduler_->Stop();

@@ -72,9 +72,17 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
                }
                return false;
              },
-         .any_device_healthy =
-             [router] {
-               return static_cast<int>(router->FailingDevices().size()) < router->num_devices();
+         .server_can_serve =
+             [router, repository] {
+               const std::vector<ServedModel> models = repository->models();
+               for (int d = 0; d < router->num_devices(); ++d) {
+                 if (router->failing(d)) continue;
+                 if (models.empty()) return true;
+                 for (const ServedModel& model : models) {
+                   if (model.replica(d) != nullptr) return true;
+                 }
+               }
+               return false;
              }});
   }
   sources_ = std::move(sources);

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "kernels/core/matrix.h"
 
 namespace gmmscore {
@@ -16,7 +17,10 @@ absl::Status ProbeDevice(ScoringBackend& backend, const ModelRepository& reposit
       smallest = std::move(replica);
     }
   }
-  if (smallest == nullptr) return absl::OkStatus();
+  if (smallest == nullptr) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "no model is placed on device %d to probe it with", device));
+  }
   const FloatMatrix zeros(1, smallest->dim(), 0.0f);
   ScoreResult result;
   return backend.Score(*smallest, zeros.view(), ScoreOptions{}, &result);

@@ -36,7 +36,10 @@ namespace gmmscore {
 
 // Scores one frame of zeros with the smallest model placed on `device`, on
 // `backend` (the device's): OK when it scored, the backend's error if not.
-// OK without scoring when no model is placed there (nothing to serve).
+// FAILED_PRECONDITION when no model is placed there (which leaves a failing
+// device failing: nothing vouches for it until a model is placed there).
+// A fault of one model's kernel is not seen by a probe with another: the
+// device heals, and fails again after its next failed dispatches.
 absl::Status ProbeDevice(ScoringBackend& backend, const ModelRepository& repository, int device);
 
 class DeviceProber {

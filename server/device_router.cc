@@ -113,16 +113,15 @@ absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
     const std::vector<std::shared_ptr<const ServedModel>>& models) {
   absl::StatusOr<std::vector<int>> holding = CommonDevices(models, names_);
   if (!holding.ok()) return holding.status();
-  absl::StatusOr<std::vector<int>> candidates = HealthyOf(*holding);
-  if (!candidates.ok()) return candidates.status();
+  const std::vector<int> candidates = PreferHealthy(*holding);
   const int64_t weight = static_cast<int64_t>(models.size());
-  if (candidates->size() == 1) {
-    const int device = candidates->front();
+  if (candidates.size() == 1) {
+    const int device = candidates.front();
     assigned_[device]->fetch_add(weight, std::memory_order_relaxed);
     return DeviceAssignment(device, weight, assigned_[device]);
   }
   std::vector<DeviceLoad> loads(schedulers_.size());
-  for (int d : *candidates) {
+  for (int d : candidates) {
     loads[d].queued_frames = schedulers_[d]->stats().queued_frames;
   }
   // Chosen and counted under one lock, so that streams opening together
@@ -131,10 +130,10 @@ absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
   const absl::Time now = absl::Now();
   {
     absl::MutexLock busy_lock(&mu_);
-    for (int d : *candidates) loads[d].recent_busy_seconds = DecayedTo(busy_[d], now);
+    for (int d : candidates) loads[d].recent_busy_seconds = DecayedTo(busy_[d], now);
   }
-  for (int d : *candidates) loads[d].assigned_weight = assigned_[d]->load(std::memory_order_relaxed);
-  const int device = ChooseLeastLoaded(*candidates, loads);
+  for (int d : candidates) loads[d].assigned_weight = assigned_[d]->load(std::memory_order_relaxed);
+  const int device = ChooseLeastLoaded(candidates, loads);
   assigned_[device]->fetch_add(weight, std::memory_order_relaxed);
   return DeviceAssignment(device, weight, assigned_[device]);
 }
@@ -147,22 +146,13 @@ void DeviceRouter::ObserveGroup(int device, const GroupReport& report) {
   busy.at = now;
 }
 
-absl::StatusOr<std::vector<int>> DeviceRouter::HealthyOf(const std::vector<int>& devices) const {
+std::vector<int> DeviceRouter::PreferHealthy(const std::vector<int>& devices) const {
   std::vector<int> healthy;
-  std::vector<std::string> faults;
   absl::MutexLock lock(&mu_);
   for (int d : devices) {
-    if (!health_[d].failing) {
-      healthy.push_back(d);
-    } else {
-      faults.push_back(absl::StrFormat("%s: %s", names_[d], health_[d].last_error));
-    }
+    if (!health_[d].failing) healthy.push_back(d);
   }
-  if (!healthy.empty()) return healthy;
-  return absl::UnavailableError(absl::StrFormat(
-      "every device holding this stream's models is failing (%s); retry later, or ask the "
-      "operator (gmmscore_device_failing)",
-      absl::StrJoin(faults, "; ")));
+  return healthy.empty() ? devices : healthy;
 }
 
 void DeviceRouter::ObserveBackend(int device, const absl::Status& outcome) {

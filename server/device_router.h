@@ -23,12 +23,15 @@
 // Health: a device whose backend failed kFailuresToMarkFailing dispatches in
 // a row with a device fault (IsDeviceFault: INTERNAL, UNAVAILABLE, UNKNOWN,
 // DATA_LOSS; a CUDA error, a lost GPU) is failing: new streams go to its
-// healthy peers, and one whose models are only there is refused with
-// UNAVAILABLE. Any successful backend call on it (a stream still there, or
-// DeviceProber's probe) makes it healthy again. Bad input (INVALID_ARGUMENT)
-// and full queues say nothing about the device. Streams already on a failing
-// device stay there: their chunks fail, and a client that reconnects is
-// placed on a healthy device.
+// healthy peers. One whose models are only on failing devices is still
+// placed there (fail open): refusing would gain nothing, as there is no
+// peer, and would turn a fault of one model's kernel, or a passing one,
+// into an outage of every model on the device; the stream then gets the
+// device's own error if it persists. Any successful backend call on it (a
+// stream still there, or DeviceProber's probe) makes it healthy again. Bad
+// input (INVALID_ARGUMENT) and full queues say nothing about the device.
+// Streams already on a failing device stay there: their chunks fail, and a
+// client that reconnects is placed on a healthy device.
 //
 // Thread safety: all methods are thread-safe; a DeviceAssignment may be
 // released on any thread, and may outlive the router.
@@ -120,10 +123,10 @@ class DeviceRouter {
   // router; the same number of each, at least one.
   DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<std::string> names);
 
-  // The least loaded healthy device holding every model of `models`,
+  // The least loaded healthy device holding every model of `models` (the
+  // least loaded failing one when every one holding them is failing),
   // assigned (its weight: the model count) until the result is destroyed.
-  // CommonDevices' error when no device holds them all; UNAVAILABLE, naming
-  // each device's last error, when every one that does is failing.
+  // CommonDevices' error when no device holds them all.
   absl::StatusOr<DeviceAssignment> Assign(const std::vector<std::shared_ptr<const ServedModel>>& models);
 
   // A backend call scored on `device` (its score_time counts as busy time).
@@ -133,7 +136,8 @@ class DeviceRouter {
   // counts towards failing, other errors say nothing.
   void ObserveBackend(int device, const absl::Status& outcome);
   // Called, with no router lock held, after a device turned failing or
-  // healthy (each transition once); set before the first job. Empty: none.
+  // healthy (each transition once). Transitions before it is set are not
+  // reported: read the state once after setting it. Empty: none.
   void SetHealthListener(std::function<void()> listener);
 
   DeviceHealth health(int device) const;
@@ -157,9 +161,8 @@ class DeviceRouter {
   };
   // `busy` decayed from its time to `now`.
   static double DecayedTo(const Busy& busy, absl::Time now);
-  // Those of `devices` not failing; UNAVAILABLE naming their faults when
-  // all are.
-  absl::StatusOr<std::vector<int>> HealthyOf(const std::vector<int>& devices) const;
+  // Those of `devices` not failing; all of them when every one is.
+  std::vector<int> PreferHealthy(const std::vector<int>& devices) const;
 
   const std::vector<BatchScheduler*> schedulers_;
   const std::vector<std::string> names_;

@@ -12,29 +12,36 @@ bool HealthReporter::ReachableLocked(const std::string& model) const {
   return !view_.model_reachable || view_.model_reachable(model);
 }
 
+void HealthReporter::SendLocked(const std::string& name, bool serving) {
+  auto [it, added] = reported_.try_emplace(name, serving);
+  if (!added && it->second == serving) return;
+  it->second = serving;
+  service_->SetServingStatus(name, serving);
+}
+
 void HealthReporter::ReportAllLocked() {
-  const bool any_device = !view_.any_device_healthy || view_.any_device_healthy();
+  const bool can_serve = !view_.server_can_serve || view_.server_can_serve();
   for (const auto& [name, served] : models_) {
-    service_->SetServingStatus(name, served && ReachableLocked(name));
+    SendLocked(name, served && ReachableLocked(name));
   }
-  service_->SetServingStatus(kScorerService, serving_ && any_device);
-  service_->SetServingStatus("", serving_ && any_device);
+  SendLocked(kScorerService, serving_ && can_serve);
+  SendLocked("", serving_ && can_serve);
 }
 
 void HealthReporter::SetServing(bool serving) {
   absl::MutexLock lock(&mu_);
   if (service_ == nullptr || draining_) return;
   serving_ = serving;
-  const bool any_device = !view_.any_device_healthy || view_.any_device_healthy();
-  service_->SetServingStatus("", serving && any_device);
-  service_->SetServingStatus(kScorerService, serving && any_device);
+  const bool can_serve = !view_.server_can_serve || view_.server_can_serve();
+  SendLocked("", serving && can_serve);
+  SendLocked(kScorerService, serving && can_serve);
 }
 
 void HealthReporter::SetModel(const std::string& name, bool serving) {
   absl::MutexLock lock(&mu_);
   if (service_ == nullptr || IsReservedName(name) || (serving && draining_)) return;
   models_[name] = serving;
-  service_->SetServingStatus(name, serving && ReachableLocked(name));
+  SendLocked(name, serving && ReachableLocked(name));
 }
 
 void HealthReporter::SetDeviceHealth(DeviceHealthView view) {
@@ -54,9 +61,9 @@ void HealthReporter::BeginDrain() {
   draining_ = true;
   // Models first: the overall status is the one watchers and load balancers
   // act on, so by the time it says NOT_SERVING every model already does.
-  for (const auto& [name, served] : models_) service_->SetServingStatus(name, false);
-  service_->SetServingStatus(kScorerService, false);
-  service_->SetServingStatus("", false);
+  for (const auto& [name, served] : models_) SendLocked(name, false);
+  SendLocked(kScorerService, false);
+  SendLocked("", false);
 }
 
 void HealthReporter::Shutdown() {

@@ -52,12 +52,12 @@ class HealthReporter {
   // nothing (health service disabled).
   explicit HealthReporter(grpc::HealthCheckServiceInterface* service) : service_(service) {}
 
-  // Whether a served model, and the server, can serve now: with several
-  // devices, a model whose every replica is on a failing device cannot
-  // (DeviceRouter), and neither can a server whose every device is failing.
+  // Whether a served model, and the server, can serve now: a model whose
+  // every replica is on a failing device cannot (DeviceRouter), and neither
+  // can a server none of whose healthy devices holds a model.
   struct DeviceHealthView {
     std::function<bool(const std::string& model)> model_reachable;
-    std::function<bool()> any_device_healthy;
+    std::function<bool()> server_can_serve;
   };
 
   // "" and kScorerService (SERVING only while some device can serve).
@@ -81,6 +81,9 @@ class HealthReporter {
  private:
   grpc::HealthCheckServiceInterface* const service_;
   absl::Mutex mu_;
+  // Sets `name`'s status on the service unless it already reads so
+  // (watchers get one update per change, not one per Refresh).
+  void SendLocked(const std::string& name, bool serving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends every entry's status: served (and the server started) and
   // reachable by view_.
   void ReportAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -93,6 +96,8 @@ class HealthReporter {
   // get here.
   absl::btree_map<std::string, bool> models_ ABSL_GUARDED_BY(mu_);
   DeviceHealthView view_ ABSL_GUARDED_BY(mu_);
+  // What the service was last told, per name (models, "" and the scorer).
+  absl::btree_map<std::string, bool> reported_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gmmscore

@@ -16,6 +16,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "server/health_reporter.h"
 #include "server/server_metrics.h"
 #include "tests/faulty_backend.h"
 #include "tests/test_daemon.h"
@@ -211,6 +212,19 @@ std::string CheckHealth(const std::string& address, const std::string& service) 
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
+// `service`'s health once it reads `expected` (or after 10 s): the router
+// judges a device before the health service is told.
+std::string AwaitHealth(const std::string& address, const std::string& service,
+                        const std::string& expected) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  std::string now = CheckHealth(address, service);
+  while (now != expected && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+    now = CheckHealth(address, service);
+  }
+  return now;
+}
+
 // Waits (up to 10 s) until device `device` is failing or not, as asked.
 bool AwaitFailing(const DeviceRouter& devices, int device, bool failing) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -222,11 +236,11 @@ bool AwaitFailing(const DeviceRouter& devices, int device, bool failing) {
 
 // A device whose backend fails (FaultyBackend: CUDA's illegal-address error)
 // is failing after DeviceRouter::kFailuresToMarkFailing failed dispatches:
-// new streams go to its peer, a stream whose models are only there is
-// refused with UNAVAILABLE, its models read NOT_SERVING unless a replica is
-// elsewhere, and the stats and metrics say so. Once it works again, the
-// prober heals it and everything serves as before. Every device failing
-// turns the overall status NOT_SERVING.
+// new streams go to its peer; a stream whose models are only there is still
+// placed there and gets the device's error; its models read NOT_SERVING
+// unless a replica is elsewhere, and the stats and metrics say so. Once it
+// works again, the prober heals it and everything serves as before. Every
+// device failing turns the overall status NOT_SERVING.
 TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndItRecovers) {
   std::vector<std::shared_ptr<std::atomic<bool>>> broken = {
       std::make_shared<std::atomic<bool>>(false), std::make_shared<std::atomic<bool>>(false)};
@@ -253,14 +267,15 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
   }
   ASSERT_TRUE(AwaitFailing(devices, 1, true));
   EXPECT_FALSE(devices.failing(0));
-  EXPECT_EQ(CheckHealth(address, "b"), "NOT_SERVING");  // its only replica
-  EXPECT_EQ(CheckHealth(address, "c"), "SERVING");      // a replica on device 0 serves
+  EXPECT_EQ(AwaitHealth(address, "b", "NOT_SERVING"), "NOT_SERVING");  // its only replica
+  EXPECT_EQ(CheckHealth(address, "c"), "SERVING");  // a replica on device 0 serves
   EXPECT_EQ(CheckHealth(address, "a"), "SERVING");
   EXPECT_EQ(CheckHealth(address, ""), "SERVING");
-  const absl::Status refused = RunStream(*client, {"b"}, *daemon, 10);
-  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
-  EXPECT_TRUE(absl::StrContains(refused.message(), "failing")) << refused;
-  // "c" is on both; device 1 would be the less loaded, but is failing.
+  // Fail open: "b" is placed on its failing device and gets its error.
+  const absl::Status still = RunStream(*client, {"b"}, *daemon, 10);
+  EXPECT_TRUE(absl::IsInternal(still)) << still;
+  // "c" is on both; device 1 is the less loaded after the first stream, but
+  // failing: all three go to device 0.
   const int64_t frames_on_1 = FramesOn(*daemon, 1);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunStream(*client, {"c"}, *daemon, 10).ok());
   EXPECT_EQ(SettledFramesOn(*daemon, 0, 30), 30);
@@ -289,19 +304,52 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
     EXPECT_TRUE(absl::IsInternal(RunStream(*client, {"a"}, *daemon, 10)));
   }
   ASSERT_TRUE(AwaitFailing(devices, 0, true));
-  EXPECT_EQ(CheckHealth(address, "c"), "NOT_SERVING");
-  EXPECT_EQ(CheckHealth(address, ""), "NOT_SERVING");
+  EXPECT_EQ(AwaitHealth(address, "", "NOT_SERVING"), "NOT_SERVING");
+  EXPECT_EQ(CheckHealth(address, "c"), "NOT_SERVING");  // told before the overall status
 
   // Repaired: the prober finds out, and everything serves again.
   broken[0]->store(false);
   broken[1]->store(false);
   ASSERT_TRUE(AwaitFailing(devices, 0, false));
   ASSERT_TRUE(AwaitFailing(devices, 1, false));
-  EXPECT_EQ(CheckHealth(address, ""), "SERVING");
-  EXPECT_EQ(CheckHealth(address, "b"), "SERVING");
-  EXPECT_EQ(CheckHealth(address, "c"), "SERVING");
+  EXPECT_EQ(AwaitHealth(address, "", "SERVING"), "SERVING");
+  EXPECT_EQ(AwaitHealth(address, "b", "SERVING"), "SERVING");
+  EXPECT_EQ(AwaitHealth(address, "c", "SERVING"), "SERVING");
   EXPECT_TRUE(RunStream(*client, {"b"}, *daemon, 10).ok());
   EXPECT_TRUE(RunStream(*client, {"a", "c"}, *daemon, 10).ok());
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+// One device: its failure turns every model and the overall status
+// NOT_SERVING (a liveness probe restarts the daemon), while streams are
+// still taken and get the device's own error; repaired, all serves again.
+TEST(MultiDeviceTest, AOneDeviceDaemonWhoseDeviceFailsReadsNotServingAndKeepsTrying) {
+  auto broken = std::make_shared<std::atomic<bool>>(false);
+  DaemonOptions options;
+  options.device_probe_interval = absl::Milliseconds(20);
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+      Models(), options,
+      {.wrap = [&](int, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         return std::make_unique<FaultyBackend>(std::move(inner), broken);
+       }});
+  ASSERT_NE(daemon, nullptr);
+  const std::string address = daemon->address();
+  std::unique_ptr<Client> client = daemon->NewClient();
+  ASSERT_TRUE(RunStream(*client, {"a"}, *daemon, 10).ok());
+  EXPECT_EQ(CheckHealth(address, ""), "SERVING");
+  broken->store(true);
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    EXPECT_TRUE(absl::IsInternal(RunStream(*client, {"a"}, *daemon, 10)));
+  }
+  EXPECT_EQ(AwaitHealth(address, "", "NOT_SERVING"), "NOT_SERVING");
+  EXPECT_EQ(CheckHealth(address, HealthReporter::kScorerService), "NOT_SERVING");
+  for (const char* model : {"a", "b", "c"}) EXPECT_EQ(CheckHealth(address, model), "NOT_SERVING") << model;
+  const absl::Status tried = RunStream(*client, {"b"}, *daemon, 10);
+  EXPECT_TRUE(absl::IsInternal(tried)) << tried;
+  broken->store(false);
+  EXPECT_EQ(AwaitHealth(address, "", "SERVING"), "SERVING");
+  EXPECT_EQ(AwaitHealth(address, "b", "SERVING"), "SERVING");
+  EXPECT_TRUE(RunStream(*client, {"b"}, *daemon, 10).ok());
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
