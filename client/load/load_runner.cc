@@ -54,9 +54,14 @@ class DoneCounter {
 
 // One HTTP/2 connection per channel: distinct arguments keep gRPC from
 // sharing a subchannel between them.
-absl::StatusOr<std::vector<std::unique_ptr<v1::AcousticScorer::Stub>>> Connect(
-    const std::string& server, int channels, absl::Duration timeout) {
-  std::vector<std::unique_ptr<v1::AcousticScorer::Stub>> stubs;
+struct Connection {
+  std::shared_ptr<grpc::Channel> channel;  // the streams' (LoadStream::Start)
+  std::unique_ptr<v1::AcousticScorer::Stub> stub;  // GetServerStats
+};
+
+absl::StatusOr<std::vector<Connection>> Connect(const std::string& server, int channels,
+                                                absl::Duration timeout) {
+  std::vector<Connection> connections;
   const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
   for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
@@ -70,9 +75,9 @@ absl::StatusOr<std::vector<std::unique_ptr<v1::AcousticScorer::Stub>>> Connect(
           "cannot connect to gmmscored at %s within %s (is it running and listening there?)",
           server, absl::FormatDuration(timeout)));
     }
-    stubs.push_back(v1::AcousticScorer::NewStub(channel));
+    connections.push_back({channel, v1::AcousticScorer::NewStub(channel)});
   }
-  return stubs;
+  return connections;
 }
 
 // User + system CPU seconds of this process.
@@ -188,10 +193,10 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   result.channels = o.channels > 0 ? o.channels : std::clamp((num_streams + 31) / 32, 1, 64);
   result.offered_frames_per_s = o.realtime ? num_streams * kFramesPerSecond : 0.0;
 
-  absl::StatusOr<std::vector<std::unique_ptr<v1::AcousticScorer::Stub>>> stubs =
+  absl::StatusOr<std::vector<Connection>> connections =
       Connect(o.server, result.channels, o.connect_timeout);
-  if (!stubs.ok()) return stubs.status();
-  v1::AcousticScorer::Stub* stats_stub = (*stubs)[0].get();
+  if (!connections.ok()) return connections.status();
+  v1::AcousticScorer::Stub* stats_stub = (*connections)[0].stub.get();
 
   const int64_t period = o.chunk_frames * kNsPerFrame;
   const int64_t ramp = SecondsToNs(o.ramp_s);
@@ -230,7 +235,7 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
         std::make_unique<LoadStream>(plan, features_, &pacer, verifier_, [&done] { done.Add(); }));
     streams.back()->StopAt(max_end);
     SleepUntil(t0 + offset(i));
-    streams.back()->Start((*stubs)[i % result.channels].get());
+    streams.back()->Start((*connections)[i % result.channels].channel.get());
   }
 
   absl::Duration drain = absl::Seconds(o.drain_s);

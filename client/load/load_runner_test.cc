@@ -89,8 +89,8 @@ TEST_F(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
 TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
   Start();
   const std::string address = daemon_->address();
-  auto stub = v1::AcousticScorer::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   v1::StreamConfig config;
   config.add_models("am");
   Pacer pacer(1);
@@ -109,7 +109,7 @@ TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
           absl::MutexLock lock(&mu);
           ++done;
         }));
-    streams.back()->Start(stub.get());
+    streams.back()->Start(channel.get());
   }
   {
     absl::MutexLock lock(&mu);

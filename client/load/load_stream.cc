@@ -14,8 +14,12 @@ LoadStream::LoadStream(const StreamPlan& plan, const FeatureSource* features, Pa
       verifier_(verifier),
       on_done_(std::move(on_done)) {}
 
-void LoadStream::Start(v1::AcousticScorer::Stub* stub) {
-  stub->async()->StreamScore(&context_, this);
+void LoadStream::Start(grpc::ChannelInterface* channel) {
+  // The generated stub's StreamScore, with LazyStreamAnswer for the answers.
+  const grpc::internal::RpcMethod method("/gmmscore.v1.AcousticScorer/StreamScore",
+                                         grpc::internal::RpcMethod::BIDI_STREAMING);
+  grpc::internal::ClientCallbackReaderWriterFactory<v1::StreamScoreRequest, LazyStreamAnswer>::Create(
+      channel, method, &context_, this);
   *config_request_.mutable_config() = *plan_.config;
   {
     absl::MutexLock lock(&mu_);
@@ -133,7 +137,8 @@ void LoadStream::OnReadDone(bool ok) {
     return;
   }
   const int64_t now = NowNs();
-  const int64_t first_frame = static_cast<int64_t>(response_.first_frame());
+  const absl::StatusOr<uint64_t> first = response_.FirstFrame();
+  const int64_t first_frame = first.ok() ? static_cast<int64_t>(*first) : -1;
   Actions actions;
   bool sample = false;
   {
@@ -144,7 +149,8 @@ void LoadStream::OnReadDone(bool ok) {
     const int64_t k = audio ? audio_answers_++ : first_frame / plan_.chunk_frames;
     if (audio && k >= static_cast<int64_t>(records_.size()) && closing_) {
       // the front end's last frames: no chunk of its own
-    } else if ((audio || first_frame % plan_.chunk_frames == 0) && k < static_cast<int64_t>(records_.size()) &&
+    } else if (first.ok() && (audio || first_frame % plan_.chunk_frames == 0) &&
+               k < static_cast<int64_t>(records_.size()) &&
         records_[k].sent_ns != 0 && records_[k].answered_ns == 0) {
       records_[k].answered_ns = now;
       ++answered_;
@@ -156,10 +162,15 @@ void LoadStream::OnReadDone(bool ok) {
   }
   if (sample) {
     // The read token is ours until StartRead: response_ is safe to read.
+    // Only a sampled answer is parsed (one that does not parse is verified
+    // as empty, and fails).
+    v1::StreamScoreResponse parsed;
     std::vector<FloatMatrix> scores(plan_.config->models_size());
-    for (int m = 0; m < response_.scores_size() && m < static_cast<int>(scores.size()); ++m) {
-      absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(response_.scores(m));
-      if (matrix.ok()) scores[m] = *std::move(matrix);
+    if (response_.Parse(&parsed).ok()) {
+      for (int m = 0; m < parsed.scores_size() && m < static_cast<int>(scores.size()); ++m) {
+        absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(parsed.scores(m));
+        if (matrix.ok()) scores[m] = *std::move(matrix);
+      }
     }
     verifier_->Submit(plan_.index, first_frame, plan_.chunk_frames, std::move(scores));
   }

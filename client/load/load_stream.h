@@ -34,6 +34,7 @@
 #include "client/load/answer_verifier.h"
 #include "client/load/audio_source.h"
 #include "client/load/feature_source.h"
+#include "client/load/lazy_answer.h"
 #include "client/load/load_stats.h"
 #include "client/load/pacer.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
@@ -65,8 +66,7 @@ struct StreamPlan {
   int samples_per_frame = 160;
 };
 
-class LoadStream final
-    : public grpc::ClientBidiReactor<v1::StreamScoreRequest, v1::StreamScoreResponse> {
+class LoadStream final : public grpc::ClientBidiReactor<v1::StreamScoreRequest, LazyStreamAnswer> {
  public:
   // `features` and `pacer` must outlive the stream; `verifier` may be null.
   LoadStream(const StreamPlan& plan, const FeatureSource* features, Pacer* pacer,
@@ -75,9 +75,10 @@ class LoadStream final
   LoadStream(const LoadStream&) = delete;
   LoadStream& operator=(const LoadStream&) = delete;
 
-  // Opens the call on `stub` (which must outlive it), writes the config and
-  // starts sending.
-  void Start(v1::AcousticScorer::Stub* stub);
+  // Opens the call on `channel` (which must outlive it), writes the config
+  // and starts sending. Answers are read as LazyStreamAnswer: only the
+  // sampled ones are parsed.
+  void Start(grpc::ChannelInterface* channel);
   // No chunk due at or after `stop_ns` is sent; the stream half-closes
   // instead and ends when the server has answered the rest. May move the
   // stop earlier or later while the stream runs.
@@ -131,7 +132,7 @@ class LoadStream final
   grpc::ClientContext context_;
   v1::StreamScoreRequest config_request_;  // the first write
   v1::StreamScoreRequest request_;         // the chunk write in flight (write token's)
-  v1::StreamScoreResponse response_;       // the read in flight
+  LazyStreamAnswer response_;              // the read in flight
   std::atomic<int64_t> stop_ns_{std::numeric_limits<int64_t>::max()};
 
   mutable absl::Mutex mu_;

@@ -1,0 +1,63 @@
+// LazyStreamAnswer: a StreamScore answer as gmmscore-load reads it off the
+// wire: its bytes, kept as gRPC received them (no copy), with first_frame
+// read by skipping over the other top-level fields, and the whole message
+// parsed only for the answers the verifier samples.
+//
+// Why: a case (a) answer carries 10 x 5000 float32 scores (200 KB). Parsing
+// every one into a StreamScoreResponse copied them all and cost the load
+// generator more CPU than the daemon spent building them, so on one host the
+// generator, not the server, was the limit (docs/PERFORMANCE.md, issue 23).
+//
+//   grpc::ClientBidiReactor<v1::StreamScoreRequest, LazyStreamAnswer>
+//   absl::StatusOr<uint64_t> first = answer.FirstFrame();
+//   if (sampled) GMM_RETURN_IF_ERROR(answer.Parse(&response));
+//
+// Thread safety: as a plain value; FirstFrame and Parse are const and do not
+// consume the bytes.
+#ifndef GMMSCORE_CLIENT_LOAD_LAZY_ANSWER_H_
+#define GMMSCORE_CLIENT_LOAD_LAZY_ANSWER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gmmscore/v1/scorer.pb.h"
+#include "grpcpp/impl/codegen/serialization_traits.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/status.h"
+
+namespace gmmscore::load {
+
+struct LazyStreamAnswer {
+  grpc::ByteBuffer bytes;
+
+  // The answer's first_frame (0 when the field is absent, as protobuf
+  // leaves a zero); INVALID_ARGUMENT when the bytes are not a message.
+  absl::StatusOr<uint64_t> FirstFrame() const;
+  // The whole message into *out.
+  absl::Status Parse(v1::StreamScoreResponse* out) const;
+};
+
+}  // namespace gmmscore::load
+
+namespace grpc {
+
+// Read only: the load generator never sends an answer.
+template <>
+class SerializationTraits<gmmscore::load::LazyStreamAnswer, void> {
+ public:
+  static Status Serialize(const gmmscore::load::LazyStreamAnswer& in, ByteBuffer* buffer,
+                          bool* own_buffer) {
+    *buffer = in.bytes;
+    *own_buffer = true;
+    return Status::OK;
+  }
+  static Status Deserialize(ByteBuffer* buffer, gmmscore::load::LazyStreamAnswer* out) {
+    out->bytes.Swap(buffer);
+    return Status::OK;
+  }
+};
+
+}  // namespace grpc
+
+#endif  // GMMSCORE_CLIENT_LOAD_LAZY_ANSWER_H_
