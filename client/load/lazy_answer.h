@@ -52,9 +52,12 @@ class SerializationTraits<gmmscore::load::LazyStreamAnswer, void> {
     *own_buffer = true;
     return Status::OK;
   }
+  // Takes the received buffer over as gRPC's own ByteBuffer traits do: gRPC
+  // Release()s `buffer` afterwards without destroying what it points to, so
+  // whatever is left there leaks (a Swap once left the previous answer
+  // there: 200 KB leaked per answer).
   static Status Deserialize(ByteBuffer* buffer, gmmscore::load::LazyStreamAnswer* out) {
-    out->bytes.Swap(buffer);
-    return Status::OK;
+    return SerializationTraits<ByteBuffer>::Deserialize(buffer, &out->bytes);
   }
 };
 

@@ -15,9 +15,15 @@ LazyStreamAnswer AnswerOf(const std::string& bytes, size_t slice) {
   for (size_t at = 0; at < bytes.size(); at += slice) {
     slices.emplace_back(bytes.substr(at, slice));
   }
-  grpc::ByteBuffer buffer(slices.data(), slices.size());
   LazyStreamAnswer answer;
-  EXPECT_TRUE((grpc::SerializationTraits<LazyStreamAnswer>::Deserialize(&buffer, &answer).ok()));
+  // Twice into one answer, as a stream's reads are, each buffer Release()d
+  // after as gRPC does (call_op_set.h): the sanitizer pass's leak checker
+  // sees a buffer that was left behind.
+  for (int read = 0; read < 2; ++read) {
+    grpc::ByteBuffer buffer(slices.data(), slices.size());
+    EXPECT_TRUE((grpc::SerializationTraits<LazyStreamAnswer>::Deserialize(&buffer, &answer).ok()));
+    buffer.Release();
+  }
   return answer;
 }
 
@@ -79,9 +85,8 @@ TEST(LazyStreamAnswerTest, BytesThatAreNotAnAnswerAreRefused) {
     EXPECT_EQ(answer.Parse(&parsed).code(), absl::StatusCode::kInvalidArgument) << bad.size();
   }
   // An empty answer is a message of defaults.
-  grpc::ByteBuffer empty_buffer(nullptr, 0);
-  LazyStreamAnswer empty;
-  ASSERT_TRUE((grpc::SerializationTraits<LazyStreamAnswer>::Deserialize(&empty_buffer, &empty).ok()));
+  const LazyStreamAnswer empty = AnswerOf("", 1);
+  EXPECT_EQ(empty.bytes.Length(), 0u);
   EXPECT_EQ(*empty.FirstFrame(), 0u);
 }
 
