@@ -12,6 +12,10 @@ bool HealthReporter::ReachableLocked(const std::string& model) const {
   return !view_.model_reachable || view_.model_reachable(model);
 }
 
+bool HealthReporter::CanServeLocked() const {
+  return !view_.server_can_serve || view_.server_can_serve();
+}
+
 void HealthReporter::SendLocked(const std::string& name, bool serving) {
   auto [it, added] = reported_.try_emplace(name, serving);
   if (!added && it->second == serving) return;
@@ -20,21 +24,19 @@ void HealthReporter::SendLocked(const std::string& name, bool serving) {
 }
 
 void HealthReporter::ReportAllLocked() {
-  const bool can_serve = !view_.server_can_serve || view_.server_can_serve();
   for (const auto& [name, served] : models_) {
     SendLocked(name, served && ReachableLocked(name));
   }
-  SendLocked(kScorerService, serving_ && can_serve);
-  SendLocked("", serving_ && can_serve);
+  SendLocked(kScorerService, serving_ && CanServeLocked());
+  SendLocked("", serving_ && CanServeLocked());
 }
 
 void HealthReporter::SetServing(bool serving) {
   absl::MutexLock lock(&mu_);
   if (service_ == nullptr || draining_) return;
   serving_ = serving;
-  const bool can_serve = !view_.server_can_serve || view_.server_can_serve();
-  SendLocked("", serving && can_serve);
-  SendLocked(kScorerService, serving && can_serve);
+  SendLocked("", serving && CanServeLocked());
+  SendLocked(kScorerService, serving && CanServeLocked());
 }
 
 void HealthReporter::SetModel(const std::string& name, bool serving) {

@@ -88,6 +88,7 @@ class HealthReporter {
   // reachable by view_.
   void ReportAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReachableLocked(const std::string& model) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CanServeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool serving_ ABSL_GUARDED_BY(mu_) = false;

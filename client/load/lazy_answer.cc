@@ -9,6 +9,15 @@ namespace gmmscore::load {
 
 using google::protobuf::internal::WireFormatLite;
 
+namespace {
+
+absl::Status NotAnAnswer(const grpc::ByteBuffer& bytes) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("an answer of ", bytes.Length(), " bytes is not a StreamScoreResponse"));
+}
+
+}  // namespace
+
 absl::StatusOr<uint64_t> LazyStreamAnswer::FirstFrame() const {
   grpc::ByteBuffer view = bytes;  // shares the slices
   grpc::ProtoBufferReader reader(&view);
@@ -29,17 +38,13 @@ absl::StatusOr<uint64_t> LazyStreamAnswer::FirstFrame() const {
     // The scores and the rest: skipped, never copied.
     if (!WireFormatLite::SkipField(&input, tag)) break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("an answer of ", bytes.Length(), " bytes is not a StreamScoreResponse"));
+  return NotAnAnswer(bytes);
 }
 
 absl::Status LazyStreamAnswer::Parse(v1::StreamScoreResponse* out) const {
   grpc::ByteBuffer view = bytes;
   grpc::ProtoBufferReader reader(&view);
-  if (!out->ParseFromZeroCopyStream(&reader)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("an answer of ", bytes.Length(), " bytes is not a StreamScoreResponse"));
-  }
+  if (!out->ParseFromZeroCopyStream(&reader)) return NotAnAnswer(bytes);
   return absl::OkStatus();
 }
 
