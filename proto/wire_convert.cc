@@ -109,20 +109,12 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
     SparseScoresToProto(model, SelectStates(loglikes.view(), keep), frame_totals, out, encoding);
     return;
   }
-  out->set_model(std::string(model));
-  out->set_num_frames(static_cast<uint32_t>(loglikes.rows()));
-  out->set_num_states(static_cast<uint32_t>(loglikes.cols()));
-  CopyTotals(frame_totals, out);
-  out->clear_frame_offsets();
-  out->clear_state_ids();
   const int64_t count = loglikes.rows() * loglikes.cols();
+  DenseScoresShapeToProto(model, loglikes.rows(), loglikes.cols(), frame_totals, out);
   if (encoding == ValueEncoding::kFloat32) {
     // One copy straight into the repeated field: Assign would go value by
     // value, Resize would zero the 200 KB of a 5000-state chunk first.
-    out->clear_loglikes_f16();
-    out->clear_frame_best();
     auto* values = out->mutable_loglikes();
-    values->Clear();
     values->Reserve(static_cast<int>(count));
     if (count > 0) {
       std::memcpy(values->AddNAlreadyReserved(static_cast<int>(count)), loglikes.data(),
@@ -132,6 +124,19 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
   }
   SetValues(absl::MakeConstSpan(loglikes.data(), count),
             DenseFrameStarts(loglikes.rows(), loglikes.cols()), encoding, out);
+}
+
+void DenseScoresShapeToProto(absl::string_view model, int64_t rows, int64_t cols,
+                             absl::Span<const float> frame_totals, v1::StateScores* out) {
+  out->set_model(std::string(model));
+  out->set_num_frames(static_cast<uint32_t>(rows));
+  out->set_num_states(static_cast<uint32_t>(cols));
+  CopyTotals(frame_totals, out);
+  out->clear_frame_offsets();
+  out->clear_state_ids();
+  out->clear_loglikes();
+  out->clear_loglikes_f16();
+  out->clear_frame_best();
 }
 
 void SparseScoresToProto(absl::string_view model, const SparseScores& kept,

@@ -43,6 +43,13 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
                    const StateSelection& keep = {},
                    ValueEncoding encoding = ValueEncoding::kFloat32);
 
+// Overwrites *out with everything of a dense float32 answer of `rows` x
+// `cols` scores except the values themselves (loglikes left empty), for a
+// writer that puts the values straight into the wire bytes
+// (server/answer_encoder.h); ScoresToProto is this plus the values.
+void DenseScoresShapeToProto(absl::string_view model, int64_t rows, int64_t cols,
+                             absl::Span<const float> frame_totals, v1::StateScores* out);
+
 // Overwrites *out with states selected already (on the GPU, by
 // ScoreWindow::select): a sparse answer.
 void SparseScoresToProto(absl::string_view model, const SparseScores& kept,

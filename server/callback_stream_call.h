@@ -15,7 +15,7 @@
 namespace gmmscore {
 
 class CallbackStreamCall final
-    : public grpc::ServerBidiReactor<StreamRequestIn, v1::StreamScoreResponse>,
+    : public grpc::ServerBidiReactor<StreamRequestIn, grpc::ByteBuffer>,
       public StreamCall {
  public:
   // `context` is the call's; gRPC keeps it alive until OnDone.
@@ -23,7 +23,7 @@ class CallbackStreamCall final
 
   void Bind(StreamCallEvents* events) override { events_ = events; }
   void Read(StreamRequestIn* request) override { StartRead(request); }
-  void Write(const v1::StreamScoreResponse* response) override { StartWrite(response); }
+  void Write(const grpc::ByteBuffer* answer) override { StartWrite(answer); }
   void SendStatus(const grpc::Status& status) override { Finish(status); }
   void Cancel() override { context_->TryCancel(); }
 

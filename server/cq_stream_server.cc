@@ -38,9 +38,9 @@ class CqStreamServer::Call final : public StreamCall {
     StartOp();
     stream_.Read(request, &read_tag_);
   }
-  void Write(const v1::StreamScoreResponse* response) override {
+  void Write(const grpc::ByteBuffer* answer) override {
     StartOp();
-    stream_.Write(*response, &write_tag_);
+    stream_.Write(*answer, &write_tag_);
   }
   void SendStatus(const grpc::Status& status) override {
     StartOp();

@@ -321,7 +321,7 @@ ScorerService::ScorerService(const ModelRepository* repository, std::unique_ptr<
   } else {
     MarkMethodCallback(
         StreamScoreMethodIndex(),
-        new grpc::internal::CallbackBidiHandler<StreamRequestIn, v1::StreamScoreResponse>(
+        new grpc::internal::CallbackBidiHandler<StreamRequestIn, grpc::ByteBuffer>(
             [this](grpc::CallbackServerContext* context) {
               auto* call = new CallbackStreamCall(context);
               StartStream(*context, call);

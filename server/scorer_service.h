@@ -94,7 +94,7 @@ using ScorerServiceBase = v1::AcousticScorer::WithCallbackMethod_ListModels<
 class ScorerService final : public ScorerServiceBase {
  public:
   using StreamScoreReaderWriter =
-      grpc::ServerAsyncReaderWriter<v1::StreamScoreResponse, StreamRequestIn>;
+      grpc::ServerAsyncReaderWriter<grpc::ByteBuffer, StreamRequestIn>;
 
   // `repository`, `scheduler` and `aligner` must outlive the service and
   // every RPC. With StreamApi::kCompletionQueue the server needs a

@@ -214,11 +214,31 @@ int64_t SmallestBatchCap(const ScoringPlan& plan) {
 }
 
 namespace internal {
+namespace {
+
+// Fills *out with `loglikes` under `model` as the plan's output options
+// ask. With `deferred` set, a dense float32 matrix's values are left out of
+// the message and their span appended instead (an empty span for any other
+// kind of part), for the answer encoder to copy once, into the wire bytes.
+void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatrix& loglikes,
+               absl::Span<const float> totals, v1::StateScores* out,
+               std::vector<absl::Span<const float>>* deferred) {
+  if (deferred != nullptr && plan.sparse.dense() && plan.encoding == ValueEncoding::kFloat32) {
+    DenseScoresShapeToProto(model, loglikes.rows(), loglikes.cols(), totals, out);
+    deferred->push_back(absl::MakeConstSpan(loglikes.data(), loglikes.rows() * loglikes.cols()));
+    return;
+  }
+  ScoresToProto(model, loglikes, totals, out, plan.sparse, plan.encoding);
+  if (deferred != nullptr) deferred->emplace_back();
+}
+
+}  // namespace
 
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
                              const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
-                             v1::StateScores* fused_scores, v1::FusionReport* report) {
+                             v1::StateScores* fused_scores, v1::FusionReport* report,
+                             std::vector<absl::Span<const float>>* deferred_values) {
   const bool send_models = fused == nullptr || !plan.fused_only;
   if (send_models) {
     for (size_t m = 0; m < results.size(); ++m) {
@@ -227,9 +247,10 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
         SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
                             plan.encoding);
+        if (deferred_values != nullptr) deferred_values->emplace_back();
       } else {
-        ScoresToProto(plan.models[m]->name, results[m].loglikes, totals, scores->Add(), plan.sparse,
-                      plan.encoding);
+        AddScores(plan, plan.models[m]->name, results[m].loglikes, totals, scores->Add(),
+                  deferred_values);
       }
     }
   }
@@ -245,7 +266,7 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       totals = computed_totals;
     }
   }
-  ScoresToProto("fused", fused->loglikes, totals, fused_scores, plan.sparse, plan.encoding);
+  AddScores(plan, "fused", fused->loglikes, totals, fused_scores, deferred_values);
   report->set_dominant_model_index(fused->dominant_model);
   report->set_dominant_model(plan.models[fused->dominant_model]->name);
   report->mutable_model_share()->Add(fused->model_share.begin(), fused->model_share.end());

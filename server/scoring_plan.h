@@ -113,11 +113,15 @@ absl::Status FillFusedAnswer(const ScoringPlan& plan, absl::Span<const ScoreResu
                              const FusedScores& fused, Response* response);
 
 namespace internal {
-// `fused` null: no fusion (a single model).
+// `fused` null: no fusion (a single model). `deferred_values` null: every
+// value goes into the messages. Otherwise it gets one span per StateScores
+// filled (scores in order, then fused): a dense float32 part's values, left
+// out of its message (server/answer_encoder.h writes them), or empty.
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
                              const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
-                             v1::StateScores* fused_scores, v1::FusionReport* report);
+                             v1::StateScores* fused_scores, v1::FusionReport* report,
+                             std::vector<absl::Span<const float>>* deferred_values = nullptr);
 }  // namespace internal
 
 template <typename Response>

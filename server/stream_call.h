@@ -20,6 +20,7 @@
 #define GMMSCORE_SERVER_STREAM_CALL_H_
 
 #include "gmmscore/v1/scorer.pb.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/status.h"
 #include "server/decoded_message.h"
 
@@ -42,7 +43,8 @@ class StreamCall {
   // Where events go; called once, before the first Read, Write or SendStatus.
   virtual void Bind(StreamCallEvents* events) = 0;
   virtual void Read(StreamRequestIn* request) = 0;
-  virtual void Write(const v1::StreamScoreResponse* response) = 0;
+  // `answer`: a StreamScoreResponse's bytes (server/answer_encoder.h).
+  virtual void Write(const grpc::ByteBuffer* answer) = 0;
   virtual void SendStatus(const grpc::Status& status) = 0;
   // Ends the RPC from the server's side (a client that stopped reading
   // cannot be sent a status: its write never completes).

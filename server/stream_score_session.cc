@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/core/status_macros.h"
 #include "proto/rpc_status.h"
+#include "server/answer_encoder.h"
 #include "server/client_text.h"
 #include "server/log.h"
 
@@ -358,6 +359,8 @@ void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model
 }
 
 void StreamScoreSession::OnWriteDone(bool ok) {
+  // gRPC is done with the answer's bytes; the write token is still ours.
+  answer_.Clear();
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
@@ -539,12 +542,21 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
   }
 }
 
-absl::Status StreamScoreSession::BuildAnswer(const Chunk& chunk) {
-  response_.Clear();
-  response_.set_first_frame(chunk.first_frame);
-  if (chunk.adaptation != nullptr) *response_.mutable_adaptation() = chunk.adaptation_report;
-  if (chunk.fused.has_value()) return FillFusedAnswer(*plan_, chunk.results, *chunk.fused, &response_);
-  return FillAnswer(*plan_, chunk.results, nullptr, &response_);
+absl::Status StreamScoreSession::BuildAnswer(Chunk& chunk) {
+  const AnswerHeader header{
+      .first_frame = static_cast<uint64_t>(chunk.first_frame),
+      .adaptation = chunk.adaptation != nullptr ? &chunk.adaptation_report : nullptr};
+  // The answer takes the scores over, unless the adaptation's statistics
+  // still need them.
+  absl::StatusOr<grpc::ByteBuffer> answer =
+      chunk.adaptation != nullptr
+          ? EncodeStreamAnswer(*plan_, chunk.results,
+                               chunk.fused.has_value() ? &*chunk.fused : nullptr, header)
+          : EncodeStreamAnswerTaking(*plan_, std::move(chunk.results), std::move(chunk.fused),
+                                     header);
+  if (!answer.ok()) return answer.status();
+  answer_ = *std::move(answer);
+  return absl::OkStatus();
 }
 
 void StreamScoreSession::Perform(Actions actions) {
@@ -558,7 +570,7 @@ void StreamScoreSession::Perform(Actions actions) {
   if (actions.start_read) call_->Read(&request_);
   absl::Status built = absl::OkStatus();
   if (actions.answer != nullptr) {
-    // plan_ is fixed before any chunk is accepted, and response_ belongs
+    // plan_ is fixed before any chunk is accepted, and answer_ belongs
     // to the holder of the write token: no lock needed here.
     built = BuildAnswer(*actions.answer);
     Chunk& answered = *actions.answer;
@@ -570,7 +582,7 @@ void StreamScoreSession::Perform(Actions actions) {
     }
     if (built.ok()) {
       send_started_ = absl::Now();
-      call_->Write(&response_);
+      call_->Write(&answer_);
     }
   }
   if (starting > 0) {

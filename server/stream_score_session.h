@@ -221,9 +221,10 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // Carries out `actions` (then whatever the ops it started allow next);
   // call without mu_.
   void Perform(Actions actions);
-  // Builds response_ for `chunk` (the write token is held, so response_ is
-  // this thread's, and plan_ no longer changes).
-  absl::Status BuildAnswer(const Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // Encodes answer_ for `chunk`, taking its scores unless it adapts (the
+  // write token is held, so answer_ is this thread's, and plan_ no longer
+  // changes).
+  absl::Status BuildAnswer(Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   const StreamEnvironment env_;
   StreamCall* const call_;  // valid until OnDone
@@ -232,7 +233,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
 
   absl::Mutex mu_;
   StreamRequestIn request_;           // target of the read in flight
-  v1::StreamScoreResponse response_;  // the write in flight; owned by the write token
+  grpc::ByteBuffer answer_;  // the write in flight; owned by the write token
   std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
   // The device the stream was placed on (plan_->device), counted there
   // while the session lives; and its scheduler, set once with the plan

@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/backends/backend_factory.h"
@@ -37,12 +38,17 @@ class ScriptedCall final : public StreamCall {
     EXPECT_FALSE(status_.has_value()) << "a read after the final status";
     read_ = request;
   }
-  void Write(const v1::StreamScoreResponse* response) override {
+  void Write(const grpc::ByteBuffer* answer) override {
     absl::MutexLock lock(&mu_);
     EXPECT_FALSE(write_in_flight_) << "a second write while one is in flight";
     EXPECT_FALSE(status_.has_value()) << "a write after the final status";
     write_in_flight_ = true;
-    written_.push_back(*response);
+    // As the client's stub does: the bytes must parse as an answer.
+    grpc::ByteBuffer bytes(*answer);
+    v1::StreamScoreResponse response;
+    EXPECT_TRUE(grpc::SerializationTraits<v1::StreamScoreResponse>::Deserialize(&bytes, &response).ok())
+        << "an answer that is not a StreamScoreResponse";
+    written_.push_back(std::move(response));
   }
   void SendStatus(const grpc::Status& status) override {
     absl::MutexLock lock(&mu_);

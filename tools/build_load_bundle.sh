@@ -7,7 +7,10 @@
 # as in build_device_bundle.sh). tools/gpu_capacity.sh runs them there.
 #   tools/build_load_bundle.sh && <device run, carry build-loadpack> tools/gpu_capacity.sh a
 # EXTRA_TARGETS="multi_device_test ..." packs those binaries (e.g. the
-# integration tests, to run on the GPU beside a capacity run) into bin/ too.
+# integration tests, to run on the GPU beside a capacity run) into bin/ too;
+# EXTRA_FILES="/tmp/base/base_daemon ..." packs those files (e.g. an older
+# gmmscored for a before/after in one device call, DAEMON_BIN in
+# gpu_capacity.sh; its libraries must be the bundle's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-load-cuda}
@@ -23,6 +26,8 @@ cp "$build/server/gmmscored" "$build/client/load/gmmscore-load" "$build/client/c
 for t in "${extra[@]}"; do
   find "$build" -type f -name "$t" -perm -u+x -exec cp {} "$stage/bin/" \;
 done
+read -r -a files <<< "${EXTRA_FILES:-}"
+for f in "${files[@]}"; do cp "$f" "$stage/bin/"; done
 for b in "$stage"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done

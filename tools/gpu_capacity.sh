@@ -20,7 +20,9 @@
 # the bundle's), POINT (measure this many streams once instead of searching,
 # split over LOADS load-generator processes, default 1; the threads of the
 # daemon and of each load generator are profiled in the middle of the
-# measurement with tools/thread_cpu.py: CASE-threads.txt), WARM_STREAMS
+# measurement with tools/thread_cpu.py: CASE-threads.txt), DAEMON_BIN (the
+# daemon to measure, the bundle's by default: an older build packed with
+# EXTRA_FILES for a before/after on one machine), WARM_STREAMS
 # (first run that many streams for WARM_S seconds, 10, unmeasured: the
 # daemon's buffers and the GPU's clocks settle before the first point, whose
 # tails on a cold daemon were 170-400 ms at loads that pass warm).
@@ -87,7 +89,7 @@ esac
 port=${PORT:-50151}
 log=$OUT/gmmscored-$case_name.log
 # shellcheck disable=SC2086
-"$BIN/gmmscored" --model_repository "$repo" --listen "127.0.0.1:$port" \
+"${DAEMON_BIN:-$BIN/gmmscored}" --model_repository "$repo" --listen "127.0.0.1:$port" \
   --backend "${BACKEND:-cuda}" --max_streams 100000 ${DAEMON_FLAGS:-} > "$log" 2>&1 &
 daemon=$!
 for _ in $(seq 600); do

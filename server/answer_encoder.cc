@@ -1,0 +1,255 @@
+#include "server/answer_encoder.h"
+
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpc/slice.h"
+#include "grpcpp/support/slice.h"
+#include "kernels/core/status_macros.h"
+
+namespace gmmscore {
+namespace {
+
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::internal::WireFormatLite;
+
+// Packed float32 values are their little-endian bytes on the wire, so the
+// scores are copied as they lie in memory.
+static_assert(std::endian::native == std::endian::little, "the wire's floats are little-endian");
+
+constexpr int kLoglikesField = v1::StateScores::kLoglikesFieldNumber;
+using Answer = v1::StreamScoreResponse;
+
+// Bytes of a length-delimited field: tag, length, payload.
+size_t DelimitedSize(int field, size_t payload) {
+  return CodedOutputStream::VarintSize32(WireFormatLite::MakeTag(
+             field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) +
+         CodedOutputStream::VarintSize64(payload) + payload;
+}
+
+uint8_t* WriteDelimitedHead(int field, size_t payload, uint8_t* out) {
+  out = WireFormatLite::WriteTagToArray(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED, out);
+  return CodedOutputStream::WriteVarint64ToArray(payload, out);
+}
+
+// Bytes of the fields of `scores` numbered below loglikes (model,
+// num_frames, num_states) as protobuf writes them: absent when empty or 0.
+size_t FieldsBeforeLoglikesSize(const v1::StateScores& scores) {
+  static_assert(v1::StateScores::kModelFieldNumber == 1 &&
+                v1::StateScores::kNumFramesFieldNumber == 2 &&
+                v1::StateScores::kNumStatesFieldNumber == 3 && kLoglikesField == 4);
+  size_t size = 0;
+  if (!scores.model().empty()) size += DelimitedSize(1, scores.model().size());
+  if (scores.num_frames() != 0) size += 1 + CodedOutputStream::VarintSize32(scores.num_frames());
+  if (scores.num_states() != 0) size += 1 + CodedOutputStream::VarintSize32(scores.num_states());
+  return size;
+}
+
+// One StateScores of the answer: its message serialised, and where the
+// values go into it.
+struct EncodedPart {
+  std::string message;          // without the values
+  size_t values_at = 0;         // offset in `message` where field 4 goes
+  absl::Span<const float> values;
+
+  size_t values_bytes() const { return sizeof(float) * values.size(); }
+  size_t size() const {
+    return message.size() + (values.empty() ? 0 : DelimitedSize(kLoglikesField, values_bytes()));
+  }
+  // Writes the part but its values, calling values_go_here(position,
+  // values) where they belong (after their field's tag and length).
+  template <typename Cut>
+  uint8_t* Write(uint8_t* out, Cut values_go_here) const {
+    std::memcpy(out, message.data(), values_at);
+    out += values_at;
+    if (!values.empty()) {
+      out = WriteDelimitedHead(kLoglikesField, values_bytes(), out);
+      values_go_here(out, values);
+    }
+    std::memcpy(out, message.data() + values_at, message.size() - values_at);
+    return out + message.size() - values_at;
+  }
+};
+
+absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores,
+                                       absl::Span<const float> values) {
+  EncodedPart part{.message = scores.SerializeAsString(), .values_at = 0, .values = values};
+  if (values.empty()) return part;
+  if (scores.loglikes_size() != 0 || !scores.loglikes_f16().empty() ||
+      scores.frame_offsets_size() != 0 || scores.state_ids_size() != 0 ||
+      scores.frame_best_size() != 0) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer's scores of '%s' carry values of their own besides the %d given to the "
+        "encoder",
+        scores.model(), values.size()));
+  }
+  // Protobuf writes fields in number order: loglikes follows num_states.
+  part.values_at = FieldsBeforeLoglikesSize(scores);
+  return part;
+}
+
+absl::Status FillShell(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                       const FusedScores* fused, const AnswerHeader& header,
+                       v1::StreamScoreResponse* shell, std::vector<absl::Span<const float>>* values) {
+  shell->set_first_frame(header.first_frame);
+  if (header.adaptation != nullptr) *shell->mutable_adaptation() = *header.adaptation;
+  return internal::FillAnswerParts(plan, results, fused, shell->mutable_scores(),
+                                   fused ? shell->mutable_fused() : nullptr,
+                                   fused ? shell->mutable_fusion() : nullptr, values);
+}
+
+// An answer's bytes but its given values (`frame`, one slice), and where
+// each values span goes into them: before frame byte `at`.
+struct Layout {
+  struct Cut {
+    size_t at;
+    absl::Span<const float> values;
+  };
+  grpc::Slice frame;
+  std::vector<Cut> cuts;
+};
+
+absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
+                              absl::Span<const absl::Span<const float>> values) {
+  const size_t parts_count = shell.scores_size() + (shell.has_fused() ? 1 : 0);
+  if (values.size() != parts_count) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer has %d score matrices but the encoder was given values for %d", parts_count,
+        values.size()));
+  }
+  std::vector<EncodedPart> parts;
+  parts.reserve(parts_count);
+  for (size_t i = 0; i < parts_count; ++i) {
+    const v1::StateScores& scores =
+        i < static_cast<size_t>(shell.scores_size()) ? shell.scores(static_cast<int>(i)) : shell.fused();
+    GMM_ASSIGN_OR_RETURN(EncodedPart part, EncodePart(scores, values[i]));
+    parts.push_back(std::move(part));
+  }
+  // Fields in number order, as SerializeAsString writes them (the test
+  // holds StreamScoreResponse to these five fields).
+  std::string fusion, adaptation;
+  if (shell.has_fusion()) fusion = shell.fusion().SerializeAsString();
+  if (shell.has_adaptation()) adaptation = shell.adaptation().SerializeAsString();
+  auto field_of = [&](size_t i) {
+    return i < static_cast<size_t>(shell.scores_size()) ? Answer::kScoresFieldNumber
+                                                        : Answer::kFusedFieldNumber;
+  };
+  size_t size = 0;
+  if (shell.first_frame() != 0) size += 1 + CodedOutputStream::VarintSize64(shell.first_frame());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    size += DelimitedSize(field_of(i), parts[i].size()) - parts[i].values_bytes();
+  }
+  if (shell.has_fusion()) size += DelimitedSize(Answer::kFusionFieldNumber, fusion.size());
+  if (shell.has_adaptation()) size += DelimitedSize(Answer::kAdaptationFieldNumber, adaptation.size());
+
+  Layout layout{.frame = grpc::Slice(grpc_slice_malloc(size), grpc::Slice::STEAL_REF), .cuts = {}};
+  uint8_t* const start = const_cast<uint8_t*>(layout.frame.begin());
+  uint8_t* out = start;
+  if (shell.first_frame() != 0) {
+    out = WireFormatLite::WriteUInt64ToArray(Answer::kFirstFrameFieldNumber, shell.first_frame(), out);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out = WriteDelimitedHead(field_of(i), parts[i].size(), out);
+    out = parts[i].Write(out, [&](const uint8_t* at, absl::Span<const float> v) {
+      layout.cuts.push_back({static_cast<size_t>(at - start), v});
+    });
+  }
+  auto write_message = [&out](int field, const std::string& bytes) {
+    out = WriteDelimitedHead(field, bytes.size(), out);
+    std::memcpy(out, bytes.data(), bytes.size());
+    out += bytes.size();
+  };
+  if (shell.has_fusion()) write_message(Answer::kFusionFieldNumber, fusion);
+  if (shell.has_adaptation()) write_message(Answer::kAdaptationFieldNumber, adaptation);
+  if (static_cast<size_t>(out - start) != size) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer encoder wrote %d bytes where it counted %d", out - start, size));
+  }
+  return layout;
+}
+
+// The scores an answer took over, alive until gRPC releases the last of
+// their slices.
+struct TakenScores {
+  std::vector<ScoreResult> results;
+  std::optional<FusedScores> fused;
+};
+
+grpc::Slice SliceOver(absl::Span<const float> values, std::shared_ptr<TakenScores> owner) {
+  auto* ref = new std::shared_ptr<TakenScores>(std::move(owner));
+  return grpc::Slice(
+      grpc_slice_new_with_user_data(const_cast<float*>(values.data()), sizeof(float) * values.size(),
+                                    [](void* p) { delete static_cast<std::shared_ptr<TakenScores>*>(p); },
+                                    ref),
+      grpc::Slice::STEAL_REF);
+}
+
+// The answer's slices: the frame cut where values go, with `values_slice`
+// making each values span's slice.
+template <typename ValuesSlice>
+grpc::ByteBuffer Assemble(const Layout& layout, ValuesSlice values_slice) {
+  std::vector<grpc::Slice> slices;
+  size_t from = 0;
+  for (const Layout::Cut& cut : layout.cuts) {
+    if (cut.at > from) slices.push_back(layout.frame.sub(from, cut.at));
+    slices.push_back(values_slice(cut.values));
+    from = cut.at;
+  }
+  if (layout.frame.size() > from) slices.push_back(layout.frame.sub(from, layout.frame.size()));
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+}  // namespace
+
+absl::StatusOr<grpc::ByteBuffer> EncodeWithValues(const v1::StreamScoreResponse& shell,
+                                                  absl::Span<const absl::Span<const float>> values) {
+  GMM_ASSIGN_OR_RETURN(const Layout layout, LayOut(shell, values));
+  // One slice: the frame's pieces with the values copied in between.
+  size_t size = layout.frame.size();
+  for (const Layout::Cut& cut : layout.cuts) size += sizeof(float) * cut.values.size();
+  grpc::Slice whole(grpc_slice_malloc(size), grpc::Slice::STEAL_REF);
+  uint8_t* out = const_cast<uint8_t*>(whole.begin());
+  size_t from = 0;
+  for (const Layout::Cut& cut : layout.cuts) {
+    std::memcpy(out, layout.frame.begin() + from, cut.at - from);
+    out += cut.at - from;
+    std::memcpy(out, cut.values.data(), sizeof(float) * cut.values.size());
+    out += sizeof(float) * cut.values.size();
+    from = cut.at;
+  }
+  std::memcpy(out, layout.frame.begin() + from, layout.frame.size() - from);
+  return grpc::ByteBuffer(&whole, 1);
+}
+
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswer(const ScoringPlan& plan,
+                                                    absl::Span<const ScoreResult> results,
+                                                    const FusedScores* fused,
+                                                    const AnswerHeader& header) {
+  v1::StreamScoreResponse shell;
+  std::vector<absl::Span<const float>> values;
+  GMM_RETURN_IF_ERROR(FillShell(plan, results, fused, header, &shell, &values));
+  return EncodeWithValues(shell, values);
+}
+
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswerTaking(const ScoringPlan& plan,
+                                                          std::vector<ScoreResult> results,
+                                                          std::optional<FusedScores> fused,
+                                                          const AnswerHeader& header) {
+  auto taken = std::make_shared<TakenScores>(
+      TakenScores{.results = std::move(results), .fused = std::move(fused)});
+  v1::StreamScoreResponse shell;
+  std::vector<absl::Span<const float>> values;
+  GMM_RETURN_IF_ERROR(FillShell(plan, taken->results, taken->fused ? &*taken->fused : nullptr,
+                                header, &shell, &values));
+  GMM_ASSIGN_OR_RETURN(const Layout layout, LayOut(shell, values));
+  return Assemble(layout, [&](absl::Span<const float> v) { return SliceOver(v, taken); });
+}
+
+}  // namespace gmmscore

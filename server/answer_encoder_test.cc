@@ -1,0 +1,238 @@
+#include "server/answer_encoder.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "gtest/gtest.h"
+#include "kernels/score/state_selection.h"
+
+namespace gmmscore {
+namespace {
+
+std::string BytesOf(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return bytes;
+}
+
+// A plan over models that are only names: the answer's assembly reads
+// nothing else of them.
+ScoringPlan PlanOf(const std::vector<std::string>& names) {
+  ScoringPlan plan;
+  for (const std::string& name : names) {
+    auto model = std::make_shared<ServedModel>();
+    model->name = name;
+    plan.models.push_back(std::move(model));
+  }
+  return plan;
+}
+
+class AnswerEncoderTest : public ::testing::Test {
+ protected:
+  // T x S scores with a few awkward values: -inf (a state no frame can
+  // reach), a huge one, and NaN's bits (sent as they are, never made here).
+  FloatMatrix Scores(int64_t frames, int64_t states) {
+    std::normal_distribution<float> value(-60.0f, 25.0f);
+    FloatMatrix m(frames, states);
+    for (int64_t i = 0; i < frames * states; ++i) m.data()[i] = value(rng_);
+    if (frames * states > 2) {
+      m.data()[0] = -std::numeric_limits<float>::infinity();
+      m.data()[1] = 3.0e38f;
+      m.data()[2] = std::numeric_limits<float>::quiet_NaN();
+    }
+    return m;
+  }
+  std::vector<float> Values(int64_t n) {
+    const FloatMatrix m = Scores(1, n);
+    return std::vector<float>(m.data(), m.data() + n);
+  }
+  std::vector<ScoreResult> Results(int models, int64_t frames, int64_t states, bool totals) {
+    std::vector<ScoreResult> results(models);
+    for (ScoreResult& r : results) {
+      r.loglikes = Scores(frames, states);
+      if (totals) r.frame_totals = Values(frames);
+    }
+    return results;
+  }
+  FusedScores Fused(int models, int64_t frames, int64_t states, bool totals) {
+    FusedScores fused;
+    fused.loglikes = Scores(frames, states);
+    fused.dominant_model = models - 1;
+    for (int m = 0; m < models; ++m) fused.model_share.push_back(1.0f / models);
+    fused.model_weights = Values(frames * models);
+    if (totals) fused.frame_totals = Values(frames);
+    return fused;
+  }
+
+  // What the session sent before the encoder: the message, serialised.
+  static std::string Expected(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                              const FusedScores* fused, const AnswerHeader& header) {
+    v1::StreamScoreResponse response;
+    response.set_first_frame(header.first_frame);
+    if (header.adaptation != nullptr) *response.mutable_adaptation() = *header.adaptation;
+    const absl::Status filled = fused != nullptr ? FillFusedAnswer(plan, results, *fused, &response)
+                                                 : FillAnswer(plan, results, nullptr, &response);
+    EXPECT_TRUE(filled.ok()) << filled;
+    return response.SerializeAsString();
+  }
+
+  void ExpectSameBytes(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
+                       const FusedScores* fused, const AnswerHeader& header,
+                       const std::string& what) {
+    absl::StatusOr<grpc::ByteBuffer> encoded = EncodeStreamAnswer(plan, results, fused, header);
+    ASSERT_TRUE(encoded.ok()) << what << ": " << encoded.status();
+    const std::string bytes = BytesOf(*encoded);
+    const std::string expected = Expected(plan, results, fused, header);
+    EXPECT_EQ(bytes, expected) << what;
+    v1::StreamScoreResponse parsed;
+    EXPECT_TRUE(parsed.ParseFromString(bytes)) << what;
+
+    // Taking the scores over: the same bytes, in slices that point into
+    // them, alive after the caller's copies are gone (the sanitizer pass
+    // would see a read of freed memory or a leak).
+    std::vector<ScoreResult> taken(results.begin(), results.end());
+    std::optional<FusedScores> taken_fused;
+    if (fused != nullptr) taken_fused = *fused;
+    absl::StatusOr<grpc::ByteBuffer> owning =
+        EncodeStreamAnswerTaking(plan, std::move(taken), std::move(taken_fused), header);
+    ASSERT_TRUE(owning.ok()) << what << ": " << owning.status();
+    grpc::ByteBuffer copy(*owning);  // as gRPC holds it: another reference
+    owning->Clear();
+    EXPECT_EQ(BytesOf(copy), expected) << what << " (taken)";
+  }
+
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+// Names whose length needs one and two varint bytes.
+const std::string kLongName(200, 'n');
+
+TEST_F(AnswerEncoderTest, DenseAnswersAreTheMessagesBytes) {
+  v1::AdaptationReport report;
+  report.set_version(3);
+  report.set_frames(1234);
+  for (int models : {1, 2, 3}) {
+    std::vector<std::string> names = {"a", kLongName, ""};
+    names.resize(models);
+    for (int64_t frames : {0, 1, 3, 10, 200}) {
+      for (int64_t states : {1, 5, 200, 5000}) {
+        if (frames * states > 200 * 200) continue;
+        for (bool totals : {false, true}) {
+          ScoringPlan plan = PlanOf(names);
+          plan.frame_totals = totals;
+          const std::vector<ScoreResult> results = Results(models, frames, states, totals);
+          for (uint64_t first : {uint64_t{0}, uint64_t{10}, (uint64_t{1} << 40) + 7}) {
+            const std::string what = absl::StrCat(models, " models, ", frames, " x ", states,
+                                                  " totals ", totals, " first ", first);
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = first}, what);
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = first, .adaptation = &report},
+                            what + " adapting");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(AnswerEncoderTest, FusedAnswersAreTheMessagesBytes) {
+  for (int models : {2, 3}) {
+    for (bool fused_only : {false, true}) {
+      for (bool totals : {false, true}) {
+        for (bool backend_totals : {false, true}) {
+          ScoringPlan plan = PlanOf({"x", kLongName, "z"});
+          plan.models.resize(models);
+          plan.fused_only = fused_only;
+          plan.frame_totals = totals;
+          const std::vector<ScoreResult> results = Results(models, 7, 300, totals);
+          // Totals left to the answer (computed there) or given by the backend.
+          const FusedScores fused = Fused(models, 7, 300, totals && backend_totals);
+          ExpectSameBytes(plan, results, &fused, {.first_frame = 70},
+                          absl::StrCat(models, " models, fused_only ", fused_only, " totals ",
+                                       totals, " from the backend ", backend_totals));
+        }
+      }
+    }
+  }
+  // A fused chunk of no frames still carries its (empty) fused matrix.
+  ScoringPlan plan = PlanOf({"x", "y"});
+  const std::vector<ScoreResult> none = Results(2, 0, 300, false);
+  const FusedScores empty = Fused(2, 0, 300, false);
+  ExpectSameBytes(plan, none, &empty, {}, "no frames");
+}
+
+TEST_F(AnswerEncoderTest, SparseAndHalfPrecisionAnswersAreTheMessagesBytes) {
+  const std::vector<ScoreResult> results = Results(2, 10, 500, true);
+  for (ValueEncoding encoding : {ValueEncoding::kFloat32, ValueEncoding::kHalfFromBest}) {
+    ScoringPlan plan = PlanOf({"a", "b"});
+    plan.frame_totals = true;
+    plan.encoding = encoding;
+    ExpectSameBytes(plan, results, nullptr, {.first_frame = 5}, "dense");
+    plan.sparse.top_k = 17;
+    ExpectSameBytes(plan, results, nullptr, {.first_frame = 5}, "top_k");
+    plan.sparse = StateSelection{};
+    plan.sparse.beam = 20.0f;
+    ExpectSameBytes(plan, results, nullptr, {.first_frame = 5}, "beam");
+  }
+  // States selected by the backend beside a dense matrix from another.
+  ScoringPlan plan = PlanOf({"a", "b"});
+  std::vector<ScoreResult> mixed = Results(2, 10, 500, false);
+  StateSelection keep;
+  keep.top_k = 9;
+  mixed[1].sparse = SelectStates(mixed[1].loglikes.view(), keep);
+  mixed[1].loglikes = FloatMatrix();
+  ExpectSameBytes(plan, mixed, nullptr, {.first_frame = 1}, "backend-selected");
+}
+
+TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
+  v1::StreamScoreResponse shell;
+  shell.add_scores()->set_model("a");
+  const std::vector<float> values = {1.0f, 2.0f};
+  const absl::Span<const float> span(values);
+  // One matrix, two value spans.
+  std::vector<absl::Span<const float>> two = {span, span};
+  EXPECT_EQ(EncodeWithValues(shell, two).status().code(), absl::StatusCode::kInternal);
+  // A matrix with values of its own and values given.
+  shell.mutable_scores(0)->add_loglikes(5.0f);
+  std::vector<absl::Span<const float>> one = {span};
+  absl::StatusOr<grpc::ByteBuffer> both = EncodeWithValues(shell, one);
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(both.status().message().find("'a'"), std::string::npos) << both.status();
+  // Without given values, the message as it is.
+  std::vector<absl::Span<const float>> none = {absl::Span<const float>()};
+  absl::StatusOr<grpc::ByteBuffer> plain = EncodeWithValues(shell, none);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(BytesOf(*plain), shell.SerializeAsString());
+}
+
+// The encoder writes StreamScoreResponse's fields itself: a field added to
+// the message must be added there too, or answers would go without it.
+TEST(AnswerEncoderGuardTest, TheAnswerHasTheFieldsTheEncoderWrites) {
+  const google::protobuf::Descriptor* answer = v1::StreamScoreResponse::descriptor();
+  ASSERT_EQ(answer->field_count(), 5) << "server/answer_encoder.cc writes five fields";
+  const char* names[] = {"first_frame", "scores", "fused", "fusion", "adaptation"};
+  for (int number = 1; number <= 5; ++number) {
+    const google::protobuf::FieldDescriptor* field = answer->FindFieldByNumber(number);
+    ASSERT_NE(field, nullptr) << number;
+    EXPECT_EQ(field->name(), names[number - 1]);
+  }
+  EXPECT_EQ(answer->FindFieldByNumber(1)->type(), google::protobuf::FieldDescriptor::TYPE_UINT64);
+  const google::protobuf::FieldDescriptor* loglikes =
+      v1::StateScores::descriptor()->FindFieldByNumber(4);
+  ASSERT_NE(loglikes, nullptr);
+  EXPECT_EQ(loglikes->name(), "loglikes");
+  EXPECT_EQ(loglikes->type(), google::protobuf::FieldDescriptor::TYPE_FLOAT);
+  EXPECT_TRUE(loglikes->is_packed());
+}
+
+}  // namespace
+}  // namespace gmmscore
