@@ -86,7 +86,12 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
              }});
   }
   sources_ = std::move(sources);
-  trimmer_ = std::make_unique<MemoryTrimmer>(options_.trim);
+  MemoryTrimmerOptions trim = options_.trim;
+  if (const DeviceRouter* router = sources_.devices; router != nullptr && !trim.work_done) {
+    // Frames scored: the trimmer waits for the load to fall (memory_trimmer.h).
+    trim.work_done = [router] { return router->TotalStats().frames; };
+  }
+  trimmer_ = std::make_unique<MemoryTrimmer>(std::move(trim));
   if (!options_.metrics_listen.empty()) {
     for (int gpu_index : CudaDevicesOf(sources_.backend)) {
       absl::StatusOr<std::unique_ptr<GpuMonitor>> gpu =

@@ -99,7 +99,8 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "memory limit. 0: no limit.");
 ABSL_FLAG(int32_t, malloc_trim_s, 10,
           "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "
-          "after a burst of answers) back to the OS, so that RSS follows use. 0: never.");
+          "after a burst of answers) back to the OS once the load has fallen (a trim stalls "
+          "answers), so that RSS follows use. 0: never.");
 ABSL_FLAG(int32_t, max_message_mb, 256, "Largest gRPC message accepted or sent, MiB.");
 ABSL_FLAG(std::string, stream_api, "cq",
           "The gRPC API that carries StreamScore: 'cq' (completion queues, each drained by a "

@@ -9,15 +9,27 @@
 // answers were freed but its RSS stayed at 4 GB (of 5.2 GB at the peak):
 // glibc returns freed memory in the middle of its heaps only on malloc_trim
 // (issue 16). Every period the trimmer asks malloc how much it holds free
-// (mallinfo2) and trims only when that is at least min_free_bytes, so a
-// steady daemon never pays for a trim (which locks each arena while it walks
-// it) and a burst is given back within a period of its end.
+// (mallinfo2) and trims only when that is at least min_free_bytes, so that
+// a burst is given back within a period or so of its end.
+//
+// Not while the load goes on: a busy daemon's answers churn through 256
+// MiB and more of free blocks (at 4500 streams of case (a) on an H200,
+// 500-900 MiB free against 90-190 MiB in use), and a trim locks each arena
+// while it walks it. Those trims took 10-150 ms, time in which answers
+// waited; a stall of 50-70 ms tipped a daemon near its capacity into
+// batches too large to catch up (docs/PERFORMANCE.md, "Answers without
+// copies"), and what a trim gave back was faulted in again within seconds.
+// With `work_done` (the frames scored, say) a trim waits for a period that
+// did at most a quarter of the work of the busiest of the last six: the
+// burst is over, or the load has fallen.
 //
 // Thread safety: Stop() may be called from any thread, more than once.
 #ifndef GMMSCORE_SERVER_MEMORY_TRIMMER_H_
 #define GMMSCORE_SERVER_MEMORY_TRIMMER_H_
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +41,9 @@ namespace gmmscore {
 struct MemoryTrimmerOptions {
   absl::Duration period = absl::Seconds(10);  // <= 0: start nothing
   int64_t min_free_bytes = int64_t{256} << 20;
+  // A counter of the work done so far, read at each look (from the
+  // trimmer's thread); null: trims whatever the load.
+  std::function<int64_t()> work_done;
 };
 
 class MemoryTrimmer {
@@ -42,18 +57,26 @@ class MemoryTrimmer {
   // Joins the thread; nothing is trimmed after it returns.
   void Stop();
 
-  // One look: trims if malloc holds at least min_free_bytes free; returns
-  // the bytes malloc held free before (for tests and the log).
+  // One look: trims if malloc holds at least min_free_bytes free and the
+  // period since the last look was quiet (above); returns the bytes malloc
+  // held free before (for tests and the log). One caller at a time.
   int64_t TrimIfWorthIt();
 
  private:
   void Loop();
+  // Whether the work since the last look was at most a quarter of the
+  // busiest of the last kPeriodsRemembered looks' (true without work_done).
+  bool QuietSinceLastLook();
+
+  static constexpr int kPeriodsRemembered = 6;
 
   const MemoryTrimmerOptions options_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Mutex join_mu_;
   std::thread thread_;
+  int64_t last_work_ = 0;                  // work_done() at the last look
+  std::deque<int64_t> recent_periods_;    // work of the last looks' periods
 };
 
 }  // namespace gmmscore

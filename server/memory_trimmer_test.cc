@@ -55,6 +55,38 @@ TEST(MemoryTrimmerTest, GivesABurstBackAndLeavesASteadyHeapAlone) {
   free(keep_top);
 }
 
+// A daemon under load: its answers' free blocks would pass min_free_bytes
+// at every look, and a trim would stall them. The trimmer waits until a
+// period does at most a quarter of the busiest recent one's work.
+TEST(MemoryTrimmerTest, WaitsForTheLoadToFall) {
+  if (kSanitized) GTEST_SKIP() << "glibc malloc only";
+  constexpr int kBlocks = 4096;
+  constexpr size_t kBlock = 64 << 10;  // 256 MiB in all
+  std::vector<char*> blocks;
+  for (int i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char*>(malloc(kBlock)));
+    std::memset(blocks.back(), 1, kBlock);
+  }
+  char* keep_top = static_cast<char*>(malloc(64));
+  for (char* block : blocks) free(block);
+  const int64_t held = Resident();
+
+  int64_t frames = 500;  // done before the trimmer starts: not its periods'
+  MemoryTrimmer trimmer({.period = absl::ZeroDuration(),
+                         .min_free_bytes = int64_t{32} << 20,
+                         .work_done = [&frames] { return frames; }});
+  for (int64_t work : {1000, 1000, 800, 300}) {  // steady, then falling, not yet to a quarter
+    frames += work;
+    ASSERT_GE(trimmer.TrimIfWorthIt(), int64_t{64} << 20);
+    EXPECT_GT(Resident(), held - (int64_t{16} << 20)) << "trimmed under a load of " << work;
+  }
+  frames += 250;  // a quarter of the busiest of the last six periods
+  const int64_t free_bytes = trimmer.TrimIfWorthIt();
+  ASSERT_GE(free_bytes, int64_t{64} << 20);
+  EXPECT_LT(Resident(), held - free_bytes / 2);
+  free(keep_top);
+}
+
 TEST(MemoryTrimmerTest, ThreadStopsPromptly) {
   MemoryTrimmer trimmer({.period = absl::Milliseconds(5), .min_free_bytes = int64_t{1} << 40});
   trimmer.Stop();

@@ -9,7 +9,8 @@
 #
 # Each argument is NAME:STREAMS[:DAEMON FLAGS]; results in $OUT/NAME/ (the
 # load generators' reports, the thread profile) and NAME.log; each
-# generator's latency and SLO lines are printed.
+# generator's latency and SLO lines are printed. LOAD_FLAGS: more
+# gmmscore-load flags for every point (e.g. "--float16").
 set -u
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS] ...}
 shift
@@ -23,7 +24,8 @@ for spec in "$@"; do
   WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
     LOADS=${LOADS:-2} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
     OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
-    --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 > "$OUT/$name.log" 2>&1
+    --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 ${LOAD_FLAGS:-} \
+    > "$OUT/$name.log" 2>&1
   echo "exit $?"
   grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"
   port=$((port + 1))
