@@ -29,6 +29,14 @@ void AnswerCharge::Release() {
   bytes_ = 0;
 }
 
+void AnswerCharge::ShrinkTo(int64_t bytes) {
+  if (bytes < 0 || bytes >= bytes_) return;
+  const int64_t freed = bytes_ - bytes;
+  if (budget_ != nullptr) budget_->held_.fetch_sub(freed, std::memory_order_relaxed);
+  if (stream_ != nullptr) stream_->fetch_sub(freed, std::memory_order_relaxed);
+  bytes_ = bytes;
+}
+
 bool AnswerBudget::TryCharge(int64_t bytes, std::shared_ptr<std::atomic<int64_t>> stream,
                              AnswerCharge* charge) {
   int64_t held = held_.load(std::memory_order_relaxed);

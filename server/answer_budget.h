@@ -41,6 +41,10 @@ class AnswerCharge {
 
   int64_t bytes() const { return bytes_; }
   void Release();
+  // Keeps only `bytes` of the charge (no change when that is no less):
+  // once a chunk's results are known to be smaller than charged (states
+  // selected on the GPU: top_k 100 of 5000 takes 1/25 of the bytes).
+  void ShrinkTo(int64_t bytes);
 
  private:
   friend class AnswerBudget;

@@ -36,6 +36,26 @@ TEST(AnswerBudgetTest, ChargesUpToTheLimitAndReleasesOnDestruction) {
   EXPECT_EQ(budget.held(), 0);
 }
 
+TEST(AnswerBudgetTest, ShrinksACharge) {
+  AnswerBudget budget(100);
+  auto stream = std::make_shared<std::atomic<int64_t>>(0);
+  AnswerCharge charge, more;
+  ASSERT_TRUE(budget.TryCharge(80, stream, &charge));
+  EXPECT_FALSE(budget.TryCharge(30, stream, &more));
+  charge.ShrinkTo(120);  // never grows
+  charge.ShrinkTo(-1);
+  EXPECT_EQ(charge.bytes(), 80);
+  charge.ShrinkTo(20);
+  EXPECT_EQ(charge.bytes(), 20);
+  EXPECT_EQ(budget.held(), 20);
+  EXPECT_EQ(stream->load(), 20);
+  EXPECT_TRUE(budget.TryCharge(30, stream, &more));  // room again
+  charge.Release();
+  more.Release();
+  EXPECT_EQ(budget.held(), 0);
+  EXPECT_EQ(stream->load(), 0);
+}
+
 TEST(AnswerBudgetTest, FormatsBytesForMessages) {
   EXPECT_EQ(FormatBytes(2400), "2400 bytes");
   EXPECT_EQ(FormatBytes((int64_t{1} << 20) - 1), "1048575 bytes");

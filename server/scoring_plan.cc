@@ -188,6 +188,23 @@ int64_t ResultBytes(const ScoringPlan& plan, int64_t frames) {
   return frames * plan.num_states * ResultSets(plan) * static_cast<int64_t>(sizeof(float));
 }
 
+int64_t HeldBytes(const ScoreResult& result) {
+  int64_t floats = result.loglikes.rows() * result.loglikes.cols() +
+                   static_cast<int64_t>(result.frame_totals.size());
+  if (result.sparse.has_value()) {
+    // ids and offsets are 4 bytes each, as floats are
+    floats += static_cast<int64_t>(result.sparse->values.size() + result.sparse->state_ids.size() +
+                                   result.sparse->frame_offsets.size());
+  }
+  return floats * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t HeldBytes(const FusedScores& fused) {
+  return static_cast<int64_t>(sizeof(float)) *
+         (fused.loglikes.rows() * fused.loglikes.cols() +
+          static_cast<int64_t>(fused.model_weights.size() + fused.frame_totals.size()));
+}
+
 std::shared_ptr<const PreparedModel> ReplicaOf(const ScoringPlan& plan, size_t m) {
   return plan.models[m]->replica(plan.device);
 }

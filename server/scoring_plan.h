@@ -88,6 +88,12 @@ int ResultSets(const ScoringPlan& plan);
 // any work, and a stream charges it to its unsent-answer budget.
 int64_t ResultBytes(const ScoringPlan& plan, int64_t frames);
 
+// Bytes the scores of `result` (or `fused`) hold now: the dense matrix, or
+// the states a backend selected, and the frame totals (and fusion weights).
+// At most ResultBytes' share, much less for states selected on a GPU.
+int64_t HeldBytes(const ScoreResult& result);
+int64_t HeldBytes(const FusedScores& fused);
+
 // The fused job spec for one chunk of `plan` (which has a fusion): every
 // model with its precision, `state` (the fusion state before the chunk),
 // and the plan's output options.

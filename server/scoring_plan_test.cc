@@ -185,5 +185,29 @@ TEST_F(ScoringPlanTest, FillsAnswersWithAndWithoutFusion) {
   EXPECT_TRUE(fused_only.has_fused());
 }
 
+TEST_F(ScoringPlanTest, CountsTheBytesResultsHold) {
+  v1::StreamConfig config = Config({"a", "b"});
+  config.mutable_output()->set_frame_totals(true);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok());
+  ScoreResult dense;
+  dense.loglikes = FloatMatrix(10, 4);
+  dense.frame_totals.assign(10, 0.0f);
+  EXPECT_EQ(HeldBytes(dense), (40 + 10) * 4);
+  ScoreResult selected;  // 2 of 4 states kept in each of 10 frames, by a GPU
+  selected.sparse = SparseScores{.num_states = 4};
+  for (int t = 0; t < 10; ++t) {
+    selected.sparse->state_ids.insert(selected.sparse->state_ids.end(), {0, 3});
+    selected.sparse->values.insert(selected.sparse->values.end(), {-1.0f, -2.0f});
+    selected.sparse->frame_offsets.push_back(2 * (t + 1));
+  }
+  EXPECT_EQ(HeldBytes(selected), (20 + 20 + 11) * 4);
+  FusedScores fused;
+  fused.loglikes = FloatMatrix(10, 4);
+  fused.model_weights.assign(20, 0.5f);
+  EXPECT_EQ(HeldBytes(fused), (40 + 20) * 4);
+  EXPECT_EQ(HeldBytes(ScoreResult{}), 0);
+}
+
 }  // namespace
 }  // namespace gmmscore

@@ -324,7 +324,7 @@ void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk,
     } else {
       chunk->status = result.status();
     }
-    if (--chunk->remaining == 0) chunk->scored = absl::Now();
+    if (--chunk->remaining == 0) ScoredLocked(*chunk);
     if (fusion_in_flight_) {
       fusion_in_flight_ = false;
       // After a failure or a cancellation the held chunks are never
@@ -352,10 +352,20 @@ void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model
     } else if (chunk->status.ok()) {
       chunk->status = result.status();
     }
-    if (--chunk->remaining == 0) chunk->scored = absl::Now();
+    if (--chunk->remaining == 0) ScoredLocked(*chunk);
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
+}
+
+void StreamScoreSession::ScoredLocked(Chunk& chunk) {
+  chunk.scored = absl::Now();
+  if (!chunk.status.ok()) return;
+  // The charge was the dense float32 bound; selected states hold less.
+  int64_t held = 0;
+  for (const ScoreResult& result : chunk.results) held += HeldBytes(result);
+  if (chunk.fused.has_value()) held += HeldBytes(*chunk.fused);
+  chunk.charge.ShrinkTo(held);
 }
 
 void StreamScoreSession::OnWriteDone(bool ok) {

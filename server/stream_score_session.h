@@ -213,6 +213,9 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
   void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `chunk` has all its results: stamps it, and shrinks its answer charge
+  // to what its results hold.
+  void ScoredLocked(Chunk& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One more reference (refs_) for a job's callback.
   Ref NewRefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Releases one reference; the last deletes the session (the only place
