@@ -27,19 +27,26 @@ constexpr bool kSanitized = false;
 #endif
 
 // A burst of small blocks (below malloc's mmap threshold, so they live in
-// its heap), freed except one at the end that keeps the heap's top: glibc
-// keeps the rest resident until a trim.
-TEST(MemoryTrimmerTest, GivesABurstBackAndLeavesASteadyHeapAlone) {
-  if (kSanitized) GTEST_SKIP() << "glibc malloc only";
+// its heap), 256 MiB in all, freed except the one it returns (free it at
+// the end), which keeps the heap's top: glibc keeps the rest resident until
+// a trim. `blocks` must outlive the test's looks: with the vector freed on
+// return, glibc had given the burst back before the first look.
+char* FreedBurst(std::vector<char*>* blocks) {
   constexpr int kBlocks = 4096;
-  constexpr size_t kBlock = 64 << 10;  // 256 MiB in all
-  std::vector<char*> blocks;
+  constexpr size_t kBlock = 64 << 10;
   for (int i = 0; i < kBlocks; ++i) {
-    blocks.push_back(static_cast<char*>(malloc(kBlock)));
-    std::memset(blocks.back(), 1, kBlock);  // make it resident
+    blocks->push_back(static_cast<char*>(malloc(kBlock)));
+    std::memset(blocks->back(), 1, kBlock);  // make it resident
   }
   char* keep_top = static_cast<char*>(malloc(64));
-  for (char* block : blocks) free(block);
+  for (char* block : *blocks) free(block);
+  return keep_top;
+}
+
+TEST(MemoryTrimmerTest, GivesABurstBackAndLeavesASteadyHeapAlone) {
+  if (kSanitized) GTEST_SKIP() << "glibc malloc only";
+  std::vector<char*> blocks;
+  char* keep_top = FreedBurst(&blocks);
   const int64_t held = Resident();
 
   // (free() itself gives some back, e.g. the heap's top; what glibc keeps
@@ -60,15 +67,8 @@ TEST(MemoryTrimmerTest, GivesABurstBackAndLeavesASteadyHeapAlone) {
 // period does at most a quarter of the busiest recent one's work.
 TEST(MemoryTrimmerTest, WaitsForTheLoadToFall) {
   if (kSanitized) GTEST_SKIP() << "glibc malloc only";
-  constexpr int kBlocks = 4096;
-  constexpr size_t kBlock = 64 << 10;  // 256 MiB in all
   std::vector<char*> blocks;
-  for (int i = 0; i < kBlocks; ++i) {
-    blocks.push_back(static_cast<char*>(malloc(kBlock)));
-    std::memset(blocks.back(), 1, kBlock);
-  }
-  char* keep_top = static_cast<char*>(malloc(64));
-  for (char* block : blocks) free(block);
+  char* keep_top = FreedBurst(&blocks);
   const int64_t held = Resident();
 
   int64_t frames = 500;  // done before the trimmer starts: not its periods'
