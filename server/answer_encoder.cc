@@ -52,21 +52,26 @@ size_t FieldsBeforeLoglikesSize(const v1::StateScores& scores) {
   return size;
 }
 
-// One StateScores of the answer: its message serialised, and where the
-// values go into it.
+// One StateScores of the answer. Without given values, the message itself
+// (serialised straight into the answer: a half-precision or sparse one
+// carries its values). With them, the message serialised without its
+// values, and where they go into it.
 struct EncodedPart {
-  std::string message;          // without the values
-  size_t values_at = 0;         // offset in `message` where field 4 goes
+  const v1::StateScores* scores = nullptr;  // sizes cached (ByteSizeLong)
+  std::string message;                      // with given values: all but them
+  size_t values_at = 0;                     // offset in `message` where field 4 goes
   absl::Span<const float> values;
 
   size_t values_bytes() const { return sizeof(float) * values.size(); }
   size_t size() const {
-    return message.size() + (values.empty() ? 0 : DelimitedSize(kLoglikesField, values_bytes()));
+    if (values.empty()) return scores->GetCachedSize();
+    return message.size() + DelimitedSize(kLoglikesField, values_bytes());
   }
   // Writes the part but its values, calling values_go_here(position,
   // values) where they belong (after their field's tag and length).
   template <typename Cut>
   uint8_t* Write(uint8_t* out, Cut values_go_here) const {
+    if (values.empty()) return scores->SerializeWithCachedSizesToArray(out);
     std::memcpy(out, message.data(), values_at);
     out += values_at;
     if (!values.empty()) {
@@ -80,8 +85,17 @@ struct EncodedPart {
 
 absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores,
                                        absl::Span<const float> values) {
-  EncodedPart part{.message = scores.SerializeAsString(), .values_at = 0, .values = values};
-  if (values.empty()) return part;
+  EncodedPart part{.scores = &scores, .message = {}, .values_at = 0, .values = values};
+  if (values.empty()) {
+    scores.ByteSizeLong();  // caches the sizes Write serialises with
+    return part;
+  }
+  if (static_cast<int64_t>(values.size()) !=
+      static_cast<int64_t>(scores.num_frames()) * scores.num_states()) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer's scores of '%s' are %d x %d but the encoder was given %d values",
+        scores.model(), scores.num_frames(), scores.num_states(), values.size()));
+  }
   if (scores.loglikes_size() != 0 || !scores.loglikes_f16().empty() ||
       scores.frame_offsets_size() != 0 || scores.state_ids_size() != 0 ||
       scores.frame_best_size() != 0) {
@@ -90,6 +104,7 @@ absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores,
         "encoder",
         scores.model(), values.size()));
   }
+  part.message = scores.SerializeAsString();
   // Protobuf writes fields in number order: loglikes follows num_states.
   part.values_at = FieldsBeforeLoglikesSize(scores);
   return part;
@@ -210,7 +225,8 @@ grpc::ByteBuffer Assemble(const Layout& layout, ValuesSlice values_slice) {
 
 absl::StatusOr<grpc::ByteBuffer> EncodeWithValues(const v1::StreamScoreResponse& shell,
                                                   absl::Span<const absl::Span<const float>> values) {
-  GMM_ASSIGN_OR_RETURN(const Layout layout, LayOut(shell, values));
+  GMM_ASSIGN_OR_RETURN(Layout layout, LayOut(shell, values));
+  if (layout.cuts.empty()) return grpc::ByteBuffer(&layout.frame, 1);
   // One slice: the frame's pieces with the values copied in between.
   size_t size = layout.frame.size();
   for (const Layout::Cut& cut : layout.cuts) size += sizeof(float) * cut.values.size();

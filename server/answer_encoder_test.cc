@@ -195,18 +195,26 @@ TEST_F(AnswerEncoderTest, SparseAndHalfPrecisionAnswersAreTheMessagesBytes) {
 
 TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
   v1::StreamScoreResponse shell;
-  shell.add_scores()->set_model("a");
+  v1::StateScores* scores = shell.add_scores();
+  scores->set_model("a");
+  scores->set_num_frames(1);
+  scores->set_num_states(2);
   const std::vector<float> values = {1.0f, 2.0f};
   const absl::Span<const float> span(values);
   // One matrix, two value spans.
   std::vector<absl::Span<const float>> two = {span, span};
   EXPECT_EQ(EncodeWithValues(shell, two).status().code(), absl::StatusCode::kInternal);
+  // Values that do not fill the matrix's shape.
+  std::vector<absl::Span<const float>> short_span = {span.subspan(1)};
+  absl::StatusOr<grpc::ByteBuffer> misfit = EncodeWithValues(shell, short_span);
+  EXPECT_EQ(misfit.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(misfit.status().message().find("1 x 2"), std::string::npos) << misfit.status();
   // A matrix with values of its own and values given.
-  shell.mutable_scores(0)->add_loglikes(5.0f);
+  scores->add_loglikes(5.0f);
   std::vector<absl::Span<const float>> one = {span};
   absl::StatusOr<grpc::ByteBuffer> both = EncodeWithValues(shell, one);
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInternal);
-  EXPECT_NE(both.status().message().find("'a'"), std::string::npos) << both.status();
+  EXPECT_NE(both.status().message().find("of their own"), std::string::npos) << both.status();
   // Without given values, the message as it is.
   std::vector<absl::Span<const float>> none = {absl::Span<const float>()};
   absl::StatusOr<grpc::ByteBuffer> plain = EncodeWithValues(shell, none);

@@ -88,8 +88,12 @@ absl::Status DaemonOps::Started(grpc::Server* server, MetricsSources sources) {
   sources_ = std::move(sources);
   MemoryTrimmerOptions trim = options_.trim;
   if (const DeviceRouter* router = sources_.devices; router != nullptr && !trim.work_done) {
-    // Frames scored: the trimmer waits for the load to fall (memory_trimmer.h).
-    trim.work_done = [router] { return router->TotalStats().frames; };
+    // Frames scored and aligned: the trimmer waits for the load to fall
+    // (memory_trimmer.h).
+    const AlignScheduler* aligner = sources_.aligner;
+    trim.work_done = [router, aligner] {
+      return router->TotalStats().frames + (aligner != nullptr ? aligner->stats().frames_aligned : 0);
+    };
   }
   trimmer_ = std::make_unique<MemoryTrimmer>(std::move(trim));
   if (!options_.metrics_listen.empty()) {

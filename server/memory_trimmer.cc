@@ -48,7 +48,12 @@ int64_t MemoryTrimmer::TrimIfWorthIt() {
   // uordblks and hblkhd: bytes in use in the heaps and in mapped blocks.
   const int64_t free_bytes = static_cast<int64_t>(before.fordblks);
   const int64_t in_use = static_cast<int64_t>(before.uordblks + before.hblkhd);
-  if (free_bytes < options_.min_free_bytes || !quiet) return free_bytes;
+  if (free_bytes < options_.min_free_bytes) {
+    looks_without_trim_ = 0;
+    return free_bytes;
+  }
+  if (!quiet && ++looks_without_trim_ < kMaxLooksWithoutTrim) return free_bytes;
+  looks_without_trim_ = 0;
   const int64_t rss_before = ResidentBytes();
   const absl::Time start = absl::Now();
   malloc_trim(0);

@@ -21,7 +21,10 @@
 // copies"), and what a trim gave back was faulted in again within seconds.
 // With `work_done` (the frames scored, say) a trim waits for a period that
 // did at most a quarter of the work of the busiest of the last six: the
-// burst is over, or the load has fallen.
+// burst is over, or the load has fallen. So that a burst's leftovers are
+// not kept for as long as a steady load lasts, a trim still comes after
+// kMaxLooksWithoutTrim looks in a row that found enough free but were not
+// quiet (5 minutes at the default period): one stall then, not one a period.
 //
 // Thread safety: Stop() may be called from any thread, more than once.
 #ifndef GMMSCORE_SERVER_MEMORY_TRIMMER_H_
@@ -69,6 +72,7 @@ class MemoryTrimmer {
   bool QuietSinceLastLook();
 
   static constexpr int kPeriodsRemembered = 6;
+  static constexpr int kMaxLooksWithoutTrim = 30;
 
   const MemoryTrimmerOptions options_;
   absl::Mutex mu_;
@@ -77,6 +81,7 @@ class MemoryTrimmer {
   std::thread thread_;
   int64_t last_work_ = 0;                  // work_done() at the last look
   std::deque<int64_t> recent_periods_;    // work of the last looks' periods
+  int looks_without_trim_ = 0;            // in a row, with enough free, not quiet
 };
 
 }  // namespace gmmscore

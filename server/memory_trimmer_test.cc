@@ -87,6 +87,40 @@ TEST(MemoryTrimmerTest, WaitsForTheLoadToFall) {
   free(keep_top);
 }
 
+// An idle daemon (no work at all) is quiet; a load that never falls gets a
+// trim every kMaxLooksWithoutTrim looks, so a burst's leftovers go back in
+// the end.
+TEST(MemoryTrimmerTest, IdleIsQuietAndASteadyLoadStillGetsARareTrim) {
+  if (kSanitized) GTEST_SKIP() << "glibc malloc only";
+  std::vector<char*> blocks;
+  char* keep_top = FreedBurst(&blocks);
+  int64_t frames = 0;
+  MemoryTrimmer idle({.period = absl::ZeroDuration(),
+                      .min_free_bytes = int64_t{32} << 20,
+                      .work_done = [&frames] { return frames; }});
+  int64_t held = Resident();
+  const int64_t free_idle = idle.TrimIfWorthIt();
+  ASSERT_GE(free_idle, int64_t{64} << 20);
+  EXPECT_LT(Resident(), held - free_idle / 2);
+  free(keep_top);
+
+  blocks.clear();
+  keep_top = FreedBurst(&blocks);
+  held = Resident();
+  MemoryTrimmer busy({.period = absl::ZeroDuration(),
+                      .min_free_bytes = int64_t{32} << 20,
+                      .work_done = [&frames] { return frames; }});
+  for (int look = 1; look < 30; ++look) {
+    frames += 1000;
+    ASSERT_GE(busy.TrimIfWorthIt(), int64_t{64} << 20);
+    ASSERT_GT(Resident(), held - (int64_t{16} << 20)) << "look " << look;
+  }
+  frames += 1000;
+  const int64_t free_busy = busy.TrimIfWorthIt();  // the 30th
+  EXPECT_LT(Resident(), held - free_busy / 2);
+  free(keep_top);
+}
+
 TEST(MemoryTrimmerTest, ThreadStopsPromptly) {
   MemoryTrimmer trimmer({.period = absl::Milliseconds(5), .min_free_bytes = int64_t{1} << 40});
   trimmer.Stop();

@@ -375,7 +375,10 @@ void StreamScoreSession::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
-    write_charge_.Release();  // gRPC has the answer now, or it is dropped
+    // gRPC has the answer now, or it is dropped. Its bytes (the results
+    // themselves, for an answer that took them) live until gRPC sends them,
+    // as the serialised message's did.
+    write_charge_.Release();
     last_activity_ = absl::Now();
     if (ok && env_.send_stats != nullptr) {
       env_.send_stats->Add(send_wait_, last_activity_ - send_started_);
@@ -565,7 +568,7 @@ absl::Status StreamScoreSession::BuildAnswer(Chunk& chunk) {
           : EncodeStreamAnswerTaking(*plan_, std::move(chunk.results), std::move(chunk.fused),
                                      header);
   if (!answer.ok()) return answer.status();
-  answer_ = *std::move(answer);
+  answer_.Swap(&*answer);  // ByteBuffer has no move; a copy would take references
   return absl::OkStatus();
 }
 
