@@ -369,7 +369,8 @@ void StreamScoreSession::ScoredLocked(Chunk& chunk) {
 }
 
 void StreamScoreSession::OnWriteDone(bool ok) {
-  // gRPC is done with the answer's bytes; the write token is still ours.
+  // Our reference to the answer's bytes goes (gRPC keeps its own while it
+  // sends them); the write token is still ours.
   answer_.Clear();
   Actions actions;
   {
