@@ -43,6 +43,14 @@ char* FreedBurst(std::vector<char*>* blocks) {
   return keep_top;
 }
 
+// Options for a trimmer the test drives look by look (no thread), reading
+// the work done from *frames.
+MemoryTrimmerOptions CountingLooks(const int64_t* frames) {
+  return {.period = absl::ZeroDuration(),
+          .min_free_bytes = int64_t{32} << 20,
+          .work_done = [frames] { return *frames; }};
+}
+
 TEST(MemoryTrimmerTest, GivesABurstBackAndLeavesASteadyHeapAlone) {
   if (kSanitized) GTEST_SKIP() << "glibc malloc only";
   std::vector<char*> blocks;
@@ -72,9 +80,7 @@ TEST(MemoryTrimmerTest, WaitsForTheLoadToFall) {
   const int64_t held = Resident();
 
   int64_t frames = 500;  // done before the trimmer starts: not its periods'
-  MemoryTrimmer trimmer({.period = absl::ZeroDuration(),
-                         .min_free_bytes = int64_t{32} << 20,
-                         .work_done = [&frames] { return frames; }});
+  MemoryTrimmer trimmer(CountingLooks(&frames));
   for (int64_t work : {1000, 1000, 800, 300}) {  // steady, then falling, not yet to a quarter
     frames += work;
     ASSERT_GE(trimmer.TrimIfWorthIt(), int64_t{64} << 20);
@@ -95,9 +101,7 @@ TEST(MemoryTrimmerTest, IdleIsQuietAndASteadyLoadStillGetsARareTrim) {
   std::vector<char*> blocks;
   char* keep_top = FreedBurst(&blocks);
   int64_t frames = 0;
-  MemoryTrimmer idle({.period = absl::ZeroDuration(),
-                      .min_free_bytes = int64_t{32} << 20,
-                      .work_done = [&frames] { return frames; }});
+  MemoryTrimmer idle(CountingLooks(&frames));
   int64_t held = Resident();
   const int64_t free_idle = idle.TrimIfWorthIt();
   ASSERT_GE(free_idle, int64_t{64} << 20);
@@ -107,9 +111,7 @@ TEST(MemoryTrimmerTest, IdleIsQuietAndASteadyLoadStillGetsARareTrim) {
   blocks.clear();
   keep_top = FreedBurst(&blocks);
   held = Resident();
-  MemoryTrimmer busy({.period = absl::ZeroDuration(),
-                      .min_free_bytes = int64_t{32} << 20,
-                      .work_done = [&frames] { return frames; }});
+  MemoryTrimmer busy(CountingLooks(&frames));
   for (int look = 1; look < 30; ++look) {
     frames += 1000;
     ASSERT_GE(busy.TrimIfWorthIt(), int64_t{64} << 20);
