@@ -94,6 +94,8 @@ class CudaStatsBackend : public StatsBackend {
                          DeviceBuffer<float>::FromHost(tiles_.params.data(), tiles_.params.size()));
     GMM_ASSIGN_OR_RETURN(single_tile_device_, DeviceBuffer<int32_t>::FromHost(tiles_.single_tile.data(),
                                                                               tiles_.single_tile.size()));
+    GMM_ASSIGN_OR_RETURN(tile_in_state_device_, DeviceBuffer<int32_t>::FromHost(tiles_.tile_in_state.data(),
+                                                                                tiles_.tile_in_state.size()));
     center_.assign(model.center().begin(), model.center().end());
     GMM_ASSIGN_OR_RETURN(center_device_, DeviceBuffer<float>::FromHost(center_.data(), center_.size()));
     GMM_RETURN_IF_ERROR(PrepareKernels(model, info));
@@ -103,6 +105,7 @@ class CudaStatsBackend : public StatsBackend {
     block_doubles_ = int64_t{tiles_.tile_gaussians} * row_doubles_;
     max_items_ = static_cast<int32_t>(std::clamp<int64_t>(
         options_.max_partial_bytes / (block_doubles_ * static_cast<int64_t>(sizeof(double))), 1, 1 << 30));
+    score_row_floats_ = kernel_ == train_cuda::StatsKernelChoice::kFp32 ? train_cuda::KeptScoreRowFloats(tiles_) : 0;
     shape_ = ModelShape::Of(model);
     has_model_ = true;
     return absl::OkStatus();
@@ -141,7 +144,10 @@ class CudaStatsBackend : public StatsBackend {
 
     // Plan every chunk first: the request's output rows size the pinned
     // buffer the statistics come back into (no zeroing, no regrowth).
-    const int64_t chunk = std::clamp<int64_t>(options_.max_chunk_pairs, train_cuda::kPairsPerTile, 1 << 30);
+    int64_t chunk = std::clamp<int64_t>(options_.max_chunk_pairs, train_cuda::kPairsPerTile, 1 << 30);
+    const int64_t kept_pairs = KeptChunkPairs();
+    if (kept_pairs > 0) chunk = std::min(chunk, kept_pairs);
+    keep_scores_ = kept_pairs > 0;
     std::vector<ChunkPlan> plans;
     int64_t total_rows = 0;
     for (int64_t begin = 0; begin < grouped.num_pairs; begin += chunk) {
@@ -180,7 +186,7 @@ class CudaStatsBackend : public StatsBackend {
     // 80% of what is free, less the scratch a request may still allocate
     // (pair arrays, partials and outputs at their bounds).
     const int64_t scratch = std::clamp<int64_t>(options_.max_chunk_pairs, 0, 1 << 30) * 16 +
-                            2 * options_.max_partial_bytes;
+                            2 * options_.max_partial_bytes + std::max<int64_t>(0, options_.max_score_bytes);
     return std::max<int64_t>(0, static_cast<int64_t>(0.8 * static_cast<double>(free_bytes)) - scratch);
   }
 
@@ -204,6 +210,16 @@ class CudaStatsBackend : public StatsBackend {
     return absl::OkStatus();
   }
 
+  // Pairs per chunk whose kept scores fit options_.max_score_bytes (a
+  // multiple of the pair tile), or 0 where scores are not kept: the
+  // tensor-core kernels, states of one tile only, or too few pairs.
+  int64_t KeptChunkPairs() const {
+    if (score_row_floats_ == 0 || options_.max_score_bytes <= 0) return 0;
+    const int64_t pairs = options_.max_score_bytes / (score_row_floats_ * static_cast<int64_t>(sizeof(float))) /
+                          train_cuda::kPairsPerTile * train_cuda::kPairsPerTile;
+    return pairs >= train_cuda::kMinKeptChunkPairs ? pairs : 0;
+  }
+
   absl::StatusOr<int> CtasPerSm(int dim) const {
     return kernel_ == train_cuda::StatsKernelChoice::kTf32x3
                ? train_cuda::TcStatsCtasPerSm(dim)
@@ -212,25 +228,25 @@ class CudaStatsBackend : public StatsBackend {
 
   // The log-sum-exp of every pair of the chunk's multi-tile states.
   absl::Status LaunchLogSums(const train_cuda::StatsModelView& model, const train_cuda::PairsView& pairs,
-                             const ChunkPlan& plan, cudaStream_t stream) {
+                             const ChunkPlan& plan, train_cuda::ScoresView scores, cudaStream_t stream) {
     const int num_lse_items = static_cast<int>(plan.lse_items.size());
     if (kernel_ == train_cuda::StatsKernelChoice::kTf32x3) {
       return train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(),
                                      lse_log_.data(), stream);
     }
     return train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(), lse_log_.data(),
-                                 stream);
+                                 stream, scores);
   }
 
   // One batch's statistics kernel.
   absl::Status LaunchStatistics(const train_cuda::StatsModelView& model, const train_cuda::PairsView& pairs,
-                                int num_items, cudaStream_t stream) {
+                                int num_items, train_cuda::ScoresView scores, cudaStream_t stream) {
     if (kernel_ == train_cuda::StatsKernelChoice::kTf32x3) {
       return train_cuda::LaunchTcStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
                                        partials_.data(), stream);
     }
     return train_cuda::LaunchStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
-                                   partials_.data(), stream, flush_tiles());
+                                   partials_.data(), stream, flush_tiles(), scores);
   }
 
   int flush_tiles() const {
@@ -261,6 +277,12 @@ class CudaStatsBackend : public StatsBackend {
     GMM_RETURN_IF_ERROR(EnsureCapacity(partials_, most_items * block_doubles_));
     GMM_RETURN_IF_ERROR(EnsureCapacity(outputs_, most_rows * row_doubles_));
     GMM_RETURN_IF_ERROR(EnsureCapacity(block_sums_, train_cuda::kLseSumBlocks));
+    train_cuda::ScoresView scores;
+    if (keep_scores_) {
+      GMM_RETURN_IF_ERROR(EnsureCapacity(scores_, count * score_row_floats_));
+      scores.data = scores_.data();
+      scores.row_floats = score_row_floats_;
+    }
 
     train_cuda::PairsView pairs;
     pairs.frames = frames.data();
@@ -274,17 +296,19 @@ class CudaStatsBackend : public StatsBackend {
       GMM_RETURN_IF_ERROR(Poison(lse_max_, count, stream));
       GMM_RETURN_IF_ERROR(Poison(lse_log_, count, stream));
       GMM_RETURN_IF_ERROR(Poison(block_sums_, train_cuda::kLseSumBlocks, stream));
+      if (keep_scores_) GMM_RETURN_IF_ERROR(Poison(scores_, count * score_row_floats_, stream));
     }
     train_cuda::StatsModelView model;
     model.tiles = tiles_device_.data();
     model.single_tile = single_tile_device_.data();
+    model.tile_in_state = tile_in_state_device_.data();
     model.center = center_device_.data();
     model.tc_tiles = kernel_ == train_cuda::StatsKernelChoice::kTf32x3 ? tc_tiles_device_.data() : nullptr;
     model.dim = shape_.dim;
     model.tile = tiles_.tile_gaussians;
 
     GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
-    GMM_RETURN_IF_ERROR(LaunchLogSums(model, pairs, plan, stream));
+    GMM_RETURN_IF_ERROR(LaunchLogSums(model, pairs, plan, scores, stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -292,7 +316,7 @@ class CudaStatsBackend : public StatsBackend {
         GMM_RETURN_IF_ERROR(Poison(partials_, batch.items.size() * block_doubles_, stream));
         GMM_RETURN_IF_ERROR(Poison(outputs_, batch.rows * row_doubles_, stream));
       }
-      GMM_RETURN_IF_ERROR(LaunchStatistics(model, pairs, static_cast<int>(batch.items.size()), stream));
+      GMM_RETURN_IF_ERROR(LaunchStatistics(model, pairs, static_cast<int>(batch.items.size()), scores, stream));
       GMM_RETURN_IF_ERROR(train_cuda::LaunchReducePartials(partials_.data(), ranges_.data(),
                                                            static_cast<int>(batch.outputs.size()),
                                                            tiles_.tile_gaussians, row_doubles_, outputs_.data(),
@@ -338,6 +362,7 @@ class CudaStatsBackend : public StatsBackend {
   std::vector<float> center_;
   DeviceBuffer<float> tiles_device_;
   DeviceBuffer<int32_t> single_tile_device_;
+  DeviceBuffer<int32_t> tile_in_state_device_;
   DeviceBuffer<float> center_device_;
   train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
   DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
@@ -345,6 +370,8 @@ class CudaStatsBackend : public StatsBackend {
   int row_doubles_ = 0;
   int64_t block_doubles_ = 0;
   int32_t max_items_ = 1;
+  int64_t score_row_floats_ = 0;  // KeptScoreRowFloats for the fp32 kernels, else 0
+  bool keep_scores_ = false;      // this request's chunks keep their scores
 
   // Scratch, grown on demand and kept between calls.
   DeviceBuffer<PairRecord> records_;
@@ -356,6 +383,7 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<double> partials_;
   DeviceBuffer<double> outputs_;
   DeviceBuffer<double> block_sums_;
+  DeviceBuffer<float> scores_;  // kept scores of one chunk
   PinnedBuffer<PairRecord> host_records_;  // the request's pairs, grouped
   PinnedBuffer<double> pending_;  // statistics rows back from the device
   std::vector<PendingRows> pending_rows_;

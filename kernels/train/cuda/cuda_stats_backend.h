@@ -13,7 +13,8 @@
 // centred scoring form, each 64-pair tile's moments (of raw features) in float32, everything
 // beyond in float64, added in an order fixed by the request and the device
 // (the same bits every run on one GPU model). Pairs are processed in device
-// chunks of at most options.max_chunk_pairs, so device scratch stays
+// chunks of at most options.max_chunk_pairs (fewer where the chunk's kept
+// scores must fit options.max_score_bytes), so device scratch stays
 // bounded whatever the request's size; statistics are added to *stats only
 // once the whole request succeeded.
 //
@@ -43,6 +44,11 @@ struct CudaStatsOptions {
   // Bytes of float64 partial sums per statistics launch (a launch of more
   // work items is split).
   int64_t max_partial_bytes = train_cuda::kDefaultMaxPartialBytes;
+  // Bytes of kept scores (stats_policy.h) per chunk: the chunk of pairs
+  // shrinks so that its scores fit. 0, or too little for
+  // kMinKeptChunkPairs pairs of the model's largest state: the statistics
+  // kernel scores again instead (the tensor-core kernels always do).
+  int64_t max_score_bytes = train_cuda::kDefaultMaxScoreBytes;
   // Tests: fill every device scratch buffer with NaN before it is used, so
   // an element a kernel fails to write shows in the statistics.
   bool poison_scratch = false;

@@ -334,6 +334,70 @@ TEST(CudaStatsBackendTest, OtherSumVariantDeterministicAndDriftFree) {
   ExpectClose("flush_drift_D39_M8_T1e7", got, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
 }
 
+// --- Kept scores against scoring again. -----------------------------------
+
+// Statistics of `pairs` through a fresh float32-kernel backend of `options`.
+GmmStats CudaStats(const DiagGmmModel& model, const FloatMatrix& frames, const std::vector<StatsPair>& pairs,
+                   CudaStatsOptions options) {
+  options.kernel = train_cuda::StatsKernelChoice::kFp32;
+  auto cuda = NewCuda(options);
+  GmmStats stats = GmmStats::ForModel(model);
+  if (cuda == nullptr) return stats;
+  EXPECT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  EXPECT_TRUE(block.ok()) << block.status();
+  if (block.ok()) EXPECT_TRUE(cuda->Accumulate(**block, pairs, &stats).ok());
+  return stats;
+}
+
+// The statistics kernel reading the LSE kernel's scores gets the bits it
+// gets by scoring again (both kernels score with the same code): global
+// GMMs and an alignment of single- and multi-tile states, chunks cut by the
+// pair bound and by the score budget, both accumulation variants. Scratch
+// is poisoned, so a score the LSE kernel did not write shows as NaN.
+TEST(CudaStatsBackendTest, KeptScoresEqualScoringAgainBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel big = Model(1, 2048, 2048, 39, 31);
+  const FloatMatrix big_frames = DrawModelFrames(big, 90001, 17);
+  const DiagGmmModel odd = Model(1, 200, 200, 40, 32);  // 4 tiles, the last mostly padding
+  const FloatMatrix odd_frames = DrawModelFrames(odd, 70001, 18);
+  const DiagGmmModel hmm = Model(40, 1, 200, 13, 33);
+  const FloatMatrix hmm_frames = DrawModelFrames(hmm, 50000, 19);
+  const std::vector<StatsPair> pairs = Alignment(50000, 40, {2}, 8);
+  for (int flush : {0, train_cuda::kStatsFlushTilesAlt}) {
+    CudaStatsOptions rescore;
+    rescore.flush_tiles = flush;
+    rescore.max_score_bytes = 0;
+    CudaStatsOptions kept = rescore;
+    kept.max_score_bytes = train_cuda::kDefaultMaxScoreBytes;
+    CudaStatsOptions kept_small = rescore;  // chunks of the minimum 32768 pairs: 90001 = 2 x 32768 + 24465
+    kept_small.max_score_bytes = train_cuda::kMinKeptChunkPairs * 2048 * 4;
+    CudaStatsOptions kept_cut = kept;  // chunks cut by the pair bound, mid-tile
+    kept_cut.max_chunk_pairs = 20000;
+    const GmmStats want = CudaStats(big, big_frames, {}, rescore);
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept), want);
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_small), want);
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_cut), want);
+    ExpectBitIdentical(CudaStats(odd, odd_frames, {}, kept_cut), CudaStats(odd, odd_frames, {}, rescore));
+    ExpectBitIdentical(CudaStats(hmm, hmm_frames, pairs, kept_cut), CudaStats(hmm, hmm_frames, pairs, rescore));
+  }
+}
+
+// Scoring again (a budget just too small for kMinKeptChunkPairs pairs of
+// kept scores, or none) is still right against the float64 reference.
+TEST(CudaStatsBackendTest, ScoringAgainMatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  CudaStatsOptions rescore;
+  rescore.kernel = train_cuda::StatsKernelChoice::kFp32;
+  rescore.max_score_bytes = train_cuda::kMinKeptChunkPairs * 2048 * 4 - 1;
+  const DiagGmmModel big = Model(1, 2048, 2048, 39, 34);
+  CheckAgainstReference("rescore_global_D39_M2048", big, DrawModelFrames(big, 20000, 20), {}, 1, rescore);
+  rescore.max_score_bytes = 0;  // (the bound above would keep the scores of states of 300)
+  const DiagGmmModel hmm = Model(30, 1, 300, 40, 35);
+  CheckAgainstReference("rescore_alignment_D40_S30", hmm, DrawModelFrames(hmm, 20000, 21),
+                        Alignment(20000, 30, {5}, 9), 1, rescore);
+}
+
 // --- Determinism: the same request gives the same bits. -------------------
 
 void ExpectBitIdentical(const GmmStats& a, const GmmStats& b) {

@@ -56,6 +56,7 @@ ABSL_FLAG(bool, estep, true, "Machlica's E-step row (3,125,506 x 40 x 2048)");
 ABSL_FLAG(std::string, csv, "", "also write the CSV here");
 ABSL_FLAG(std::string, kernel_gaussians, "64,2048", "Gaussian counts of the per-kernel timings (empty: skip)");
 ABSL_FLAG(bool, flush_rows, true, "also time the global and alignment rows with the other accumulation variant");
+ABSL_FLAG(bool, rescore_rows, true, "also time the global rows and E-step with scores recomputed, not kept");
 
 namespace gmmscore {
 namespace {
@@ -138,7 +139,10 @@ DiagGmmModel MakeModel(int states, int min_gaussians, int max_gaussians, int dim
 // items per resident CTA: where the time goes, and whether the tile choice
 // and kItemsPerResidentCta are good ones.
 // tc: the tensor-core kernels instead (tile 64; flush is ignored).
-void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush, bool tc) {
+// kept: the LSE kernel keeps every score for the statistics kernel (all the
+// frames' scores at once: frames x gaussians floats of device memory).
+void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush, bool tc,
+                 bool kept) {
   using namespace train_cuda;
   if (!StatsShapeSupported(dim, tile) || (tc && !TcStatsShapeSupported(dim, tile))) return;
   const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
@@ -147,6 +151,10 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
   const std::vector<float> center(model.center().begin(), model.center().end());
   auto d_tiles = DeviceBuffer<float>::FromHost(tiles.params.data(), tiles.params.size());
   auto d_single = DeviceBuffer<int32_t>::FromHost(tiles.single_tile.data(), tiles.single_tile.size());
+  auto d_in_state = DeviceBuffer<int32_t>::FromHost(tiles.tile_in_state.data(), tiles.tile_in_state.size());
+  const int64_t score_row = kept ? KeptScoreRowFloats(tiles) : 0;
+  if (kept && score_row == 0) return;
+  auto d_scores = DeviceBuffer<float>::Allocate(std::max<int64_t>(1, frames * score_row));
   auto d_center = DeviceBuffer<float>::FromHost(center.data(), center.size());
   auto d_frames = DeviceBuffer<float>::FromHost(data.data(), static_cast<size_t>(frames * dim));
   auto d_max = DeviceBuffer<float>::Allocate(frames);
@@ -155,12 +163,13 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
   const std::vector<float> tc_tiles = tc ? BuildTcTiles(tiles) : std::vector<float>(1);
   auto d_tc_tiles = DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size());
   if (!d_tiles.ok() || !d_single.ok() || !d_center.ok() || !d_frames.ok() || !d_max.ok() || !d_log.ok() ||
-      !ctas.ok() || !d_tc_tiles.ok()) {
+      !ctas.ok() || !d_tc_tiles.ok() || !d_in_state.ok() || !d_scores.ok()) {
     std::fprintf(stderr, "kernel timing setup failed\n");
     return;
   }
   const StatsModelView view{d_tiles->data(), d_single->data(), d_center->data(), dim, tile,
-                            tc ? d_tc_tiles->data() : nullptr};
+                            tc ? d_tc_tiles->data() : nullptr, d_in_state->data()};
+  const ScoresView scores{kept ? d_scores->data() : nullptr, score_row};
   PairsView pairs;
   pairs.frames = d_frames->data();
   const GroupedPairs grouped = GroupStatsPairs({}, frames, 1, {});
@@ -186,14 +195,14 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
       const int lse_items = static_cast<int>(plan.lse_items.size());
       absl::Status status =
           tc ? LaunchTcLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr)
-             : LaunchLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr);
+             : LaunchLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr, scores);
       cudaEventRecord(marks[1]);
       if (status.ok()) {
         const int items = static_cast<int>(batch.items.size());
         status = tc ? LaunchTcStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
                                     d_partials->data(), nullptr)
                     : LaunchStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
-                                  d_partials->data(), nullptr, flush);
+                                  d_partials->data(), nullptr, flush, scores);
       }
       cudaEventRecord(marks[2]);
       if (status.ok()) {
@@ -224,35 +233,41 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
       std::fflush(stdout);
       continue;
     }
-    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse CTAs): "
-                "lse %.3f ms, stats %.3f ms, reduce %.3f ms; lse %.1f%% and stats %.1f%% of fp32 peak by their own "
-                "FMA count\n",
-                dim, gaussians, static_cast<long long>(frames), tile, flush, *ctas, per_cta, batch.items.size(),
-                plan.lse_items.size(),
-                ms[0], ms[1], ms[2],
+    // The statistics kernel's own FMAs: the tile GEMM's 2D, and 2D more
+    // for scoring unless the scores are kept.
+    const int stats_fmas = kept ? 2 * dim : 4 * dim;
+    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d kept=%d (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse "
+                "CTAs): lse %.3f ms, stats %.3f ms, reduce %.3f ms; lse %.1f%% and stats %.1f%% of fp32 peak by "
+                "their own FMA count\n",
+                dim, gaussians, static_cast<long long>(frames), tile, flush, kept ? 1 : 0, *ctas, per_cta,
+                batch.items.size(), plan.lse_items.size(), ms[0], ms[1], ms[2],
                 ms[0] > 0 ? 100.0 * flops_per * 4 * dim / (ms[0] * 1e-3) / device.peak_flops : 0.0,
-                100.0 * flops_per * 2 * (2 * dim + 2 * dim) / (ms[1] * 1e-3) / device.peak_flops);
+                100.0 * flops_per * 2 * stats_fmas / (ms[1] * 1e-3) / device.peak_flops);
     std::fflush(stdout);
   }
   for (cudaEvent_t& mark : marks) cudaEventDestroy(mark);
 }
 
 int Main() {
-  CudaStatsOptions fp32_options, alt_options, tc_options;
-  fp32_options.kernel = alt_options.kernel = train_cuda::StatsKernelChoice::kFp32;
+  CudaStatsOptions fp32_options, alt_options, tc_options, rescore_options;
+  fp32_options.kernel = alt_options.kernel = rescore_options.kernel = train_cuda::StatsKernelChoice::kFp32;
+  rescore_options.max_score_bytes = 0;
   alt_options.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   tc_options.kernel = train_cuda::StatsKernelChoice::kTf32x3;
   auto created = CreateCudaStatsBackend(0, fp32_options);
   auto created_alt = CreateCudaStatsBackend(0, alt_options);
   auto created_tc = CreateCudaStatsBackend(0, tc_options);
-  if (!created.ok() || !created_alt.ok() || !created_tc.ok()) {
+  auto created_rescore = CreateCudaStatsBackend(0, rescore_options);
+  if (!created.ok() || !created_alt.ok() || !created_tc.ok() || !created_rescore.ok()) {
     std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
     return 1;
   }
   StatsBackend& backend = **created;
   StatsBackend& alt = **created_alt;
   StatsBackend& tc = **created_tc;
+  StatsBackend& rescore = **created_rescore;
   const bool flush_rows = absl::GetFlag(FLAGS_flush_rows);
+  const bool rescore_rows = absl::GetFlag(FLAGS_rescore_rows);
   const bool tc_rows = train_cuda::TcStatsShapeSupported(absl::GetFlag(FLAGS_dim), train_cuda::kTcTile);
 
   const std::string alt_suffix = "_flush" + std::to_string(alt_options.flush_tiles);
@@ -285,6 +300,13 @@ int Main() {
     auto block = backend.LoadFrames(data.view());
     if (!block.ok()) return 1;
     emit({"global", dim, gaussians, 1, frames, TimeAccumulate(backend, **block, {}, model, 1)});
+    if (rescore_rows) {
+      block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
+      if (!rescore.SetModel(model).ok()) return 1;
+      auto rescore_block = rescore.LoadFrames(data.view());
+      if (!rescore_block.ok()) return 1;
+      emit({"global_rescore", dim, gaussians, 1, frames, TimeAccumulate(rescore, **rescore_block, {}, model, 1)});
+    }
     if (flush_rows) {
       block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
       if (!alt.SetModel(model).ok()) return 1;
@@ -343,12 +365,14 @@ int Main() {
   // of several GPUs) the float32 kernels on every GPU, frames sharded.
   int devices = 0;
   cudaGetDeviceCount(&devices);
-  for (const std::string suffix : {std::string(""), std::string("_tf32x3"),
+  for (const std::string suffix : {std::string(""), std::string("_rescore"), std::string("_tf32x3"),
                                    "_fp32_" + std::to_string(devices) + "gpus"}) {
     if (!absl::GetFlag(FLAGS_estep)) break;
     const bool sharded = suffix.find("gpus") != std::string::npos;
     if (sharded && devices < 2) continue;
+    if (suffix == "_rescore" && !rescore_rows) continue;
     CudaStatsOptions estep_options;
+    if (suffix == "_rescore") estep_options.max_score_bytes = 0;
     estep_options.kernel =
         suffix == "_tf32x3" ? train_cuda::StatsKernelChoice::kTf32x3 : train_cuda::StatsKernelChoice::kFp32;
     constexpr int64_t kFrames = 3'125'506;
@@ -396,12 +420,13 @@ int Main() {
 
   for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_kernel_gaussians), ',', absl::SkipEmpty())) {
     int gaussians = 0;
+    if (!absl::SimpleAtoi(text, &gaussians)) continue;
     for (int tile : {64, 32}) {
       for (int flush : {0, train_cuda::kStatsFlushTilesAlt}) {
-        if (absl::SimpleAtoi(text, &gaussians)) TimeKernels(device, dim, gaussians, frames, tile, flush, false);
+        for (bool kept : {false, true}) TimeKernels(device, dim, gaussians, frames, tile, flush, false, kept);
       }
     }
-    if (absl::SimpleAtoi(text, &gaussians)) TimeKernels(device, dim, gaussians, frames, 64, 0, true);
+    TimeKernels(device, dim, gaussians, frames, 64, 0, true, false);
   }
 
   if (const std::string path = absl::GetFlag(FLAGS_csv); !path.empty()) {

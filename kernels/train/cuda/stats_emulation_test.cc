@@ -187,6 +187,7 @@ struct Bounds {
   int32_t max_items = 1 << 20;
   int flush_tiles = 0;  // the statistics kernel's accumulation variant
   bool tensor_cores = false;  // stats_tc_kernels.cuh instead (tile 64)
+  bool keep_scores = false;   // the LSE kernel keeps the scores, the statistics kernel reads them
 };
 
 // The backend's Accumulate, with emulated launches.
@@ -202,7 +203,8 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
       GroupStatsPairs(pairs, frames.rows(), num_states * num_sets, absl::MakeSpan(storage));
   const std::vector<float> tc_tiles = bounds.tensor_cores ? BuildTcTiles(tiles) : std::vector<float>();
   const StatsModelView view{tiles.params.data(), tiles.single_tile.data(), center.data(), dim, tile,
-                            bounds.tensor_cores ? tc_tiles.data() : nullptr};
+                            bounds.tensor_cores ? tc_tiles.data() : nullptr, tiles.tile_in_state.data()};
+  const int64_t score_row = bounds.keep_scores ? KeptScoreRowFloats(tiles) : 0;
   const int row_doubles = StatsRowDoubles(dim);
   const int64_t block_doubles = int64_t{tile} * row_doubles;
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -216,15 +218,17 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
     pv.first_frame = begin;
     if (!grouped.identity) pv.records = grouped.records + begin;
     std::vector<float> lse_max(end - begin, nan), lse_log(end - begin, nan);
+    std::vector<float> kept((end - begin) * score_row, nan);
+    const ScoresView scores{score_row > 0 ? kept.data() : nullptr, score_row};
     if (bounds.tensor_cores) {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_tc_detail::TcLseSharedFloats(dim), TcLseKernel,
              view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
     } else if (tile == 64) {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 64), LseKernel<64>,
-             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data(), scores);
     } else {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 32), LseKernel<32>,
-             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data(), scores);
     }
     for (const StatsBatch& batch : plan.batches) {
       std::vector<double> partials(batch.items.size() * block_doubles, std::nan(""));
@@ -248,11 +252,11 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
         const size_t bytes = 4 * stats_detail::StatsSharedFloats(dim, kTile, kColumns);
         if (bounds.flush_tiles == 0) {
           Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, 0>, view, pv,
-                 batch.items.data(), lse_max.data(), lse_log.data(), partials.data());
+                 batch.items.data(), lse_max.data(), lse_log.data(), partials.data(), scores);
         } else {
           ASSERT_EQ(bounds.flush_tiles, kStatsFlushTilesAlt);
           Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, kStatsFlushTilesAlt>,
-                 view, pv, batch.items.data(), lse_max.data(), lse_log.data(), partials.data());
+                 view, pv, batch.items.data(), lse_max.data(), lse_log.data(), partials.data(), scores);
         }
         });
       }
@@ -306,7 +310,9 @@ void Check(const std::string& name, const DiagGmmModel& model, const FloatMatrix
   const double mean = NormwiseError(got.mean_acc, want->mean_acc);
   const double var = NormwiseError(got.var_acc, want->var_acc);
   const double loglike = std::fabs(got.total_loglike - want->total_loglike) / std::max(1.0, std::fabs(want->total_loglike));
-  std::printf("emulated_error %-28s tile %d flush %d tc %d occ %.3g mean %.3g var %.3g loglike %.3g\n", name.c_str(), tile, bounds.flush_tiles, bounds.tensor_cores ? 1 : 0, occ, mean, var, loglike);
+  std::printf("emulated_error %-28s tile %d flush %d tc %d kept %d occ %.3g mean %.3g var %.3g loglike %.3g\n",
+              name.c_str(), tile, bounds.flush_tiles, bounds.tensor_cores ? 1 : 0, bounds.keep_scores ? 1 : 0, occ,
+              mean, var, loglike);
   EXPECT_LE(occ, 2e-5) << name;
   EXPECT_LE(mean, 2e-5) << name;
   EXPECT_LE(var, 2e-5) << name;
@@ -374,6 +380,38 @@ TEST(StatsEmulationTest, FlushVariantOverLongItems) {
       Check("long_items_D" + std::to_string(dim), model, frames, {}, 1, 32, {.target_items = 2, .flush_tiles = flush});
     }
   }
+}
+
+// Kept scores: the statistics kernel reads what the LSE kernel wrote (NaN
+// wherever it did not), for multi-tile states of a global GMM and of an
+// alignment beside single-tile ones, over chunks and items of many tiles.
+// The same bits as scoring again, since both kernels score alike.
+TEST(StatsEmulationTest, KeptScoresGiveTheSameStatistics) {
+  // (Each emulated CTA is 256 threads: the shapes are few and small.)
+  const DiagGmmModel global = Model(1, 100, 100, 13, 21);
+  const FloatMatrix frames = DrawModelFrames(global, 200, 6);
+  for (const auto& [tile, flush] : {std::pair{64, 0}, std::pair{64, kStatsFlushTilesAlt}, std::pair{32, 0}}) {
+    const Bounds rescored{.chunk = 130, .target_items = 5, .flush_tiles = flush};
+    Bounds kept = rescored;
+    kept.keep_scores = true;
+    const GmmStats a = EmulatedStats(global, frames, {}, 1, tile, rescored);
+    const GmmStats b = EmulatedStats(global, frames, {}, 1, tile, kept);
+    EXPECT_EQ(a.occupancy, b.occupancy) << tile << " " << flush;
+    EXPECT_EQ(a.mean_acc, b.mean_acc) << tile << " " << flush;
+    EXPECT_EQ(a.var_acc, b.var_acc) << tile << " " << flush;
+    EXPECT_EQ(a.total_loglike, b.total_loglike) << tile << " " << flush;
+  }
+  const DiagGmmModel model = Model(6, 1, 140, 13, 9);
+  const FloatMatrix hmm_frames = DrawModelFrames(model, 200, 4);
+  std::mt19937 random(3);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < 200; ++t) {
+    if (t % 5 == 0) continue;
+    const float weight = random() % 4 == 0 ? 0.0f : 0.5f + static_cast<float>(random() % 100) / 100.0f;
+    pairs.push_back({t, (random() % 3 == 0 ? 6 : 0) + static_cast<int>(random() % 6), weight});
+  }
+  Check("kept_pairs_D13_S6_K2", model, hmm_frames, pairs, 2, 64,
+        {.chunk = 100, .target_items = 3, .max_items = 4, .keep_scores = true});
 }
 
 // The tensor-core kernels: every instance (4, 8, 11 k-steps), single- and

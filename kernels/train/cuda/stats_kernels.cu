@@ -93,13 +93,13 @@ absl::StatusOr<int> StatsCtasPerSm(int dim, int tile_gaussians, int flush_tiles)
 }
 
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
-                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream) {
+                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores) {
   if (num_items == 0) return absl::OkStatus();
   if (!StatsShapeSupported(model.dim, model.tile)) return absl::InvalidArgumentError("unsupported statistics shape");
   auto launch = [&](auto kernel, int tile) -> absl::Status {
     const size_t bytes = sizeof(float) * stats_detail::LseSharedFloats(model.dim, tile);
     GMM_RETURN_IF_ERROR(AllowDynamicSharedMemory(reinterpret_cast<const void*>(kernel), bytes));
-    kernel<<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max, lse_log);
+    kernel<<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max, lse_log, scores);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch log-sum-exp kernel");
     return absl::OkStatus();
   };
@@ -108,12 +108,12 @@ absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, cons
 
 absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                          int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
-                         int flush_tiles) {
+                         int flush_tiles, ScoresView scores) {
   if (num_items == 0) return absl::OkStatus();
   return DispatchStats(model.dim, model.tile, flush_tiles, [&](auto tile, auto columns, auto flush) -> absl::Status {
     GMM_ASSIGN_OR_RETURN(const size_t bytes, (PrepareStats<GMM_STATS_INSTANCE>(model.dim)));
     StatsKernel<GMM_STATS_INSTANCE><<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max,
-                                                                                lse_log, partials);
+                                                                                lse_log, partials, scores);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch statistics kernel");
     return absl::OkStatus();
   });

@@ -1,8 +1,10 @@
 // The CUDA statistics kernels: per pair, the log-sum-exp over its state's
 // Gaussians (LseKernel), then per (pair range, Gaussian tile) item the
-// posteriors and their float64 sums (StatsKernel), never materialising the
-// pairs x Gaussians matrix. Launched by stats_kernels.cu; tile shapes in
-// stats_policy.h, work items in stats_work.h.
+// posteriors and their float64 sums (StatsKernel). The posterior matrix is
+// never written; with kept scores (ScoresView, stats_policy.h) the LSE
+// kernel writes the chunk's scores, a bounded scratch, and the statistics
+// kernel reads them instead of scoring again. Launched by stats_kernels.cu;
+// tile shapes in stats_policy.h, work items in stats_work.h.
 //
 // Scoring (both kernels, the same code so the same scores): a tile of 64
 // pairs, y = x - c centred while staged into shared memory as [dim][pair],
@@ -12,6 +14,7 @@
 // 8S FFMAs as loglik = K + sum_d y (u + v y) (two FMAs per term, no y^2).
 //
 // Statistics (StatsKernel), per 64-pair tile:
+//   the scores: kept ones loaded, or the tile scored as above;
 //   gamma = w exp(score - lse) into shared memory [Gaussian][pair];
 //   occupancy: each thread's 4 pairs summed, then across the 16 threads of
 //     the same Gaussians by warp shuffle;
@@ -104,6 +107,27 @@ __device__ __forceinline__ float* DynamicShared() {
   extern __shared__ float4 shared4[];
   return reinterpret_cast<float*>(shared4);
 }
+
+// Kept scores are written once and read once: streaming (evict-first)
+// accesses, so they do not push the frames and parameter tiles out of L2.
+template <int N>
+__device__ __forceinline__ void StreamStore(float* p, const float (&v)[N]) {
+  if constexpr (N == 4) {
+    __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+  } else {
+    __stcs(reinterpret_cast<float2*>(p), make_float2(v[0], v[1]));
+  }
+}
+template <int N>
+__device__ __forceinline__ void StreamLoad(const float* p, float (&out)[N]) {
+  if constexpr (N == 4) {
+    const float4 v = __ldcs(reinterpret_cast<const float4*>(p));
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else {
+    const float2 v = __ldcs(reinterpret_cast<const float2*>(p));
+    out[0] = v.x, out[1] = v.y;
+  }
+}
 #else
 // Host emulation (stats_emulation_test.cc defines EmulatedExp and friends):
 // the kernels' indexing checked on a machine without a GPU.
@@ -114,6 +138,14 @@ inline void CopyAsync(float* shared, const float* global, int floats, int thread
 template <int kPending>
 inline void WaitAsync() {}
 inline float* DynamicShared() { return EmulatedShared(); }
+template <int N>
+inline void StreamStore(float* p, const float (&v)[N]) {
+  for (int i = 0; i < N; ++i) p[i] = v[i];
+}
+template <int N>
+inline void StreamLoad(const float* p, float (&out)[N]) {
+  for (int i = 0; i < N; ++i) out[i] = p[i];
+}
 #endif
 
 // Pair `pair` of the chunk: its frame and weight (one 8-byte load).
@@ -221,6 +253,32 @@ __device__ __forceinline__ void AddToLogSum(const float (&score)[N], float& max,
   max = larger;
 }
 
+// Kept scores (ScoresView) of a thread's 4 pairs x S Gaussians: pairs
+// first_pair + 4 pg + q of the chunk, columns `column` + S sgg + i of their
+// rows; pairs at or beyond `n` (past the tile's end) are skipped, and load
+// as 0 (their posteriors are 0 by select).
+template <int kS>
+__device__ __forceinline__ void StoreScores(const ScoresView& scores, int64_t first_pair, int n, int64_t column,
+                                            int pg, int sgg, const float (&score)[4][kS]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if (4 * pg + q < n) StreamStore(scores.data + (first_pair + 4 * pg + q) * scores.row_floats + column + sgg * kS, score[q]);
+  }
+}
+template <int kS>
+__device__ __forceinline__ void LoadScores(const ScoresView& scores, int64_t first_pair, int n, int64_t column,
+                                           int pg, int sgg, float (&score)[4][kS]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if (4 * pg + q < n) {
+      StreamLoad(scores.data + (first_pair + 4 * pg + q) * scores.row_floats + column + sgg * kS, score[q]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kS; ++i) score[q][i] = 0.0f;
+    }
+  }
+}
+
 // Merges the kScoreGroups partial (max, sum) of one pair, kPairsPerTile
 // apart, in a fixed order: lse = max + log.
 __device__ __forceinline__ void CombineLogSums(const float* red_max, const float* red_sum, float& max,
@@ -246,7 +304,7 @@ __device__ __forceinline__ void CombineLogSums(const float* red_max, const float
 template <int kTile>
 __global__ void __launch_bounds__(kStatsThreads, 3)
     LseKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
-              float* __restrict__ lse_max, float* __restrict__ lse_log) {
+              float* __restrict__ lse_max, float* __restrict__ lse_log, const ScoresView scores) {
   using namespace stats_detail;
   constexpr int kS = kTile / 16;
   float* shared = DynamicShared();
@@ -283,6 +341,7 @@ __global__ void __launch_bounds__(kStatsThreads, 3)
     __syncthreads();  // tile j (and, at j = 0, the staged frames) visible to all
     float score[4][kS];
     ScoreTile<kTile>((j & 1) ? buffer1 : buffer0, y, dim, pg, sgg, score);
+    if (scores.data != nullptr) StoreScores(scores, item.pair_begin, n, int64_t{j} * kTile, pg, sgg, score);
 #pragma unroll
     for (int q = 0; q < 4; ++q) AddToLogSum(score[q], run_max[q], run_sum[q]);
     __syncthreads();  // all done with this buffer before iteration j + 1 refills it
@@ -323,7 +382,8 @@ constexpr int StatsMinBlocks(int tile, int columns, int flush_tiles) {
 template <int kTile, int kColumns, int kFlushTiles>
 __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns, kFlushTiles))
     StatsKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
-                float* __restrict__ lse_max, float* __restrict__ lse_log, double* __restrict__ partials) {
+                float* __restrict__ lse_max, float* __restrict__ lse_log, double* __restrict__ partials,
+                const ScoresView scores) {
   using namespace stats_detail;
   constexpr int kS = kTile / 16;
   constexpr int kGroups = ColumnGroups(kTile);
@@ -346,6 +406,10 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
   const int cg = t % kGroups, gg = t / kGroups;
   const bool fused = model.single_tile[item.tile] != 0;
+  // Scores the LSE kernel kept (a multi-tile state's): read, not recomputed,
+  // and x~ staged before the posteriors (scoring does not need xt then).
+  const bool kept = scores.data != nullptr && !fused;
+  const int64_t score_column = kept ? int64_t{model.tile_in_state[item.tile]} * kTile : 0;
   const int row_doubles = 1 + 2 * dim;
   double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
   CopyAsync(tile, model.tiles + static_cast<int64_t>(item.tile) * tile_floats, tile_floats, t);
@@ -412,11 +476,15 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
     __syncthreads();  // the previous tile's GEMM is done with xt, gam and the pair arrays
     LoadPairArrays(pairs, pb, n, fused, lse_max, lse_log, frame_s, weight_s, max_s, log_s, t);
     __syncthreads();
-    StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
-    __syncthreads();
-
     float score[4][kS];
-    ScoreTile<kTile>(tile, xt, dim, pg, sgg, score);
+    if (kept) {
+      LoadScores(scores, pb, n, score_column, pg, sgg, score);
+      StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
+    } else {
+      StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
+      __syncthreads();
+      ScoreTile<kTile>(tile, xt, dim, pg, sgg, score);
+    }
 
     if (fused) {  // the whole state is in this tile: its log-sum-exp here
       float* red_max = gam;  // gam is free until the posteriors are stored
@@ -466,9 +534,11 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
       *reinterpret_cast<float4*>(gam + (sgg * kS + i) * kPairPitch + 4 * pg) =
           make_float4(gamma[0][i], gamma[1][i], gamma[2][i], gamma[3][i]);
     }
-    __syncthreads();  // scoring is done with xt, the posteriors are in gam
-    StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
-    __syncthreads();
+    __syncthreads();  // the posteriors are in gam (and, kept, x~ in xt); scoring is done with xt
+    if (!kept) {
+      StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
+      __syncthreads();
+    }
 
     // The tile GEMM over the valid pairs, four at a time.
     const float* grow = gam + 4 * gg * kPairPitch;

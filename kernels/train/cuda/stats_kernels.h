@@ -32,6 +32,15 @@ struct StatsModelView {
   // The tensor-core kernels' tiles (BuildTcTiles): num_tiles x kTcTile x
   // TcCols(dim); null when the model was set up for the float32 kernels.
   const float* tc_tiles = nullptr;
+  const int32_t* tile_in_state = nullptr;  // per tile: its index among its state's tiles
+};
+
+// Kept scores (stats_policy.h): pair p's score under Gaussian g of its state
+// at data[p * row_floats + g] (p relative to the chunk, g counting the
+// state's padding). Null data: the statistics kernel scores again.
+struct ScoresView {
+  float* data = nullptr;
+  int64_t row_floats = 0;
 };
 
 // The chunk's pairs on the device. Pair i (relative to the chunk) reads
@@ -64,16 +73,19 @@ absl::Status LaunchTcLse(const StatsModelView& model, const PairsView& pairs, co
 absl::Status LaunchTcStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                            int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream);
 
-// lse_max[p], lse_log[p] (lse = max + log) of every pair of `items`.
+// lse_max[p], lse_log[p] (lse = max + log) of every pair of `items`, and
+// with scores.data every score of those pairs (the statistics kernel's).
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
-                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream);
+                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream,
+                       ScoresView scores = {});
 
 // partials[item.slot] = the float64 sums (tile x StatsRowDoubles(dim)) of
-// each item; reads lse_max/lse_log of pairs of
-// multi-tile states, writes them for single-tile states.
+// each item; reads lse_max/lse_log of pairs of multi-tile states (and with
+// scores.data their scores, as LaunchLse wrote them), writes them for
+// single-tile states.
 absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                          int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
-                         int flush_tiles = kStatsFlushTiles);
+                         int flush_tiles = kStatsFlushTiles, ScoresView scores = {});
 
 // For each output o: rows [out_row, out_row + rows) of `out` (row_doubles
 // each) = the sum over slots ranges[o] (in order) of the partials' first

@@ -90,6 +90,7 @@ StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile) {
     const int count = static_cast<int>(CeilDiv(model.num_gaussians_in_state(s), tile));
     tiles.state_first_tile.push_back(tiles.state_first_tile.back() + count);
     tiles.single_tile.insert(tiles.single_tile.end(), count, count == 1 ? 1 : 0);
+    for (int k = 0; k < count; ++k) tiles.tile_in_state.push_back(k);
   }
   const int64_t tile_floats = TileFloats(dim, tile);
   tiles.params.assign(static_cast<size_t>(tiles.num_tiles() * tile_floats), 0.0f);
@@ -117,6 +118,15 @@ StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile) {
     }
   }
   return tiles;
+}
+
+int64_t KeptScoreRowFloats(const StatsTiles& tiles) {
+  int64_t most = 0;
+  for (size_t s = 0; s + 1 < tiles.state_first_tile.size(); ++s) {
+    const int64_t count = tiles.state_first_tile[s + 1] - tiles.state_first_tile[s];
+    if (count > 1) most = std::max(most, count * tiles.tile_gaussians);
+  }
+  return most;
 }
 
 std::vector<float> BuildTcTiles(const StatsTiles& tiles) {

@@ -68,11 +68,17 @@ struct StatsTiles {
   int tile_gaussians = 0;
   std::vector<int32_t> state_first_tile;  // S + 1 entries
   std::vector<int32_t> single_tile;       // per tile: 1 when its state has one tile
+  std::vector<int32_t> tile_in_state;     // per tile: its index among its state's tiles
   std::vector<float> params;              // num_tiles() x TileFloats
   int32_t num_tiles() const { return state_first_tile.back(); }
 };
 
 StatsTiles BuildStatsTiles(const DiagGmmModel& model, int tile_gaussians);
+
+// Floats of one pair's row of kept scores (stats_policy.h): the most
+// Gaussians, padding included, of any state of several tiles; 0 when every
+// state has one tile (the statistics kernel scores those itself).
+int64_t KeptScoreRowFloats(const StatsTiles& tiles);
 
 // The tensor-core kernels' layout of the same tiles (tile_gaussians must be
 // kTcTile): per tile, kTcTile rows of TcCols(dim) floats, row i =

@@ -90,6 +90,7 @@ TEST(BuildStatsTilesTest, TransposedTilesWithPadding) {
       for (int j = 0; j < num_tiles * tile; ++j) {
         const int32_t t = tiles.state_first_tile[s] + j / tile;
         EXPECT_EQ(tiles.single_tile[t], num_tiles == 1 ? 1 : 0);
+        EXPECT_EQ(tiles.tile_in_state[t], j / tile);
         const float* base = &tiles.params[t * floats];
         const int i = j % tile;
         if (j >= count) {
@@ -105,6 +106,29 @@ TEST(BuildStatsTilesTest, TransposedTilesWithPadding) {
       }
     }
   }
+}
+
+// A kept-score row holds the largest state of several tiles, padding
+// included; states of one tile (scored by the statistics kernel itself)
+// need none.
+TEST(KeptScoreRowFloatsTest, LargestStateOfSeveralTiles) {
+  auto mixed = GenerateSyntheticModel({.num_states = 40, .min_gaussians = 1, .max_gaussians = 200, .dim = 5, .seed = 6});
+  ASSERT_TRUE(mixed.ok());
+  for (int tile : {32, 64}) {
+    int64_t want = 0;
+    for (int s = 0; s < mixed->num_states(); ++s) {
+      const int64_t tiles_of_state = (mixed->num_gaussians_in_state(s) + tile - 1) / tile;
+      if (tiles_of_state > 1) want = std::max(want, tiles_of_state * tile);
+    }
+    ASSERT_GT(want, 0);
+    EXPECT_EQ(KeptScoreRowFloats(BuildStatsTiles(*mixed, tile)), want) << tile;
+  }
+  auto small = GenerateSyntheticModel({.num_states = 9, .min_gaussians = 16, .max_gaussians = 32, .dim = 5, .seed = 7});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(KeptScoreRowFloats(BuildStatsTiles(*small, 32)), 0);
+  auto global = GenerateSyntheticModel({.num_states = 1, .min_gaussians = 2048, .max_gaussians = 2048, .dim = 5, .seed = 8});
+  ASSERT_TRUE(global.ok());
+  EXPECT_EQ(KeptScoreRowFloats(BuildStatsTiles(*global, 64)), 2048);
 }
 
 // The tensor-core rows are the model's parameter rows, zero-padded to

@@ -139,6 +139,19 @@ constexpr StatsKernelChoice ChooseStatsKernel(int /*compute_major*/, int /*dim*/
 inline constexpr int64_t kDefaultMaxChunkPairs = int64_t{1} << 22;      // 64 MB of pair arrays
 inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float64 partials
 
+// Kept scores (float32 kernels, states of several tiles): the log-sum-exp
+// kernel writes every score it computes to a pairs x Gaussians scratch of
+// at most this many bytes, and the statistics kernel reads them back
+// instead of scoring again. That removes a third of the pass's FMAs (2D
+// of 6D per pair and Gaussian) for 8 bytes of traffic per pair and Gaussian
+// (a write and a read, about 1 TB/s at the H100's rates, beside 3.35 TB/s
+// of HBM). The chunk of pairs shrinks so that its scores fit; below
+// kMinKeptChunkPairs pairs per chunk (states of more than 8192 Gaussians at
+// the default) the launches would be too small to fill the GPU, and the
+// statistics kernel scores again instead.
+inline constexpr int64_t kDefaultMaxScoreBytes = int64_t{1} << 30;
+inline constexpr int64_t kMinKeptChunkPairs = int64_t{1} << 15;
+
 // Grouping pairs by target (GroupStatsPairs): up to this many slices, each
 // on its own thread, of at least kGroupSlicePairs pairs. A fixed function
 // of the request's size (not of the machine), so sums come out alike.
