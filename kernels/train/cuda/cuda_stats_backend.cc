@@ -70,8 +70,8 @@ absl::Status Upload(const DeviceBuffer<T>& buffer, const T* host, size_t count, 
 
 class CudaStatsBackend : public StatsBackend {
  public:
-  CudaStatsBackend(int device, const CudaStatsOptions& options, CudaStream stream, int sms)
-      : device_(device), options_(options), stream_(std::move(stream)), sms_(sms) {}
+  CudaStatsBackend(int device, const CudaStatsOptions& options, CudaStream stream, int sms, int64_t score_bytes)
+      : device_(device), options_(options), stream_(std::move(stream)), sms_(sms), score_bytes_(score_bytes) {}
 
   std::string name() const override { return "cuda"; }
 
@@ -186,7 +186,7 @@ class CudaStatsBackend : public StatsBackend {
     // 80% of what is free, less the scratch a request may still allocate
     // (pair arrays, partials and outputs at their bounds).
     const int64_t scratch = std::clamp<int64_t>(options_.max_chunk_pairs, 0, 1 << 30) * 16 +
-                            2 * options_.max_partial_bytes + std::max<int64_t>(0, options_.max_score_bytes);
+                            2 * options_.max_partial_bytes + score_bytes_;
     return std::max<int64_t>(0, static_cast<int64_t>(0.8 * static_cast<double>(free_bytes)) - scratch);
   }
 
@@ -210,12 +210,12 @@ class CudaStatsBackend : public StatsBackend {
     return absl::OkStatus();
   }
 
-  // Pairs per chunk whose kept scores fit options_.max_score_bytes (a
+  // Pairs per chunk whose kept scores fit score_bytes_ (a
   // multiple of the pair tile), or 0 where scores are not kept: the
   // tensor-core kernels, states of one tile only, or too few pairs.
   int64_t KeptChunkPairs() const {
-    if (score_row_floats_ == 0 || options_.max_score_bytes <= 0) return 0;
-    const int64_t pairs = options_.max_score_bytes / (score_row_floats_ * static_cast<int64_t>(sizeof(float))) /
+    if (score_row_floats_ == 0 || score_bytes_ <= 0) return 0;
+    const int64_t pairs = score_bytes_ / (score_row_floats_ * static_cast<int64_t>(sizeof(float))) /
                           train_cuda::kPairsPerTile * train_cuda::kPairsPerTile;
     return pairs >= train_cuda::kMinKeptChunkPairs ? pairs : 0;
   }
@@ -302,6 +302,8 @@ class CudaStatsBackend : public StatsBackend {
     model.tiles = tiles_device_.data();
     model.single_tile = single_tile_device_.data();
     model.tile_in_state = tile_in_state_device_.data();
+    model.has_single_tiles =
+        std::find(tiles_.single_tile.begin(), tiles_.single_tile.end(), 1) != tiles_.single_tile.end();
     model.center = center_device_.data();
     model.tc_tiles = kernel_ == train_cuda::StatsKernelChoice::kTf32x3 ? tc_tiles_device_.data() : nullptr;
     model.dim = shape_.dim;
@@ -355,6 +357,7 @@ class CudaStatsBackend : public StatsBackend {
   const CudaStatsOptions options_;
   CudaStream stream_;
   const int sms_;
+  const int64_t score_bytes_;  // options.max_score_bytes, resolved (>= 0)
 
   bool has_model_ = false;
   ModelShape shape_;
@@ -404,7 +407,15 @@ absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,
   GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device), "set statistics device");
   GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
   GMM_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
-  return std::unique_ptr<StatsBackend>(new CudaStatsBackend(device, options, std::move(stream), info.sms));
+  int64_t score_bytes = options.max_score_bytes;
+  if (score_bytes < 0) {
+    size_t free_bytes = 0, total_bytes = 0;
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "device memory size");
+    score_bytes = std::min(train_cuda::kMaxAutoScoreBytes,
+                           static_cast<int64_t>(total_bytes) / train_cuda::kAutoScoreShare);
+  }
+  return std::unique_ptr<StatsBackend>(
+      new CudaStatsBackend(device, options, std::move(stream), info.sms, score_bytes));
 }
 
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device) {

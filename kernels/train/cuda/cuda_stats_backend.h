@@ -45,10 +45,11 @@ struct CudaStatsOptions {
   // work items is split).
   int64_t max_partial_bytes = train_cuda::kDefaultMaxPartialBytes;
   // Bytes of kept scores (stats_policy.h) per chunk: the chunk of pairs
-  // shrinks so that its scores fit. 0, or too little for
+  // shrinks so that its scores fit. -1: 1/kAutoScoreShare of the device's
+  // memory, at most kMaxAutoScoreBytes. 0, or too little for
   // kMinKeptChunkPairs pairs of the model's largest state: the statistics
   // kernel scores again instead (the tensor-core kernels always do).
-  int64_t max_score_bytes = train_cuda::kDefaultMaxScoreBytes;
+  int64_t max_score_bytes = -1;
   // Tests: fill every device scratch buffer with NaN before it is used, so
   // an element a kernel fails to write shows in the statistics.
   bool poison_scratch = false;

@@ -350,11 +350,12 @@ GmmStats CudaStats(const DiagGmmModel& model, const FloatMatrix& frames, const s
   return stats;
 }
 
-// The statistics kernel reading the LSE kernel's scores gets the bits it
-// gets by scoring again (both kernels score with the same code): global
+// The kept-score kernel gets the bits the statistics kernel gets by scoring
+// again (both kernels score with the same code) for the same chunks: global
 // GMMs and an alignment of single- and multi-tile states, chunks cut by the
-// pair bound and by the score budget, both accumulation variants. Scratch
-// is poisoned, so a score the LSE kernel did not write shows as NaN.
+// score budget and by the pair bound (mid-tile), both accumulation variants.
+// (Other chunks add the float64 partials in another order.) Scratch is
+// poisoned, so a score the LSE kernel did not write shows as NaN.
 TEST(CudaStatsBackendTest, KeptScoresEqualScoringAgainBitForBit) {
   SKIP_WITHOUT_GPU();
   const DiagGmmModel big = Model(1, 2048, 2048, 39, 31);
@@ -369,17 +370,19 @@ TEST(CudaStatsBackendTest, KeptScoresEqualScoringAgainBitForBit) {
     rescore.flush_tiles = flush;
     rescore.max_score_bytes = 0;
     CudaStatsOptions kept = rescore;
-    kept.max_score_bytes = train_cuda::kDefaultMaxScoreBytes;
-    CudaStatsOptions kept_small = rescore;  // chunks of the minimum 32768 pairs: 90001 = 2 x 32768 + 24465
+    kept.max_score_bytes = int64_t{1} << 30;
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept), CudaStats(big, big_frames, {}, rescore));
+    // Chunks of the minimum 32768 pairs (90001 = 2 x 32768 + 24465), set by
+    // the score budget on one side and by the pair bound on the other.
+    CudaStatsOptions kept_small = kept, rescore_small = rescore;
     kept_small.max_score_bytes = train_cuda::kMinKeptChunkPairs * 2048 * 4;
-    CudaStatsOptions kept_cut = kept;  // chunks cut by the pair bound, mid-tile
-    kept_cut.max_chunk_pairs = 20000;
-    const GmmStats want = CudaStats(big, big_frames, {}, rescore);
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept), want);
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_small), want);
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_cut), want);
-    ExpectBitIdentical(CudaStats(odd, odd_frames, {}, kept_cut), CudaStats(odd, odd_frames, {}, rescore));
-    ExpectBitIdentical(CudaStats(hmm, hmm_frames, pairs, kept_cut), CudaStats(hmm, hmm_frames, pairs, rescore));
+    rescore_small.max_chunk_pairs = train_cuda::kMinKeptChunkPairs;
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_small), CudaStats(big, big_frames, {}, rescore_small));
+    CudaStatsOptions kept_cut = kept, rescore_cut = rescore;
+    kept_cut.max_chunk_pairs = rescore_cut.max_chunk_pairs = 20000;
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_cut), CudaStats(big, big_frames, {}, rescore_cut));
+    ExpectBitIdentical(CudaStats(odd, odd_frames, {}, kept_cut), CudaStats(odd, odd_frames, {}, rescore_cut));
+    ExpectBitIdentical(CudaStats(hmm, hmm_frames, pairs, kept_cut), CudaStats(hmm, hmm_frames, pairs, rescore_cut));
   }
 }
 

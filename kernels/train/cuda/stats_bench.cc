@@ -57,6 +57,7 @@ ABSL_FLAG(std::string, csv, "", "also write the CSV here");
 ABSL_FLAG(std::string, kernel_gaussians, "64,2048", "Gaussian counts of the per-kernel timings (empty: skip)");
 ABSL_FLAG(bool, flush_rows, true, "also time the global and alignment rows with the other accumulation variant");
 ABSL_FLAG(bool, rescore_rows, true, "also time the global rows and E-step with scores recomputed, not kept");
+ABSL_FLAG(int64_t, max_score_mb, -1, "kept-score budget of the float32 rows in MiB (-1: the library default)");
 
 namespace gmmscore {
 namespace {
@@ -168,7 +169,7 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
     return;
   }
   const StatsModelView view{d_tiles->data(), d_single->data(), d_center->data(), dim, tile,
-                            tc ? d_tc_tiles->data() : nullptr, d_in_state->data()};
+                            tc ? d_tc_tiles->data() : nullptr, d_in_state->data(), tiles.num_tiles() == 1};
   const ScoresView scores{kept ? d_scores->data() : nullptr, score_row};
   PairsView pairs;
   pairs.frames = d_frames->data();
@@ -252,6 +253,7 @@ int Main() {
   CudaStatsOptions fp32_options, alt_options, tc_options, rescore_options;
   fp32_options.kernel = alt_options.kernel = rescore_options.kernel = train_cuda::StatsKernelChoice::kFp32;
   rescore_options.max_score_bytes = 0;
+  if (const int64_t mb = absl::GetFlag(FLAGS_max_score_mb); mb >= 0) fp32_options.max_score_bytes = mb << 20;
   alt_options.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   tc_options.kernel = train_cuda::StatsKernelChoice::kTf32x3;
   auto created = CreateCudaStatsBackend(0, fp32_options);
@@ -373,6 +375,7 @@ int Main() {
     if (suffix == "_rescore" && !rescore_rows) continue;
     CudaStatsOptions estep_options;
     if (suffix == "_rescore") estep_options.max_score_bytes = 0;
+    if (suffix.empty() || sharded) estep_options.max_score_bytes = fp32_options.max_score_bytes;
     estep_options.kernel =
         suffix == "_tf32x3" ? train_cuda::StatsKernelChoice::kTf32x3 : train_cuda::StatsKernelChoice::kFp32;
     constexpr int64_t kFrames = 3'125'506;

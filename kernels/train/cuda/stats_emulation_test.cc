@@ -250,13 +250,25 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
         DispatchEmulated(dim, tile, [&](auto t, auto c) {
         constexpr int kTile = decltype(t)::value, kColumns = decltype(c)::value;
         const size_t bytes = 4 * stats_detail::StatsSharedFloats(dim, kTile, kColumns);
+        const size_t kept_bytes = 4 * stats_detail::KeptStatsSharedFloats(kTile, kColumns);
+        const int items = static_cast<int>(batch.items.size());
         if (bounds.flush_tiles == 0) {
-          Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, 0>, view, pv,
-                 batch.items.data(), lse_max.data(), lse_log.data(), partials.data(), scores);
+          Launch(items, bytes, StatsKernel<kTile, kColumns, 0>, view, pv, batch.items.data(), lse_max.data(),
+                 lse_log.data(), partials.data(), scores);
+          if (scores.data != nullptr) {
+            Launch(items, kept_bytes, KeptStatsKernel<kTile, kColumns, 0>, view, pv, batch.items.data(),
+                   static_cast<const float*>(lse_max.data()), static_cast<const float*>(lse_log.data()),
+                   partials.data(), scores);
+          }
         } else {
           ASSERT_EQ(bounds.flush_tiles, kStatsFlushTilesAlt);
-          Launch(static_cast<int>(batch.items.size()), bytes, StatsKernel<kTile, kColumns, kStatsFlushTilesAlt>,
-                 view, pv, batch.items.data(), lse_max.data(), lse_log.data(), partials.data(), scores);
+          Launch(items, bytes, StatsKernel<kTile, kColumns, kStatsFlushTilesAlt>, view, pv, batch.items.data(),
+                 lse_max.data(), lse_log.data(), partials.data(), scores);
+          if (scores.data != nullptr) {
+            Launch(items, kept_bytes, KeptStatsKernel<kTile, kColumns, kStatsFlushTilesAlt>, view, pv,
+                   batch.items.data(), static_cast<const float*>(lse_max.data()),
+                   static_cast<const float*>(lse_log.data()), partials.data(), scores);
+          }
         }
         });
       }

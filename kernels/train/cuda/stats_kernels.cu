@@ -71,6 +71,13 @@ absl::StatusOr<size_t> PrepareStats(int dim) {
       AllowDynamicSharedMemory(reinterpret_cast<const void*>(&StatsKernel<kTile, kColumns, kFlush>), bytes));
   return bytes;
 }
+template <int kTile, int kColumns, int kFlush>
+absl::StatusOr<size_t> PrepareKeptStats() {
+  const size_t bytes = sizeof(float) * stats_detail::KeptStatsSharedFloats(kTile, kColumns);
+  GMM_RETURN_IF_ERROR(
+      AllowDynamicSharedMemory(reinterpret_cast<const void*>(&KeptStatsKernel<kTile, kColumns, kFlush>), bytes));
+  return bytes;
+}
 
 #define GMM_STATS_INSTANCE decltype(tile)::value, decltype(columns)::value, decltype(flush)::value
 
@@ -111,6 +118,13 @@ absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, co
                          int flush_tiles, ScoresView scores) {
   if (num_items == 0) return absl::OkStatus();
   return DispatchStats(model.dim, model.tile, flush_tiles, [&](auto tile, auto columns, auto flush) -> absl::Status {
+    if (scores.data != nullptr) {  // items of multi-tile states
+      GMM_ASSIGN_OR_RETURN(const size_t kept_bytes, (PrepareKeptStats<GMM_STATS_INSTANCE>()));
+      KeptStatsKernel<GMM_STATS_INSTANCE><<<num_items, kStatsThreads, kept_bytes, stream>>>(
+          model, pairs, items, lse_max, lse_log, partials, scores);
+      GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch kept-score statistics kernel");
+      if (!model.has_single_tiles) return absl::OkStatus();
+    }
     GMM_ASSIGN_OR_RETURN(const size_t bytes, (PrepareStats<GMM_STATS_INSTANCE>(model.dim)));
     StatsKernel<GMM_STATS_INSTANCE><<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max,
                                                                                 lse_log, partials, scores);

@@ -102,6 +102,27 @@ __device__ __forceinline__ void WaitAsync() {
 #endif
 }
 
+// One asynchronous copy of kBytes (4, 8 or 16, aligned so) global ->
+// shared; CommitAsync closes the group WaitAsync waits for. Before sm_80
+// an ordinary load and store.
+template <int kBytes>
+__device__ __forceinline__ void CopyAsyncBytes(void* shared, const void* global) {
+  static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async sizes");
+#if __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(address), "l"(global), "n"(kBytes));
+#else
+  if constexpr (kBytes == 4) *static_cast<float*>(shared) = *static_cast<const float*>(global);
+  if constexpr (kBytes == 8) *static_cast<float2*>(shared) = *static_cast<const float2*>(global);
+  if constexpr (kBytes == 16) *static_cast<float4*>(shared) = *static_cast<const float4*>(global);
+#endif
+}
+__device__ __forceinline__ void CommitAsync() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
 // The launch's dynamic shared memory.
 __device__ __forceinline__ float* DynamicShared() {
   extern __shared__ float4 shared4[];
@@ -109,23 +130,13 @@ __device__ __forceinline__ float* DynamicShared() {
 }
 
 // Kept scores are written once and read once: streaming (evict-first)
-// accesses, so they do not push the frames and parameter tiles out of L2.
+// stores, so they do not push the frames and parameter tiles out of L2.
 template <int N>
 __device__ __forceinline__ void StreamStore(float* p, const float (&v)[N]) {
   if constexpr (N == 4) {
     __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
   } else {
     __stcs(reinterpret_cast<float2*>(p), make_float2(v[0], v[1]));
-  }
-}
-template <int N>
-__device__ __forceinline__ void StreamLoad(const float* p, float (&out)[N]) {
-  if constexpr (N == 4) {
-    const float4 v = __ldcs(reinterpret_cast<const float4*>(p));
-    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-  } else {
-    const float2 v = __ldcs(reinterpret_cast<const float2*>(p));
-    out[0] = v.x, out[1] = v.y;
   }
 }
 #else
@@ -137,14 +148,15 @@ inline void CopyAsync(float* shared, const float* global, int floats, int thread
 }
 template <int kPending>
 inline void WaitAsync() {}
+template <int kBytes>
+inline void CopyAsyncBytes(void* shared, const void* global) {
+  std::memcpy(shared, global, kBytes);
+}
+inline void CommitAsync() {}
 inline float* DynamicShared() { return EmulatedShared(); }
 template <int N>
 inline void StreamStore(float* p, const float (&v)[N]) {
   for (int i = 0; i < N; ++i) p[i] = v[i];
-}
-template <int N>
-inline void StreamLoad(const float* p, float (&out)[N]) {
-  for (int i = 0; i < N; ++i) out[i] = p[i];
 }
 #endif
 
@@ -191,10 +203,9 @@ __device__ __forceinline__ void LoadVector(const float* p, float (&out)[N]) {
 // Kaldi's raw ones cancels where x is near 0 and the centre is not). Pairs
 // without a frame (-1) stage 0.
 template <bool kRaw>
-__device__ __forceinline__ void StageFrames(const float* __restrict__ frames, int dim, const int* frame_s,
-                                            const float* center, float* y, int thread) {
+__device__ __forceinline__ void StageFrameRows(const float* __restrict__ frames, int dim, int frame,
+                                               const float* center, float* y, int thread) {
   const int p = thread >> 2;
-  const int frame = frame_s[p];
   const float* row = frames + static_cast<int64_t>(frame < 0 ? 0 : frame) * dim;
 #pragma unroll 4
   for (int d = thread & 3; d < dim; d += 4) {
@@ -203,6 +214,12 @@ __device__ __forceinline__ void StageFrames(const float* __restrict__ frames, in
     y[d * kPairPitch + p] = value;
     if constexpr (kRaw) y[(dim + d) * kPairPitch + p] = value * value;
   }
+}
+// The same, each pair's frame from the tile's frame array.
+template <bool kRaw>
+__device__ __forceinline__ void StageFrames(const float* __restrict__ frames, int dim, const int* frame_s,
+                                            const float* center, float* y, int thread) {
+  StageFrameRows<kRaw>(frames, dim, frame_s[thread >> 2], center, y, thread);
 }
 
 // score[q][i] = loglik of pair 4 pg + q under Gaussian S sgg + i of `tile`.
@@ -255,8 +272,7 @@ __device__ __forceinline__ void AddToLogSum(const float (&score)[N], float& max,
 
 // Kept scores (ScoresView) of a thread's 4 pairs x S Gaussians: pairs
 // first_pair + 4 pg + q of the chunk, columns `column` + S sgg + i of their
-// rows; pairs at or beyond `n` (past the tile's end) are skipped, and load
-// as 0 (their posteriors are 0 by select).
+// rows; pairs at or beyond `n` (past the tile's end) are skipped.
 template <int kS>
 __device__ __forceinline__ void StoreScores(const ScoresView& scores, int64_t first_pair, int n, int64_t column,
                                             int pg, int sgg, const float (&score)[4][kS]) {
@@ -265,20 +281,6 @@ __device__ __forceinline__ void StoreScores(const ScoresView& scores, int64_t fi
     if (4 * pg + q < n) StreamStore(scores.data + (first_pair + 4 * pg + q) * scores.row_floats + column + sgg * kS, score[q]);
   }
 }
-template <int kS>
-__device__ __forceinline__ void LoadScores(const ScoresView& scores, int64_t first_pair, int n, int64_t column,
-                                           int pg, int sgg, float (&score)[4][kS]) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    if (4 * pg + q < n) {
-      StreamLoad(scores.data + (first_pair + 4 * pg + q) * scores.row_floats + column + sgg * kS, score[q]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kS; ++i) score[q][i] = 0.0f;
-    }
-  }
-}
-
 // Merges the kScoreGroups partial (max, sum) of one pair, kPairsPerTile
 // apart, in a fixed order: lse = max + log.
 __device__ __forceinline__ void CombineLogSums(const float* red_max, const float* red_sum, float& max,
@@ -301,6 +303,7 @@ __device__ __forceinline__ void CombineLogSums(const float* red_max, const float
 // parameter tiles double-buffered through cp.async (tile j + 1 lands while
 // tile j is scored). Each thread keeps a running (max, sum) for its 4 pairs
 // over its Gaussians of every tile; the 16 groups merge once at the end.
+// With kept scores, every tile's scores are also stored (StoreScores).
 template <int kTile>
 __global__ void __launch_bounds__(kStatsThreads, 3)
     LseKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
@@ -319,7 +322,12 @@ __global__ void __launch_bounds__(kStatsThreads, 3)
   int* frame_s = reinterpret_cast<int*>(center + Round4(dim));
 
   const LseItem item = items[blockIdx.x];
-  const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
+  // The 16 threads of a warp half share a pair group (pg = t / 16), so a
+  // warp's kept-score stores are two runs of 256 contiguous bytes rather
+  // than 16 runs of 32 (the statistics kernel keeps pg = t % 16: its
+  // occupancy sums shuffle across the pair groups). The scores are the same
+  // bits either way: each is the same FMA sequence whichever thread runs it.
+  const int t = threadIdx.x, pg = t >> 4, sgg = t & 15;
   const int n = item.pair_end - item.pair_begin;
   const float* first = model.tiles + static_cast<int64_t>(item.first_tile) * tile_floats;
   CopyAsync(buffer0, first, tile_floats, t);
@@ -360,80 +368,62 @@ __global__ void __launch_bounds__(kStatsThreads, 3)
   }
 }
 
-// Resident CTAs per SM the statistics kernel is compiled for (register cap
-// 65536 / (256 x this)): float64 register accumulators fit two CTAs (three
-// for none of the shapes); without them (kFlushTiles > 0) three fit up to
-// 5 columns per thread (80 registers, no spills at sm_90; 6 columns spill).
+// Resident CTAs per SM the statistics kernels are compiled for (register
+// cap 65536 / (256 x this)): float64 register accumulators fit two CTAs
+// (three for none of the shapes); without them (kFlushTiles > 0) three fit
+// up to 5 columns per thread (80 registers, no spills at sm_90; 6 columns
+// spill).
 constexpr int StatsMinBlocks(int tile, int columns, int flush_tiles) {
   if (flush_tiles > 0) return columns <= 5 ? 3 : 2;
   return (tile == 64 || columns <= 5) ? 2 : 1;
 }
 
-// One CTA per StatsItem (see the file comment). kColumns = columns of x~
-// per thread (ColumnsPerThread(dim, kTile)). Where the sums wait between
-// tiles:
+namespace stats_detail {
+
+// An item's sums of posteriors and of posterior-weighted x~ (the GEMM's),
+// per thread: 4 Gaussians (4 gg ..) x kColumns columns (cg + j kGroups) and,
+// for the occupancy, S Gaussians (S sgg ..). Where they wait between tiles:
 //   kFlushTiles == 0: each tile's float32 sums are added into float64
-//     registers (4 x kColumns + S per thread), written to the item's partial
-//     slot at the end;
+//     registers, written to the item's partial slot at the end;
 //   kFlushTiles > 0: float32 sums run over kFlushTiles tiles (64 kFlushTiles
 //     products each) and are then added into the item's float64 partial
 //     slot in global memory, each thread its own elements (no races, fixed
 //     order): 48 fewer registers, so a third CTA fits on an SM.
 template <int kTile, int kColumns, int kFlushTiles>
-__global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns, kFlushTiles))
-    StatsKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
-                float* __restrict__ lse_max, float* __restrict__ lse_log, double* __restrict__ partials,
-                const ScoresView scores) {
-  using namespace stats_detail;
-  constexpr int kS = kTile / 16;
-  constexpr int kGroups = ColumnGroups(kTile);
-  constexpr int kRows = kGroups * kColumns;
-  constexpr bool kRegisterSums = kFlushTiles == 0;
-  static_assert(kScoreGroups * kPairsPerTile * 2 <= kTile * kPairPitch, "log-sum scratch fits gamma's array");
-  float* shared = DynamicShared();
-  const int dim = model.dim;
-  const int tile_floats = kTile * (1 + 2 * dim);
-  float* tile = shared;
-  float* xt = tile + tile_floats;            // [kRows][pitch]: y (scoring), then x, x^2; zero rows
-  float* gam = xt + kRows * kPairPitch;      // [kTile][pitch]
-  float* center = gam + kTile * kPairPitch;
-  int* frame_s = reinterpret_cast<int*>(center + Round4(dim));
-  float* weight_s = reinterpret_cast<float*>(frame_s + kPairsPerTile);
-  float* max_s = weight_s + kPairsPerTile;
-  float* log_s = max_s + kPairsPerTile;
+struct ItemSums {
+  static constexpr int kS = kTile / 16;
+  static constexpr int kGroups = ColumnGroups(kTile);
+  static constexpr bool kRegisterSums = kFlushTiles == 0;
 
-  const StatsItem item = items[blockIdx.x];
-  const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
-  const int cg = t % kGroups, gg = t / kGroups;
-  const bool fused = model.single_tile[item.tile] != 0;
-  // Scores the LSE kernel kept (a multi-tile state's): read, not recomputed,
-  // and x~ staged before the posteriors (scoring does not need xt then).
-  const bool kept = scores.data != nullptr && !fused;
-  const int64_t score_column = kept ? int64_t{model.tile_in_state[item.tile]} * kTile : 0;
-  const int row_doubles = 1 + 2 * dim;
-  double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
-  CopyAsync(tile, model.tiles + static_cast<int64_t>(item.tile) * tile_floats, tile_floats, t);
-  for (int d = t; d < dim; d += kStatsThreads) center[d] = model.center[d];
-  for (int i = 2 * dim * kPairPitch + t; i < kRows * kPairPitch; i += kStatsThreads) xt[i] = 0.0f;
-  WaitAsync<0>();  // visible after the loop's first barrier
-
-  // float64 sums (register variant) and the float32 sums they are fed from.
   double occ[kRegisterSums ? kS : 1];
   double acc[kRegisterSums ? 4 : 1][kRegisterSums ? kColumns : 1];
   float occ32[kS];
   float sum[4][kColumns];
-  if constexpr (kRegisterSums) {
+  int pending = 0;    // tiles in the float32 sums
+  bool first = true;  // nothing flushed to the slot yet
+
+  __device__ __forceinline__ void Start() {
 #pragma unroll
-    for (int i = 0; i < kS; ++i) occ[i] = 0.0;
+    for (int i = 0; i < kS; ++i) occ32[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
-      for (int j = 0; j < kColumns; ++j) acc[i][j] = 0.0;
+      for (int j = 0; j < kColumns; ++j) sum[i][j] = 0.0f;
+    }
+    if constexpr (kRegisterSums) {
+#pragma unroll
+      for (int i = 0; i < kS; ++i) occ[i] = 0.0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < kColumns; ++j) acc[i][j] = 0.0;
+      }
     }
   }
-  // Adds the float32 sums into the float64 ones (registers or the partial
-  // slot, `first` = the slot holds nothing yet) and restarts them.
-  auto flush = [&](bool first) {
+
+  // Adds the float32 sums into the float64 ones (registers, or the slot
+  // `out` of row_doubles per Gaussian) and restarts them.
+  __device__ __forceinline__ void Flush(double* out, int dim, int row_doubles, int gg, int cg, int pg, int sgg) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #pragma unroll
@@ -460,31 +450,200 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
       }
       occ32[i] = 0.0f;
     }
-  };
-#pragma unroll
-  for (int i = 0; i < kS; ++i) occ32[i] = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-#pragma unroll
-    for (int j = 0; j < kColumns; ++j) sum[i][j] = 0.0f;
+    first = false;
   }
 
-  int pending = 0;     // tiles in the float32 sums
-  bool first = true;   // nothing flushed yet
+  // After each pair tile's GEMM.
+  __device__ __forceinline__ void EndTile(double* out, int dim, int row_doubles, int gg, int cg, int pg, int sgg) {
+    if (++pending == (kRegisterSums ? 1 : kFlushTiles)) {
+      Flush(out, dim, row_doubles, gg, cg, pg, sgg);
+      pending = 0;
+    }
+  }
+
+  // After the item's last tile: everything into the slot.
+  __device__ __forceinline__ void Finish(double* out, int dim, int row_doubles, int gg, int cg, int pg, int sgg) {
+    if (pending > 0) Flush(out, dim, row_doubles, gg, cg, pg, sgg);
+    if constexpr (kRegisterSums) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < kColumns; ++j) {
+          const int column = cg + j * kGroups;
+          if (column < 2 * dim) out[(4 * gg + i) * row_doubles + 1 + column] = acc[i][j];
+        }
+      }
+      if (pg == 0) {
+#pragma unroll
+        for (int i = 0; i < kS; ++i) out[(sgg * kS + i) * row_doubles] = occ[i];
+      }
+    }
+  }
+};
+
+// The GEMM's thread layout: thread t accumulates Gaussians 4 gg .. 4 gg + 3
+// and columns cg + j kGroups. Each warp covers 8 Gaussian groups x 4 column
+// groups (not 2 x 16), so that one four-pair step reads 8 distinct float4
+// of gamma and 4 of x~ per warp instead of 2 and 16: 9 shared-memory
+// wavefronts per 80 FFMAs rather than 14 (the GEMM is bound by them).
+template <int kTile>
+__device__ __forceinline__ int GemmGaussianGroup(int t) {
+  constexpr int kWarpsAlongGaussians = kTile / 4 / 8;
+  return (t / 32) % kWarpsAlongGaussians * 8 + (t % 32) / 4;
+}
+template <int kTile>
+__device__ __forceinline__ int GemmColumnGroup(int t) {
+  constexpr int kWarpsAlongGaussians = kTile / 4 / 8;
+  return (t / 32) / kWarpsAlongGaussians * 4 + t % 4;
+}
+// gam's row of tile Gaussian g: [g % 4][g / 4], so that the 8 Gaussian
+// groups of a warp read 8 consecutive rows (8 different bank quads at the
+// pitch of 68 floats) rather than rows 4 apart (two bank quads).
+template <int kTile>
+__host__ __device__ constexpr int GammaRow(int g) {
+  return (g % 4) * (kTile / 4) + g / 4;
+}
+
+// The thread's posteriors gamma[q][i] (pair 4 pg + q, Gaussian S sgg + i)
+// into gam [GammaRow][pair], and their sum over the tile's pairs into the
+// occupancy (each thread's 4 pairs, then the 16 threads of the same
+// Gaussians by warp shuffle).
+template <int kS>
+__device__ __forceinline__ void StoreGammas(const float (&gamma)[4][kS], float* gam, int pg, int sgg,
+                                            float (&occ32)[kS]) {
+  constexpr int kTile = 16 * kS;
+#pragma unroll
+  for (int i = 0; i < kS; ++i) {
+    float o = (gamma[0][i] + gamma[1][i]) + (gamma[2][i] + gamma[3][i]);
+    o += __shfl_xor_sync(0xffffffffu, o, 1);
+    o += __shfl_xor_sync(0xffffffffu, o, 2);
+    o += __shfl_xor_sync(0xffffffffu, o, 4);
+    o += __shfl_xor_sync(0xffffffffu, o, 8);
+    occ32[i] += o;
+    *reinterpret_cast<float4*>(gam + GammaRow<kTile>(sgg * kS + i) * kPairPitch + 4 * pg) =
+        make_float4(gamma[0][i], gamma[1][i], gamma[2][i], gamma[3][i]);
+  }
+}
+
+// The tile GEMM over the first n pairs, four at a time: sum[i][j] +=
+// gamma (Gaussian 4 gg + i) . x~ (row cg + j kGroups).
+template <int kTile, int kColumns>
+__device__ __forceinline__ void TileGemm(const float* gam, const float* xt, int gg, int cg, int n,
+                                         float (&sum)[4][kColumns]) {
+  constexpr int kGroups = ColumnGroups(kTile);
+  const float* grow = gam + gg * kPairPitch;  // GammaRow(4 gg + i) = gg + i kTile / 4
+  const float* xrow = xt + cg * kPairPitch;
+  const int quads = (n + 3) >> 2;
+  for (int k = 0; k < quads; ++k) {
+    float4 g4[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      g4[i] = *reinterpret_cast<const float4*>(grow + i * (kTile / 4) * kPairPitch + 4 * k);
+    }
+#pragma unroll
+    for (int j = 0; j < kColumns; ++j) {
+      const float4 x4 = *reinterpret_cast<const float4*>(xrow + j * kGroups * kPairPitch + 4 * k);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float s = sum[i][j];
+        s = fmaf(g4[i].x, x4.x, s);
+        s = fmaf(g4[i].y, x4.y, s);
+        s = fmaf(g4[i].z, x4.z, s);
+        s = fmaf(g4[i].w, x4.w, s);
+        sum[i][j] = s;
+      }
+    }
+  }
+}
+
+// Kept scores of one pair tile, [q][sgg][pg][S] in shared memory (q = pair
+// % 4), so that a warp's reads of its pairs are conflict-free; pairs at or
+// beyond n are not copied.
+__device__ __forceinline__ int KeptScoreOffset(int pair, int sgg, int kS) {
+  return (((pair & 3) * 16 + sgg) * 16 + (pair >> 2)) * kS;
+}
+
+// Starts the asynchronous copies of pair tile [pb, pb + n) of a kept-score
+// item: its scores (columns [column, column + kTile) of their rows), its
+// log-sum-exps and its pair records (none for a global GMM's pairs).
+template <int kTile>
+__device__ __forceinline__ void PrefetchKeptTile(const ScoresView& scores, const PairsView& pairs,
+                                                 const float* lse_max, const float* lse_log, int pb, int n,
+                                                 int64_t column, float* raw, PairRecord* records_s, float* max_s,
+                                                 float* log_s, int thread) {
+  constexpr int kS = kTile / 16;
+  for (int c = thread; c < kPairsPerTile * 16; c += kStatsThreads) {
+    const int p = c >> 4, g = c & 15;
+    if (p < n) {
+      CopyAsyncBytes<4 * kS>(raw + KeptScoreOffset(p, g, kS),
+                             scores.data + (pb + p) * scores.row_floats + column + g * kS);
+    }
+  }
+  if (thread < n) {
+    CopyAsyncBytes<4>(max_s + thread, lse_max + pb + thread);
+    CopyAsyncBytes<4>(log_s + thread, lse_log + pb + thread);
+    if (pairs.records != nullptr) CopyAsyncBytes<8>(records_s + thread, pairs.records + pb + thread);
+  }
+  CommitAsync();
+}
+
+__host__ __device__ constexpr int64_t KeptStatsSharedFloats(int tile, int columns) {
+  return int64_t{kPairsPerTile} * tile + int64_t{ColumnGroups(tile)} * columns * kPairPitch +
+         int64_t{tile} * kPairPitch + 4 * kPairsPerTile;
+}
+
+}  // namespace stats_detail
+
+// One CTA per StatsItem (see the file comment), for items of single-tile
+// states, and of every state when the scores are not kept (CTAs of other
+// items return at once). kColumns = columns of x~ per thread
+// (ColumnsPerThread(dim, kTile)); kFlushTiles: ItemSums.
+template <int kTile, int kColumns, int kFlushTiles>
+__global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns, kFlushTiles))
+    StatsKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
+                float* __restrict__ lse_max, float* __restrict__ lse_log, double* __restrict__ partials,
+                const ScoresView scores) {
+  using namespace stats_detail;
+  constexpr int kS = kTile / 16;
+  constexpr int kGroups = ColumnGroups(kTile);
+  constexpr int kRows = kGroups * kColumns;
+  static_assert(kScoreGroups * kPairsPerTile * 2 <= kTile * kPairPitch, "log-sum scratch fits gamma's array");
+  const StatsItem item = items[blockIdx.x];
+  const bool fused = model.single_tile[item.tile] != 0;
+  if (scores.data != nullptr && !fused) return;  // KeptStatsKernel's
+  float* shared = DynamicShared();
+  const int dim = model.dim;
+  const int tile_floats = kTile * (1 + 2 * dim);
+  float* tile = shared;
+  float* xt = tile + tile_floats;            // [kRows][pitch]: y (scoring), then x, x^2; zero rows
+  float* gam = xt + kRows * kPairPitch;      // [kTile][pitch]
+  float* center = gam + kTile * kPairPitch;
+  int* frame_s = reinterpret_cast<int*>(center + Round4(dim));
+  float* weight_s = reinterpret_cast<float*>(frame_s + kPairsPerTile);
+  float* max_s = weight_s + kPairsPerTile;
+  float* log_s = max_s + kPairsPerTile;
+
+  const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
+  const int cg = GemmColumnGroup<kTile>(t), gg = GemmGaussianGroup<kTile>(t);
+  const int row_doubles = 1 + 2 * dim;
+  double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
+  CopyAsync(tile, model.tiles + static_cast<int64_t>(item.tile) * tile_floats, tile_floats, t);
+  for (int d = t; d < dim; d += kStatsThreads) center[d] = model.center[d];
+  for (int i = 2 * dim * kPairPitch + t; i < kRows * kPairPitch; i += kStatsThreads) xt[i] = 0.0f;
+  WaitAsync<0>();  // visible after the loop's first barrier
+
+  ItemSums<kTile, kColumns, kFlushTiles> sums;
+  sums.Start();
   for (int pb = item.pair_begin; pb < item.pair_end; pb += kPairsPerTile) {
     const int n = min(kPairsPerTile, item.pair_end - pb);
     __syncthreads();  // the previous tile's GEMM is done with xt, gam and the pair arrays
     LoadPairArrays(pairs, pb, n, fused, lse_max, lse_log, frame_s, weight_s, max_s, log_s, t);
     __syncthreads();
+    StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
+    __syncthreads();
+
     float score[4][kS];
-    if (kept) {
-      LoadScores(scores, pb, n, score_column, pg, sgg, score);
-      StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
-    } else {
-      StageFrames<false>(pairs.frames, dim, frame_s, center, xt, t);
-      __syncthreads();
-      ScoreTile<kTile>(tile, xt, dim, pg, sgg, score);
-    }
+    ScoreTile<kTile>(tile, xt, dim, pg, sgg, score);
 
     if (fused) {  // the whole state is in this tile: its log-sum-exp here
       float* red_max = gam;  // gam is free until the posteriors are stored
@@ -523,67 +682,88 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
         gamma[q][i] = p < n ? w * e : 0.0f;
       }
     }
-#pragma unroll
-    for (int i = 0; i < kS; ++i) {
-      float o = (gamma[0][i] + gamma[1][i]) + (gamma[2][i] + gamma[3][i]);
-      o += __shfl_xor_sync(0xffffffffu, o, 1);
-      o += __shfl_xor_sync(0xffffffffu, o, 2);
-      o += __shfl_xor_sync(0xffffffffu, o, 4);
-      o += __shfl_xor_sync(0xffffffffu, o, 8);
-      occ32[i] += o;
-      *reinterpret_cast<float4*>(gam + (sgg * kS + i) * kPairPitch + 4 * pg) =
-          make_float4(gamma[0][i], gamma[1][i], gamma[2][i], gamma[3][i]);
-    }
-    __syncthreads();  // the posteriors are in gam (and, kept, x~ in xt); scoring is done with xt
-    if (!kept) {
-      StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
-      __syncthreads();
-    }
+    StoreGammas(gamma, gam, pg, sgg, sums.occ32);
+    __syncthreads();  // scoring is done with xt, the posteriors are in gam
+    StageFrames<true>(pairs.frames, dim, frame_s, center, xt, t);
+    __syncthreads();
+    TileGemm<kTile, kColumns>(gam, xt, gg, cg, n, sums.sum);
+    sums.EndTile(out, dim, row_doubles, gg, cg, pg, sgg);
+  }
+  sums.Finish(out, dim, row_doubles, gg, cg, pg, sgg);
+}
 
-    // The tile GEMM over the valid pairs, four at a time.
-    const float* grow = gam + 4 * gg * kPairPitch;
-    const float* xrow = xt + cg * kPairPitch;
-    const int quads = (n + 3) >> 2;
-    for (int k = 0; k < quads; ++k) {
-      float4 g4[4];
+// One CTA per StatsItem of a multi-tile state whose scores the LSE kernel
+// kept (CTAs of single-tile items return at once: StatsKernel's). The same
+// posteriors and sums as StatsKernel without scoring, and with a pipeline:
+// while a pair tile's GEMM runs, the next tile's scores, log-sum-exps and
+// pair records are already on their way into shared memory (cp.async), so
+// the GEMM waits only for the frames' x~ (read from L2).
+template <int kTile, int kColumns, int kFlushTiles>
+__global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns, kFlushTiles))
+    KeptStatsKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
+                    const float* __restrict__ lse_max, const float* __restrict__ lse_log,
+                    double* __restrict__ partials, const ScoresView scores) {
+  using namespace stats_detail;
+  constexpr int kS = kTile / 16;
+  constexpr int kGroups = ColumnGroups(kTile);
+  constexpr int kRows = kGroups * kColumns;
+  const StatsItem item = items[blockIdx.x];
+  if (model.single_tile[item.tile] != 0) return;
+  float* shared = DynamicShared();
+  const int dim = model.dim;
+  float* raw = shared;                                   // KeptScoreOffset layout, kPairsPerTile x kTile
+  float* xt = raw + kPairsPerTile * kTile;               // [kRows][pitch]: x, x^2; zero rows
+  float* gam = xt + kRows * kPairPitch;                  // [kTile][pitch]
+  auto* records_s = reinterpret_cast<PairRecord*>(gam + kTile * kPairPitch);
+  float* max_s = reinterpret_cast<float*>(records_s + kPairsPerTile);
+  float* log_s = max_s + kPairsPerTile;
+
+  const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
+  const int cg = GemmColumnGroup<kTile>(t), gg = GemmGaussianGroup<kTile>(t);
+  const int row_doubles = 1 + 2 * dim;
+  const int64_t column = int64_t{model.tile_in_state[item.tile]} * kTile;
+  double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
+  for (int i = 2 * dim * kPairPitch + t; i < kRows * kPairPitch; i += kStatsThreads) xt[i] = 0.0f;
+  PrefetchKeptTile<kTile>(scores, pairs, lse_max, lse_log, item.pair_begin,
+                          min(kPairsPerTile, item.pair_end - item.pair_begin), column, raw, records_s, max_s, log_s, t);
+
+  ItemSums<kTile, kColumns, kFlushTiles> sums;
+  sums.Start();
+  for (int pb = item.pair_begin; pb < item.pair_end; pb += kPairsPerTile) {
+    const int n = min(kPairsPerTile, item.pair_end - pb);
+    WaitAsync<0>();
+    __syncthreads();  // this tile's copies visible to all; the previous GEMM is done with xt and gam
+    const int stage_pair = t >> 2;
+    const int frame = stage_pair >= n                ? -1
+                      : pairs.records == nullptr ? static_cast<int>(pairs.first_frame + pb + stage_pair)
+                                                 : records_s[stage_pair].frame;
+    StageFrameRows<true>(pairs.frames, dim, frame, nullptr, xt, t);
+
+    float gamma[4][kS];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) g4[i] = *reinterpret_cast<const float4*>(grow + i * kPairPitch + 4 * k);
+    for (int q = 0; q < 4; ++q) {
+      const int p = 4 * pg + q;
+      float score[kS];
+      LoadVector(raw + KeptScoreOffset(p, sgg, kS), score);
+      const float m = max_s[p], l = log_s[p];
+      const float w = pairs.records == nullptr ? 1.0f : records_s[p].weight;
 #pragma unroll
-      for (int j = 0; j < kColumns; ++j) {
-        const float4 x4 = *reinterpret_cast<const float4*>(xrow + j * kGroups * kPairPitch + 4 * k);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float s = sum[i][j];
-          s = fmaf(g4[i].x, x4.x, s);
-          s = fmaf(g4[i].y, x4.y, s);
-          s = fmaf(g4[i].z, x4.z, s);
-          s = fmaf(g4[i].w, x4.w, s);
-          sum[i][j] = s;
-        }
+      for (int i = 0; i < kS; ++i) {
+        const float e = FastExp((score[i] - m) - l);
+        gamma[q][i] = p < n ? w * e : 0.0f;  // select: what lies beyond n was never copied
       }
     }
-    if (++pending == (kRegisterSums ? 1 : kFlushTiles)) {
-      flush(first);
-      first = false;
-      pending = 0;
+    StoreGammas(gamma, gam, pg, sgg, sums.occ32);
+    __syncthreads();  // x~ and the posteriors are staged; the copy buffers are free
+    if (pb + kPairsPerTile < item.pair_end) {
+      PrefetchKeptTile<kTile>(scores, pairs, lse_max, lse_log, pb + kPairsPerTile,
+                              min(kPairsPerTile, item.pair_end - pb - kPairsPerTile), column, raw, records_s, max_s,
+                              log_s, t);
     }
+    TileGemm<kTile, kColumns>(gam, xt, gg, cg, n, sums.sum);
+    sums.EndTile(out, dim, row_doubles, gg, cg, pg, sgg);
   }
-  if (pending > 0) flush(first);
-
-  if constexpr (kRegisterSums) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-#pragma unroll
-      for (int j = 0; j < kColumns; ++j) {
-        const int column = cg + j * kGroups;
-        if (column < 2 * dim) out[(4 * gg + i) * row_doubles + 1 + column] = acc[i][j];
-      }
-    }
-    if (pg == 0) {
-#pragma unroll
-      for (int i = 0; i < kS; ++i) out[(sgg * kS + i) * row_doubles] = occ[i];
-    }
-  }
+  sums.Finish(out, dim, row_doubles, gg, cg, pg, sgg);
 }
 
 // (The two kernels below are not templates: static, as this header is

@@ -33,6 +33,7 @@ struct StatsModelView {
   // TcCols(dim); null when the model was set up for the float32 kernels.
   const float* tc_tiles = nullptr;
   const int32_t* tile_in_state = nullptr;  // per tile: its index among its state's tiles
+  bool has_single_tiles = true;            // some state has one tile (false: LaunchStats skips a launch)
 };
 
 // Kept scores (stats_policy.h): pair p's score under Gaussian g of its state

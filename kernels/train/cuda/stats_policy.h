@@ -140,16 +140,21 @@ inline constexpr int64_t kDefaultMaxChunkPairs = int64_t{1} << 22;      // 64 MB
 inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float64 partials
 
 // Kept scores (float32 kernels, states of several tiles): the log-sum-exp
-// kernel writes every score it computes to a pairs x Gaussians scratch of
-// at most this many bytes, and the statistics kernel reads them back
-// instead of scoring again. That removes a third of the pass's FMAs (2D
-// of 6D per pair and Gaussian) for 8 bytes of traffic per pair and Gaussian
-// (a write and a read, about 1 TB/s at the H100's rates, beside 3.35 TB/s
-// of HBM). The chunk of pairs shrinks so that its scores fit; below
-// kMinKeptChunkPairs pairs per chunk (states of more than 8192 Gaussians at
-// the default) the launches would be too small to fill the GPU, and the
+// kernel writes every score it computes to a pairs x Gaussians scratch,
+// and the statistics kernel (KeptStatsKernel) reads them back instead of
+// scoring again: a third of the pass's FMAs (2D of 6D per pair and
+// Gaussian) for 8 bytes of traffic per pair and Gaussian. The chunk of pairs
+// shrinks so that its scores fit the budget; below kMinKeptChunkPairs pairs
+// per chunk the launches would be too small to fill the GPU, and the
 // statistics kernel scores again instead.
-inline constexpr int64_t kDefaultMaxScoreBytes = int64_t{1} << 30;
+// Budget by default: 1/kAutoScoreShare of the device's memory, at most
+// kMaxAutoScoreBytes. Measured on an H200 (train_stats_bench, D = 39,
+// M = 2048, 2M resident frames, 2026-11-26): scoring again 58.8 ms; kept
+// with 1 GiB (chunks of 131072 pairs, 16 of them) 53.3 ms, with 4 GiB
+// (524288 pairs) 49.3 ms; Machlica's E-step 91.5 / 83.5 / 76.7 ms. Each
+// chunk costs its launches' last partial wave and a host synchronisation.
+inline constexpr int64_t kMaxAutoScoreBytes = int64_t{4} << 30;
+inline constexpr int kAutoScoreShare = 16;
 inline constexpr int64_t kMinKeptChunkPairs = int64_t{1} << 15;
 
 // Grouping pairs by target (GroupStatsPairs): up to this many slices, each
