@@ -481,37 +481,13 @@ struct ItemSums {
   }
 };
 
-// The GEMM's thread layout: thread t accumulates Gaussians 4 gg .. 4 gg + 3
-// and columns cg + j kGroups. Each warp covers 8 Gaussian groups x 4 column
-// groups (not 2 x 16), so that one four-pair step reads 8 distinct float4
-// of gamma and 4 of x~ per warp instead of 2 and 16: 9 shared-memory
-// wavefronts per 80 FFMAs rather than 14 (the GEMM is bound by them).
-template <int kTile>
-__device__ __forceinline__ int GemmGaussianGroup(int t) {
-  constexpr int kWarpsAlongGaussians = kTile / 4 / 8;
-  return (t / 32) % kWarpsAlongGaussians * 8 + (t % 32) / 4;
-}
-template <int kTile>
-__device__ __forceinline__ int GemmColumnGroup(int t) {
-  constexpr int kWarpsAlongGaussians = kTile / 4 / 8;
-  return (t / 32) / kWarpsAlongGaussians * 4 + t % 4;
-}
-// gam's row of tile Gaussian g: [g % 4][g / 4], so that the 8 Gaussian
-// groups of a warp read 8 consecutive rows (8 different bank quads at the
-// pitch of 68 floats) rather than rows 4 apart (two bank quads).
-template <int kTile>
-__host__ __device__ constexpr int GammaRow(int g) {
-  return (g % 4) * (kTile / 4) + g / 4;
-}
-
 // The thread's posteriors gamma[q][i] (pair 4 pg + q, Gaussian S sgg + i)
-// into gam [GammaRow][pair], and their sum over the tile's pairs into the
+// into gam [Gaussian][pair], and their sum over the tile's pairs into the
 // occupancy (each thread's 4 pairs, then the 16 threads of the same
 // Gaussians by warp shuffle).
 template <int kS>
 __device__ __forceinline__ void StoreGammas(const float (&gamma)[4][kS], float* gam, int pg, int sgg,
                                             float (&occ32)[kS]) {
-  constexpr int kTile = 16 * kS;
 #pragma unroll
   for (int i = 0; i < kS; ++i) {
     float o = (gamma[0][i] + gamma[1][i]) + (gamma[2][i] + gamma[3][i]);
@@ -520,7 +496,7 @@ __device__ __forceinline__ void StoreGammas(const float (&gamma)[4][kS], float* 
     o += __shfl_xor_sync(0xffffffffu, o, 4);
     o += __shfl_xor_sync(0xffffffffu, o, 8);
     occ32[i] += o;
-    *reinterpret_cast<float4*>(gam + GammaRow<kTile>(sgg * kS + i) * kPairPitch + 4 * pg) =
+    *reinterpret_cast<float4*>(gam + (sgg * kS + i) * kPairPitch + 4 * pg) =
         make_float4(gamma[0][i], gamma[1][i], gamma[2][i], gamma[3][i]);
   }
 }
@@ -531,15 +507,13 @@ template <int kTile, int kColumns>
 __device__ __forceinline__ void TileGemm(const float* gam, const float* xt, int gg, int cg, int n,
                                          float (&sum)[4][kColumns]) {
   constexpr int kGroups = ColumnGroups(kTile);
-  const float* grow = gam + gg * kPairPitch;  // GammaRow(4 gg + i) = gg + i kTile / 4
+  const float* grow = gam + 4 * gg * kPairPitch;
   const float* xrow = xt + cg * kPairPitch;
   const int quads = (n + 3) >> 2;
   for (int k = 0; k < quads; ++k) {
     float4 g4[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      g4[i] = *reinterpret_cast<const float4*>(grow + i * (kTile / 4) * kPairPitch + 4 * k);
-    }
+    for (int i = 0; i < 4; ++i) g4[i] = *reinterpret_cast<const float4*>(grow + i * kPairPitch + 4 * k);
 #pragma unroll
     for (int j = 0; j < kColumns; ++j) {
       const float4 x4 = *reinterpret_cast<const float4*>(xrow + j * kGroups * kPairPitch + 4 * k);
@@ -624,7 +598,7 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   float* log_s = max_s + kPairsPerTile;
 
   const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
-  const int cg = GemmColumnGroup<kTile>(t), gg = GemmGaussianGroup<kTile>(t);
+  const int cg = t % kGroups, gg = t / kGroups;
   const int row_doubles = 1 + 2 * dim;
   double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
   CopyAsync(tile, model.tiles + static_cast<int64_t>(item.tile) * tile_floats, tile_floats, t);
@@ -719,7 +693,7 @@ __global__ void __launch_bounds__(kStatsThreads, StatsMinBlocks(kTile, kColumns,
   float* log_s = max_s + kPairsPerTile;
 
   const int t = threadIdx.x, pg = t & 15, sgg = t >> 4;
-  const int cg = GemmColumnGroup<kTile>(t), gg = GemmGaussianGroup<kTile>(t);
+  const int cg = t % kGroups, gg = t / kGroups;
   const int row_doubles = 1 + 2 * dim;
   const int64_t column = int64_t{model.tile_in_state[item.tile]} * kTile;
   double* out = partials + static_cast<int64_t>(item.slot) * kTile * row_doubles;
