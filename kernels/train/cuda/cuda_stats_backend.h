@@ -1,7 +1,8 @@
 // The CUDA StatsBackend: frames held in device memory (a FrameBlock per
 // LoadFrames), the model in the kernels' tile layout, and per Accumulate
 // the two-kernel statistics pass over the pairs grouped by target
-// (stats_plan.h): float32 FFMAs (stats_kernels.cuh) or 3xTF32 tensor cores
+// (stats_plan.h): float32 FFMAs (stats_kernels.cuh; the first kernel keeps
+// its scores for the second within a memory budget) or 3xTF32 tensor cores
 // (stats_tc_kernels.cuh), as CudaStatsOptions::kernel and the policy choose.
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> cuda, CreateCudaStatsBackend(/*device=*/0));

@@ -87,7 +87,8 @@ fi
 
 if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
   echo "=== ncu"
-  # The statistics kernel's float32-flush variant (three CTAs per SM).
+  # The statistics kernel's float32-flush variant (three CTAs per SM): the
+  # kept-score kernel, KeptStatsKernel, on a global GMM (the first match).
   timeout ${NCU_LIMIT:-60} ncu --clock-control none --kernel-name-base demangled \
     -k 'regex:StatsKernel<\(int\)64, \(int\)5, \(int\)8>' -c 1 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \

@@ -124,7 +124,9 @@ enum class StatsKernelChoice {
 //   M        64     128    256    512    1024   2048   4096   alignment(2000 x 16..32)
 //   fp32     1117M  464M   259M   134M   67.8M  34.1M  16.8M  156M
 //   tf32x3   939M   378M   203M   105M   53.8M  27.3M  13.8M  128M
-// and Machlica's E-step (3.1M x 40 x 2048) 91.5 vs 121.8 ms. mma.sync runs
+// and Machlica's E-step (3.1M x 40 x 2048) 91.5 vs 121.8 ms; since the
+// float32 kernels keep their scores (same H200 kind, later call): fp32
+// M = 256 320M, M = 2048 42.2M, E-step 73.3 ms, tf32x3 unchanged. mma.sync runs
 // the 3xTF32 products at 102 TFLOP/s (log-sum-exp kernel) and 73 TFLOP/s
 // (statistics kernel), about 2.6x the float32 kernels' FFMA rate for 3x
 // their work: the float32 kernels win everywhere on sm_90, so kAuto never
