@@ -339,6 +339,21 @@ DiagGmmModel Model(int states, int min_gaussians, int max_gaussians, int dim, ui
   return std::move(*model);
 }
 
+// One pair for each of `frames` frames but every `skip`-th, to a random one
+// of the first `states_used` states of set 0 or (one in three) set 1 of a
+// model of `num_states`; weight 0 one time in four, else 0.25 to 1.24.
+std::vector<StatsPair> WeightedPairsOfTwoSets(int frames, int skip, int states_used, int num_states, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<StatsPair> pairs;
+  for (int t = 0; t < frames; ++t) {
+    if (t % skip == 0) continue;
+    const int state = static_cast<int>(random() % states_used);
+    const float weight = random() % 4 == 0 ? 0.0f : 0.25f + static_cast<float>(random() % 100) / 100.0f;
+    pairs.push_back({t, (random() % 3 == 0 ? num_states : 0) + state, weight});
+  }
+  return pairs;
+}
+
 TEST(StatsEmulationTest, GlobalGmmSingleAndMultiTile) {
   // Dimensions of the instances DispatchEmulated builds: tile 64 with 1, 2,
   // 5, 6 columns; tile 32 with 1, 3, 4, 8.
@@ -415,13 +430,7 @@ TEST(StatsEmulationTest, KeptScoresGiveTheSameStatistics) {
   }
   const DiagGmmModel model = Model(6, 1, 140, 13, 9);
   const FloatMatrix hmm_frames = DrawModelFrames(model, 200, 4);
-  std::mt19937 random(3);
-  std::vector<StatsPair> pairs;
-  for (int t = 0; t < 200; ++t) {
-    if (t % 5 == 0) continue;
-    const float weight = random() % 4 == 0 ? 0.0f : 0.5f + static_cast<float>(random() % 100) / 100.0f;
-    pairs.push_back({t, (random() % 3 == 0 ? 6 : 0) + static_cast<int>(random() % 6), weight});
-  }
+  const std::vector<StatsPair> pairs = WeightedPairsOfTwoSets(200, 5, 6, 6, 3);
   Check("kept_pairs_D13_S6_K2", model, hmm_frames, pairs, 2, 64,
         {.chunk = 100, .target_items = 3, .max_items = 4, .keep_scores = true});
 }
@@ -438,14 +447,7 @@ TEST(StatsEmulationTest, TensorCoreKernels) {
   }
   const DiagGmmModel model = Model(6, 1, 140, 13, 9);
   const FloatMatrix frames = DrawModelFrames(model, 300, 4);
-  std::mt19937 random(2);
-  std::vector<StatsPair> pairs;
-  for (int t = 0; t < 300; ++t) {
-    if (t % 7 == 0) continue;
-    const int state = static_cast<int>(random() % 5);
-    const float weight = random() % 4 == 0 ? 0.0f : 0.25f + static_cast<float>(random() % 100) / 100.0f;
-    pairs.push_back({t, (random() % 3 == 0 ? 6 : 0) + state, weight});
-  }
+  const std::vector<StatsPair> pairs = WeightedPairsOfTwoSets(300, 7, 5, 6, 2);  // state 5 gets nothing
   Check("tc_pairs_D13_S6_K2", model, frames, pairs, 2, 64, {.chunk = 100, .target_items = 3, .tensor_cores = true});
   const DiagGmmModel narrow = Model(1, 40, 40, 5, 12);  // 18 pair tiles per item: two flushes and the rest
   Check("tc_long_items_D5", narrow, DrawModelFrames(narrow, 1100, 5), {}, 1, 64,
