@@ -106,6 +106,8 @@ class CudaStatsBackend : public StatsBackend {
     max_items_ = static_cast<int32_t>(std::clamp<int64_t>(
         options_.max_partial_bytes / (block_doubles_ * static_cast<int64_t>(sizeof(double))), 1, 1 << 30));
     score_row_floats_ = kernel_ == train_cuda::StatsKernelChoice::kFp32 ? train_cuda::KeptScoreRowFloats(tiles_) : 0;
+    has_single_tiles_ =
+        std::find(tiles_.single_tile.begin(), tiles_.single_tile.end(), 1) != tiles_.single_tile.end();
     shape_ = ModelShape::Of(model);
     has_model_ = true;
     return absl::OkStatus();
@@ -147,7 +149,6 @@ class CudaStatsBackend : public StatsBackend {
     int64_t chunk = std::clamp<int64_t>(options_.max_chunk_pairs, train_cuda::kPairsPerTile, 1 << 30);
     const int64_t kept_pairs = KeptChunkPairs();
     if (kept_pairs > 0) chunk = std::min(chunk, kept_pairs);
-    keep_scores_ = kept_pairs > 0;
     std::vector<ChunkPlan> plans;
     int64_t total_rows = 0;
     for (int64_t begin = 0; begin < grouped.num_pairs; begin += chunk) {
@@ -162,7 +163,7 @@ class CudaStatsBackend : public StatsBackend {
     for (size_t k = 0; k < plans.size(); ++k) {
       const int64_t begin = static_cast<int64_t>(k) * chunk;
       GMM_RETURN_IF_ERROR(AccumulateChunk(*frames, grouped, begin, std::min(grouped.num_pairs, begin + chunk),
-                                          plans[k], stats->num_gaussians(), &rows_back, &loglike));
+                                          plans[k], kept_pairs > 0, stats->num_gaussians(), &rows_back, &loglike));
     }
     // Everything succeeded: add to the caller's statistics.
     for (const PendingRows& rows : pending_rows_) {
@@ -185,10 +186,16 @@ class CudaStatsBackend : public StatsBackend {
     }
     // 80% of what is free, less the scratch a request may still allocate
     // (pair arrays, partials and outputs at their bounds).
+    // Kept scores: what their scratch may still grow by (what it holds
+    // already is not free).
+    const int64_t score_growth =
+        std::max<int64_t>(0, score_bytes_ - static_cast<int64_t>(scores_.size() * sizeof(float)));
     const int64_t scratch = std::clamp<int64_t>(options_.max_chunk_pairs, 0, 1 << 30) * 16 +
-                            2 * options_.max_partial_bytes + score_bytes_;
+                            2 * options_.max_partial_bytes + score_growth;
     return std::max<int64_t>(0, static_cast<int64_t>(0.8 * static_cast<double>(free_bytes)) - scratch);
   }
+
+  int64_t kept_chunks() const { return kept_chunks_; }
 
  private:
   // Checks the kernels chosen (kernel_) against the model just tiled
@@ -218,6 +225,15 @@ class CudaStatsBackend : public StatsBackend {
     const int64_t pairs = score_bytes_ / (score_row_floats_ * static_cast<int64_t>(sizeof(float))) /
                           train_cuda::kPairsPerTile * train_cuda::kPairsPerTile;
     return pairs >= train_cuda::kMinKeptChunkPairs ? pairs : 0;
+  }
+
+  // The kept-score scratch at exactly `count` floats: at most the budget
+  // frame_memory_budget reserves (EnsureCapacity would add a quarter).
+  absl::Status EnsureScoreCapacity(size_t count) {
+    if (scores_.size() >= count) return absl::OkStatus();
+    scores_ = DeviceBuffer<float>();  // free first so the peak is not old + new
+    GMM_ASSIGN_OR_RETURN(scores_, DeviceBuffer<float>::Allocate(count));
+    return absl::OkStatus();
   }
 
   absl::StatusOr<int> CtasPerSm(int dim) const {
@@ -254,10 +270,12 @@ class CudaStatsBackend : public StatsBackend {
   }
 
   // One chunk of grouped pairs [begin, end) under its plan: the kernels in
-  // order, each batch's rows copied back to the pinned buffer at *rows_back.
+  // order (the LSE kernel's scores kept for the statistics kernel with
+  // keep_scores), each batch's rows copied back to the pinned buffer at
+  // *rows_back.
   absl::Status AccumulateChunk(const CudaFrameBlock& frames, const GroupedPairs& grouped, int64_t begin,
-                               int64_t end, const ChunkPlan& plan, int64_t num_gaussians, int64_t* rows_back,
-                               double* loglike) {
+                               int64_t end, const ChunkPlan& plan, bool keep_scores, int64_t num_gaussians,
+                               int64_t* rows_back, double* loglike) {
     cudaStream_t stream = stream_.get();
     const int64_t count = end - begin;
     size_t most_items = 0, most_outputs = 0;
@@ -278,10 +296,11 @@ class CudaStatsBackend : public StatsBackend {
     GMM_RETURN_IF_ERROR(EnsureCapacity(outputs_, most_rows * row_doubles_));
     GMM_RETURN_IF_ERROR(EnsureCapacity(block_sums_, train_cuda::kLseSumBlocks));
     train_cuda::ScoresView scores;
-    if (keep_scores_) {
-      GMM_RETURN_IF_ERROR(EnsureCapacity(scores_, count * score_row_floats_));
+    if (keep_scores) {
+      GMM_RETURN_IF_ERROR(EnsureScoreCapacity(static_cast<size_t>(count * score_row_floats_)));
       scores.data = scores_.data();
       scores.row_floats = score_row_floats_;
+      ++kept_chunks_;
     }
 
     train_cuda::PairsView pairs;
@@ -296,14 +315,13 @@ class CudaStatsBackend : public StatsBackend {
       GMM_RETURN_IF_ERROR(Poison(lse_max_, count, stream));
       GMM_RETURN_IF_ERROR(Poison(lse_log_, count, stream));
       GMM_RETURN_IF_ERROR(Poison(block_sums_, train_cuda::kLseSumBlocks, stream));
-      if (keep_scores_) GMM_RETURN_IF_ERROR(Poison(scores_, count * score_row_floats_, stream));
+      if (keep_scores) GMM_RETURN_IF_ERROR(Poison(scores_, count * score_row_floats_, stream));
     }
     train_cuda::StatsModelView model;
     model.tiles = tiles_device_.data();
     model.single_tile = single_tile_device_.data();
     model.tile_in_state = tile_in_state_device_.data();
-    model.has_single_tiles =
-        std::find(tiles_.single_tile.begin(), tiles_.single_tile.end(), 1) != tiles_.single_tile.end();
+    model.has_single_tiles = has_single_tiles_;
     model.center = center_device_.data();
     model.tc_tiles = kernel_ == train_cuda::StatsKernelChoice::kTf32x3 ? tc_tiles_device_.data() : nullptr;
     model.dim = shape_.dim;
@@ -374,7 +392,8 @@ class CudaStatsBackend : public StatsBackend {
   int64_t block_doubles_ = 0;
   int32_t max_items_ = 1;
   int64_t score_row_floats_ = 0;  // KeptScoreRowFloats for the fp32 kernels, else 0
-  bool keep_scores_ = false;      // this request's chunks keep their scores
+  bool has_single_tiles_ = false;  // some state of the model has one tile
+  int64_t kept_chunks_ = 0;        // chunks whose scores were kept (KeptScoreChunks)
 
   // Scratch, grown on demand and kept between calls.
   DeviceBuffer<PairRecord> records_;
@@ -420,6 +439,11 @@ absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,
 
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device) {
   return CreateCudaStatsBackend(device, CudaStatsOptions());
+}
+
+int64_t KeptScoreChunks(const StatsBackend& backend) {
+  const auto* cuda = dynamic_cast<const CudaStatsBackend*>(&backend);
+  return cuda == nullptr ? 0 : cuda->kept_chunks();
 }
 
 }  // namespace gmmscore

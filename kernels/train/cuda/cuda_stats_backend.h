@@ -11,13 +11,15 @@
 //   GMM_RETURN_IF_ERROR(cuda->Accumulate(*block, pairs, &stats));
 //
 // Results: per pair the log-sum-exp and posteriors in float32 from the
-// centred scoring form, each 64-pair tile's moments (of raw features) in float32, everything
-// beyond in float64, added in an order fixed by the request and the device
-// (the same bits every run on one GPU model). Pairs are processed in device
-// chunks of at most options.max_chunk_pairs (fewer where the chunk's kept
-// scores must fit options.max_score_bytes), so device scratch stays
-// bounded whatever the request's size; statistics are added to *stats only
-// once the whole request succeeded.
+// centred scoring form, each 64-pair tile's moments (of raw features) in
+// float32, everything beyond in float64, added in an order fixed by the
+// request and the device (the same bits every run on one device; the
+// chunks, and so the order, depend on the device's memory size through the
+// kept-score budget). Pairs are processed in device chunks of at most
+// options.max_chunk_pairs (fewer where the chunk's kept scores must fit
+// options.max_score_bytes), so device scratch stays bounded whatever the
+// request's size; statistics are added to *stats only once the whole
+// request succeeded.
 //
 // Errors: as StatsBackend; also INVALID_ARGUMENT from SetModel for
 // dimensions above kMaxStatsDim (128) and from Accumulate for a block loaded
@@ -66,6 +68,10 @@ struct CudaStatsOptions {
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,
                                                                      const CudaStatsOptions& options);
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device);
+
+// Tests: the chunks of pairs whose scores `backend` kept (stats_policy.h)
+// over its life; 0 for a backend not made by CreateCudaStatsBackend.
+int64_t KeptScoreChunks(const StatsBackend& backend);
 
 }  // namespace gmmscore
 

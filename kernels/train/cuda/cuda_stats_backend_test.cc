@@ -336,9 +336,10 @@ TEST(CudaStatsBackendTest, OtherSumVariantDeterministicAndDriftFree) {
 
 // --- Kept scores against scoring again. -----------------------------------
 
-// Statistics of `pairs` through a fresh float32-kernel backend of `options`.
+// Statistics of `pairs` through a fresh float32-kernel backend of
+// `options`, which must keep the scores of `kept_chunks` chunks.
 GmmStats CudaStats(const DiagGmmModel& model, const FloatMatrix& frames, const std::vector<StatsPair>& pairs,
-                   CudaStatsOptions options) {
+                   CudaStatsOptions options, int64_t kept_chunks) {
   options.kernel = train_cuda::StatsKernelChoice::kFp32;
   auto cuda = NewCuda(options);
   GmmStats stats = GmmStats::ForModel(model);
@@ -347,6 +348,8 @@ GmmStats CudaStats(const DiagGmmModel& model, const FloatMatrix& frames, const s
   auto block = cuda->LoadFrames(frames.view());
   EXPECT_TRUE(block.ok()) << block.status();
   if (block.ok()) EXPECT_TRUE(cuda->Accumulate(**block, pairs, &stats).ok());
+  EXPECT_EQ(KeptScoreChunks(*cuda), kept_chunks);
+  for (double v : stats.mean_acc) EXPECT_TRUE(std::isfinite(v));  // (bit-equal NaNs would compare equal)
   return stats;
 }
 
@@ -371,18 +374,24 @@ TEST(CudaStatsBackendTest, KeptScoresEqualScoringAgainBitForBit) {
     rescore.max_score_bytes = 0;
     CudaStatsOptions kept = rescore;
     kept.max_score_bytes = int64_t{1} << 30;
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept), CudaStats(big, big_frames, {}, rescore));
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept, 1), CudaStats(big, big_frames, {}, rescore, 0));
     // Chunks of the minimum 32768 pairs (90001 = 2 x 32768 + 24465), set by
     // the score budget on one side and by the pair bound on the other.
     CudaStatsOptions kept_small = kept, rescore_small = rescore;
     kept_small.max_score_bytes = train_cuda::kMinKeptChunkPairs * 2048 * 4;
     rescore_small.max_chunk_pairs = train_cuda::kMinKeptChunkPairs;
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_small), CudaStats(big, big_frames, {}, rescore_small));
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_small, 3),
+                       CudaStats(big, big_frames, {}, rescore_small, 0));
     CudaStatsOptions kept_cut = kept, rescore_cut = rescore;
     kept_cut.max_chunk_pairs = rescore_cut.max_chunk_pairs = 20000;
-    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_cut), CudaStats(big, big_frames, {}, rescore_cut));
-    ExpectBitIdentical(CudaStats(odd, odd_frames, {}, kept_cut), CudaStats(odd, odd_frames, {}, rescore_cut));
-    ExpectBitIdentical(CudaStats(hmm, hmm_frames, pairs, kept_cut), CudaStats(hmm, hmm_frames, pairs, rescore_cut));
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, kept_cut, 5), CudaStats(big, big_frames, {}, rescore_cut, 0));
+    ExpectBitIdentical(CudaStats(odd, odd_frames, {}, kept_cut, 4), CudaStats(odd, odd_frames, {}, rescore_cut, 0));
+    ExpectBitIdentical(CudaStats(hmm, hmm_frames, pairs, kept_cut, 3),
+                       CudaStats(hmm, hmm_frames, pairs, rescore_cut, 0));
+    // A budget a pair tile short of kMinKeptChunkPairs scores again.
+    CudaStatsOptions short_budget = kept;
+    short_budget.max_score_bytes = (train_cuda::kMinKeptChunkPairs - 64) * 2048 * 4;
+    ExpectBitIdentical(CudaStats(big, big_frames, {}, short_budget, 0), CudaStats(big, big_frames, {}, rescore, 0));
   }
 }
 

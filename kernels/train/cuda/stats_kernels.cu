@@ -102,6 +102,7 @@ absl::StatusOr<int> StatsCtasPerSm(int dim, int tile_gaussians, int flush_tiles)
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
                        int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores) {
   if (num_items == 0) return absl::OkStatus();
+  if (scores.data != nullptr && scores.row_floats <= 0) return absl::InvalidArgumentError("kept scores without rows");
   if (!StatsShapeSupported(model.dim, model.tile)) return absl::InvalidArgumentError("unsupported statistics shape");
   auto launch = [&](auto kernel, int tile) -> absl::Status {
     const size_t bytes = sizeof(float) * stats_detail::LseSharedFloats(model.dim, tile);
@@ -117,6 +118,9 @@ absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, co
                          int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
                          int flush_tiles, ScoresView scores) {
   if (num_items == 0) return absl::OkStatus();
+  if (scores.data != nullptr && model.tile_in_state == nullptr) {
+    return absl::InvalidArgumentError("kept scores need the model's tile_in_state");
+  }
   return DispatchStats(model.dim, model.tile, flush_tiles, [&](auto tile, auto columns, auto flush) -> absl::Status {
     if (scores.data != nullptr) {  // items of multi-tile states
       GMM_ASSIGN_OR_RETURN(const size_t kept_bytes, (PrepareKeptStats<GMM_STATS_INSTANCE>()));

@@ -13,8 +13,9 @@
 // in registers: per dimension one float4 of y and two S-vectors of u, v feed
 // 8S FFMAs as loglik = K + sum_d y (u + v y) (two FMAs per term, no y^2).
 //
-// Statistics (StatsKernel), per 64-pair tile:
-//   the scores: kept ones loaded, or the tile scored as above;
+// Statistics (StatsKernel, or KeptStatsKernel reading kept scores instead
+// of scoring), per 64-pair tile:
+//   the tile scored as above;
 //   gamma = w exp(score - lse) into shared memory [Gaussian][pair];
 //   occupancy: each thread's 4 pairs summed, then across the 16 threads of
 //     the same Gaussians by warp shuffle;
@@ -278,7 +279,8 @@ __device__ __forceinline__ void StoreScores(const ScoresView& scores, int64_t fi
                                             int pg, int sgg, const float (&score)[4][kS]) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    if (4 * pg + q < n) StreamStore(scores.data + (first_pair + 4 * pg + q) * scores.row_floats + column + sgg * kS, score[q]);
+    const int p = 4 * pg + q;
+    if (p < n) StreamStore(scores.data + (first_pair + p) * scores.row_floats + column + sgg * kS, score[q]);
   }
 }
 // Merges the kScoreGroups partial (max, sum) of one pair, kPairsPerTile
@@ -323,10 +325,11 @@ __global__ void __launch_bounds__(kStatsThreads, 3)
 
   const LseItem item = items[blockIdx.x];
   // The 16 threads of a warp half share a pair group (pg = t / 16), so a
-  // warp's kept-score stores are two runs of 256 contiguous bytes rather
-  // than 16 runs of 32 (the statistics kernel keeps pg = t % 16: its
-  // occupancy sums shuffle across the pair groups). The scores are the same
-  // bits either way: each is the same FMA sequence whichever thread runs it.
+  // warp's kept-score stores are two runs of 16 S floats (256 bytes at
+  // tile 64) rather than 16 runs of 2 S (the statistics kernel keeps
+  // pg = t % 16: its occupancy sums shuffle across the pair groups). The
+  // scores are the same bits either way: each is the same FMA sequence
+  // whichever thread runs it.
   const int t = threadIdx.x, pg = t >> 4, sgg = t & 15;
   const int n = item.pair_end - item.pair_begin;
   const float* first = model.tiles + static_cast<int64_t>(item.first_tile) * tile_floats;

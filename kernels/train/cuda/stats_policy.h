@@ -150,11 +150,12 @@ inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float6
 // per chunk the launches would be too small to fill the GPU, and the
 // statistics kernel scores again instead.
 // Budget by default: 1/kAutoScoreShare of the device's memory, at most
-// kMaxAutoScoreBytes. Measured on an H200 (train_stats_bench, D = 39,
-// M = 2048, 2M resident frames, 2026-11-26): scoring again 58.8 ms; kept
-// with 1 GiB (chunks of 131072 pairs, 16 of them) 53.3 ms, with 4 GiB
-// (524288 pairs) 49.3 ms; Machlica's E-step 91.5 / 83.5 / 76.7 ms. Each
-// chunk costs its launches' last partial wave and a host synchronisation.
+// kMaxAutoScoreBytes. Measured on an H200 in one call (train_stats_bench,
+// D = 39, M = 2048, 2M resident frames, 2026-11-26, before the LSE
+// kernel's stores were coalesced): scoring again 58.8 ms; kept with 1 GiB
+// (chunks of 131072 pairs, 16 of them) 53.3 ms, with 4 GiB (524288 pairs)
+// 49.3 ms; Machlica's E-step 91.5 / 83.5 / 76.7 ms. Each chunk costs its
+// launches' last partial wave and a host synchronisation.
 inline constexpr int64_t kMaxAutoScoreBytes = int64_t{4} << 30;
 inline constexpr int kAutoScoreShare = 16;
 inline constexpr int64_t kMinKeptChunkPairs = int64_t{1} << 15;
