@@ -187,7 +187,8 @@ class CudaStatsBackend : public StatsBackend {
     // 80% of what is free, less the scratch a request may still allocate
     // (pair arrays, partials and outputs at their bounds).
     // Kept scores: what their scratch may still grow by (what it holds
-    // already is not free).
+    // already is not free), whatever the current model: training mixes up
+    // from one tile to many while the frames it kept stay resident.
     const int64_t score_growth =
         std::max<int64_t>(0, score_bytes_ - static_cast<int64_t>(scores_.size() * sizeof(float)));
     const int64_t scratch = std::clamp<int64_t>(options_.max_chunk_pairs, 0, 1 << 30) * 16 +
