@@ -92,6 +92,7 @@ DeviceRouter::DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<
       health_(schedulers_.size()) {
   for (size_t d = 0; d < schedulers_.size(); ++d) {
     assigned_.push_back(std::make_shared<std::atomic<int64_t>>(0));
+    moves_from_.push_back(std::make_unique<std::atomic<int64_t>>(0));
   }
 }
 
@@ -113,8 +114,30 @@ absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
     const std::vector<std::shared_ptr<const ServedModel>>& models) {
   absl::StatusOr<std::vector<int>> holding = CommonDevices(models, names_);
   if (!holding.ok()) return holding.status();
-  const std::vector<int> candidates = PreferHealthy(*holding);
-  const int64_t weight = static_cast<int64_t>(models.size());
+  return AssignAmong(PreferHealthy(*holding), static_cast<int64_t>(models.size()));
+}
+
+absl::StatusOr<DeviceAssignment> DeviceRouter::Move(
+    const std::vector<std::shared_ptr<const ServedModel>>& models, int leaving) {
+  absl::StatusOr<std::vector<int>> holding = CommonDevices(models, names_);
+  if (!holding.ok()) return holding.status();
+  std::vector<int> healthy;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int d : *holding) {
+      if (d != leaving && !health_[d].failing) healthy.push_back(d);
+    }
+  }
+  if (healthy.empty()) {
+    return absl::NotFoundError(absl::StrFormat(
+        "no healthy device other than %d (%s) holds all of the stream's models", leaving,
+        names_[leaving]));
+  }
+  moves_from_[leaving]->fetch_add(1, std::memory_order_relaxed);
+  return AssignAmong(healthy, static_cast<int64_t>(models.size()));
+}
+
+DeviceAssignment DeviceRouter::AssignAmong(const std::vector<int>& candidates, int64_t weight) {
   if (candidates.size() == 1) {
     const int device = candidates.front();
     assigned_[device]->fetch_add(weight, std::memory_order_relaxed);

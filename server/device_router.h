@@ -2,7 +2,8 @@
 // on, when a daemon runs one BatchScheduler per device (--devices). A plan
 // can go only where every one of its models has a replica (a fused plan is
 // fused on one device); among those devices it goes to the least loaded, and
-// a stream stays there for its life (it holds its DeviceAssignment).
+// a stream stays there (it holds its DeviceAssignment) unless the device
+// faults (Move, below).
 //
 //   DeviceRouter router({scheduler0, scheduler1}, {"cuda:0", "cuda:1"});
 //   GMM_ASSIGN_OR_RETURN(DeviceAssignment where, router.Assign(plan.models));
@@ -30,8 +31,11 @@
 // device's own error if it persists. Any successful backend call on it (a
 // stream still there, or DeviceProber's probe) makes it healthy again. Bad
 // input (INVALID_ARGUMENT) and full queues say nothing about the device.
-// Streams already on a failing device stay there: their chunks fail, and a
-// client that reconnects is placed on a healthy device.
+// A stream leaves its device (Move) when one of its chunks fails there with
+// a device fault, or when it sends a chunk while the device is failing, if a
+// healthy peer holds all its models: the chunk is scored there instead, and
+// the client sees nothing (StreamScoreSession). With no such peer it stays,
+// and its chunks get the device's error.
 //
 // Thread safety: all methods are thread-safe; a DeviceAssignment may be
 // released on any thread, and may outlive the router.
@@ -128,6 +132,15 @@ class DeviceRouter {
   // assigned (its weight: the model count) until the result is destroyed.
   // CommonDevices' error when no device holds them all.
   absl::StatusOr<DeviceAssignment> Assign(const std::vector<std::shared_ptr<const ServedModel>>& models);
+  // A new place for a stream leaving device `leaving` after a device fault:
+  // the least loaded healthy device other than `leaving` holding every one
+  // of `models`, counted as a move from `leaving`. NOT_FOUND when there is
+  // none (no other device holds them all, or every one that does is
+  // failing): the stream stays where it is. CommonDevices' error as Assign.
+  absl::StatusOr<DeviceAssignment> Move(const std::vector<std::shared_ptr<const ServedModel>>& models,
+                                        int leaving);
+  // Streams moved off `device` since the start.
+  int64_t moves_from(int device) const { return moves_from_[device]->load(std::memory_order_relaxed); }
 
   // A backend call scored on `device` (its score_time counts as busy time).
   void ObserveGroup(int device, const GroupReport& report);
@@ -161,12 +174,15 @@ class DeviceRouter {
   };
   // `busy` decayed from its time to `now`.
   static double DecayedTo(const Busy& busy, absl::Time now);
+  // The least loaded of `candidates` (at least one), assigned `weight`.
+  DeviceAssignment AssignAmong(const std::vector<int>& candidates, int64_t weight);
   // Those of `devices` not failing; all of them when every one is.
   std::vector<int> PreferHealthy(const std::vector<int>& devices) const;
 
   const std::vector<BatchScheduler*> schedulers_;
   const std::vector<std::string> names_;
   std::vector<std::shared_ptr<std::atomic<int64_t>>> assigned_;  // per device
+  std::vector<std::unique_ptr<std::atomic<int64_t>>> moves_from_;  // per device
   absl::Mutex assign_mu_;  // one Assign chooses at a time
   mutable absl::Mutex mu_;
   std::vector<Busy> busy_ ABSL_GUARDED_BY(mu_);  // per device

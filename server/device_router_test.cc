@@ -240,6 +240,41 @@ TEST_F(DeviceRouterTest, NewStreamsAvoidFailingDevicesAndFailOpenWhenNoneIsHealt
   EXPECT_EQ(healed->device(), 1);
 }
 
+TEST_F(DeviceRouterTest, AMoveGoesToTheLeastLoadedHealthyOtherHolderOrNowhere) {
+  DeviceRouter router = MakeRouter();
+  auto all = Placed("all", {0, 1, 2});
+  auto pair = Placed("pair", {0, 1});
+  auto only0 = Placed("only0", {0});
+  std::vector<absl::StatusOr<DeviceAssignment>> held;
+  held.push_back(router.Assign({all}));  // 0
+  held.push_back(router.Assign({all}));  // 1
+  for (const auto& h : held) ASSERT_TRUE(h.ok());
+  // Leaving 0: 2 is the least loaded of the others. Not failing yet itself
+  // (one fault is enough to leave: the chunk that failed is scored again).
+  auto moved = router.Move({all}, 0);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->device(), 2);
+  EXPECT_EQ(router.load(2).assigned_weight, 1);
+  EXPECT_EQ(router.moves_from(0), 1);
+  // Leaving 0 with a model only 1 also holds: 1, however loaded.
+  auto to_pair = router.Move({pair}, 0);
+  ASSERT_TRUE(to_pair.ok());
+  EXPECT_EQ(to_pair->device(), 1);
+  // No other holder, or only failing ones: NOT_FOUND, nothing counted.
+  auto nowhere = router.Move({only0}, 0);
+  EXPECT_TRUE(absl::IsNotFound(nowhere.status())) << nowhere.status();
+  EXPECT_TRUE(absl::StrContains(nowhere.status().message(), "gpu-a")) << nowhere.status();
+  for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
+    router.ObserveBackend(1, absl::InternalError("CUDA error cudaErrorLaunchFailure"));
+  }
+  EXPECT_TRUE(absl::IsNotFound(router.Move({pair}, 0).status()));
+  EXPECT_EQ(router.moves_from(0), 2);
+  EXPECT_EQ(router.moves_from(1), 0);
+  // Models on no common device: CommonDevices' error, as Assign gives.
+  auto apart = router.Move({only0, Placed("only2", {2})}, 0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(apart.status())) << apart.status();
+}
+
 TEST_F(DeviceRouterTest, ProberProbesOnlyFailingDevicesUntilTheyHeal) {
   DeviceRouter router = MakeRouter();
   for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {

@@ -213,8 +213,12 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked(frames->rows());
   if (!charge.ok()) return charge.status();
 
+  // A device marked failing gets no more of the stream's chunks, where a
+  // healthy peer can take them.
+  if (env_.router->failing(plan_->device)) MoveOffLocked(plan_->device);
   auto pending = std::make_shared<Chunk>();
   pending->charge = *std::move(charge);
+  pending->retry_frames = frames;
   if (adaptation_ != nullptr) {
     pending->adaptation = adaptation_;
     pending->features = frames;
@@ -234,28 +238,67 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
       held_.emplace_back(std::move(pending), std::move(frames));
     } else {
       fusion_in_flight_ = in_order;
-      actions->jobs.push_back(MakeFusedJobLocked(std::move(pending), std::move(frames)));
+      AddJobLocked(MakeFusedJobLocked(std::move(pending), std::move(frames)), actions);
     }
     return absl::OkStatus();
   }
   pending->remaining = num_models;
   const ScoringPlan& scoring = ScoringPlanLocked(pending.get());
-  for (int m = 0; m < num_models; ++m) {
-    actions->jobs.push_back(
-        {.model = ReplicaOf(scoring, m),
-         .features = frames,
-         .transform = scoring.transform,
-         .cancelled = cancelled_,
-         .deadline = deadline_,
-         .origin = this,
-         .max_batch_frames = scoring.models[m]->max_batch_frames,
-         .precision = scoring.models[m]->precision,
-         .select = plan_->sparse,
-         .done = [this, pending, m, ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
-           OnScored(pending, m, std::move(result));
-         }});
-  }
+  for (int m = 0; m < num_models; ++m) AddJobLocked(MakeModelJobLocked(pending, m, scoring), actions);
   return absl::OkStatus();
+}
+
+ScoreJob StreamScoreSession::MakeModelJobLocked(const std::shared_ptr<Chunk>& chunk, int m,
+                                                const ScoringPlan& scoring) {
+  return {.model = ReplicaOf(scoring, m),
+          .features = chunk->retry_frames,
+          .transform = scoring.transform,
+          .cancelled = cancelled_,
+          .deadline = deadline_,
+          .origin = this,
+          .max_batch_frames = scoring.models[m]->max_batch_frames,
+          .precision = scoring.models[m]->precision,
+          .select = plan_->sparse,
+          .done = [this, chunk, m, device = scoring.device,
+                   ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
+            OnScored(chunk, m, device, std::move(result));
+          }};
+}
+
+void StreamScoreSession::AddJobLocked(ScoreJob job, Actions* actions) {
+  BatchScheduler* scheduler = env_.router->scheduler(plan_->device);
+  if (actions->jobs.empty() || actions->jobs.back().first != scheduler) {
+    actions->jobs.emplace_back(scheduler, std::vector<ScoreJob>{});
+  }
+  actions->jobs.back().second.push_back(std::move(job));
+}
+
+bool StreamScoreSession::MoveOffLocked(int leaving) {
+  if (plan_->device != leaving) return true;  // an earlier fault moved it
+  // A MAP-adapted model is prepared on the stream's device only.
+  if (adaptation_ != nullptr && adaptation_->Now().model != nullptr) return false;
+  absl::StatusOr<DeviceAssignment> moved = env_.router->Move(plan_->models, leaving);
+  if (!moved.ok()) return false;
+  LogWarning("stream %s (%s): moved from device %d (%s) to %d (%s) after a device fault", stream_id_,
+             peer_, leaving, env_.router->name(leaving), moved->device(),
+             env_.router->name(moved->device()));
+  placement_ = *std::move(moved);
+  plan_->device = placement_.device();
+  adapted_plan_.reset();  // rebuilt for the new device by the next ScoringPlanLocked
+  scheduler_.store(env_.router->scheduler(plan_->device), std::memory_order_release);
+  return true;
+}
+
+bool StreamScoreSession::RetryElsewhereLocked(Chunk& chunk, int device, const absl::Status& status) {
+  // A stream half-closed, draining or ended by a later chunk's error still
+  // answers the chunks before that point: only a cancelled one gains nothing.
+  if (!IsDeviceFault(status) || chunk.retry_frames == nullptr ||
+      cancelled_->load(std::memory_order_acquire) || chunk.moves >= env_.router->num_devices() - 1) {
+    return false;
+  }
+  if (!MoveOffLocked(device)) return false;
+  ++chunk.moves;
+  return true;
 }
 
 absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frames) {
@@ -306,53 +349,67 @@ ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
           .origin = this,
           .max_batch_frames = SmallestBatchCap(scoring),
           .fusion = FusedChunkFor(scoring, *fusion_),
-          .fused_done = [this, chunk, ref = NewRefLocked()](
+          .fused_done = [this, chunk, device = scoring.device, ref = NewRefLocked()](
                             absl::StatusOr<FusedChunkResult> result) {
-            OnFused(chunk, std::move(result));
+            OnFused(chunk, device, std::move(result));
           }};
 }
 
-void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk,
+void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk, int device,
                                  absl::StatusOr<FusedChunkResult> result) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
-    if (result.ok()) {
-      chunk->results = std::move(result->models);
-      chunk->fused = std::move(result->fused);
-      *fusion_ = *std::move(result->state);
+    if (!result.ok() && RetryElsewhereLocked(*chunk, device, result.status())) {
+      // Fused again from the same state (a failed job leaves fusion_ as it
+      // was); chunks held behind it keep waiting.
+      AddJobLocked(MakeFusedJobLocked(chunk, chunk->retry_frames), &actions);
     } else {
-      chunk->status = result.status();
-    }
-    if (--chunk->remaining == 0) ScoredLocked(*chunk);
-    if (fusion_in_flight_) {
-      fusion_in_flight_ = false;
-      // After a failure or a cancellation the held chunks are never
-      // answered (pending_ is cleared when the failure reaches its head).
-      if (!result.ok() || cancelled_->load(std::memory_order_acquire)) held_.clear();
-      if (!held_.empty()) {
-        auto [next, frames] = std::move(held_.front());
-        held_.pop_front();
-        fusion_in_flight_ = true;
-        actions.jobs.push_back(MakeFusedJobLocked(std::move(next), std::move(frames)));
-      }
+      FusedLocked(*chunk, std::move(result), &actions);
     }
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
 }
 
-void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model,
+void StreamScoreSession::FusedLocked(Chunk& chunk, absl::StatusOr<FusedChunkResult> result,
+                                     Actions* actions) {
+  if (result.ok()) {
+    chunk.results = std::move(result->models);
+    chunk.fused = std::move(result->fused);
+    *fusion_ = *std::move(result->state);
+  } else {
+    chunk.status = result.status();
+  }
+  if (--chunk.remaining == 0) ScoredLocked(chunk);
+  if (!fusion_in_flight_) return;
+  fusion_in_flight_ = false;
+  // After a failure or a cancellation the held chunks are never answered
+  // (pending_ is cleared when the failure reaches its head).
+  if (!result.ok() || cancelled_->load(std::memory_order_acquire)) held_.clear();
+  if (!held_.empty()) {
+    auto [next, frames] = std::move(held_.front());
+    held_.pop_front();
+    fusion_in_flight_ = true;
+    AddJobLocked(MakeFusedJobLocked(std::move(next), std::move(frames)), actions);
+  }
+}
+
+void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model, int device,
                                   absl::StatusOr<ScoreResult> result) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
-    if (result.ok()) {
-      chunk->results[model] = *std::move(result);
-    } else if (chunk->status.ok()) {
-      chunk->status = result.status();
+    if (!result.ok() && RetryElsewhereLocked(*chunk, device, result.status())) {
+      AddJobLocked(MakeModelJobLocked(chunk, model, ScoringPlanLocked(chunk.get())), &actions);
+    } else {
+      if (result.ok()) {
+        chunk->results[model] = *std::move(result);
+      } else if (chunk->status.ok()) {
+        chunk->status = result.status();
+      }
+      if (--chunk->remaining == 0) ScoredLocked(*chunk);
     }
-    if (--chunk->remaining == 0) ScoredLocked(*chunk);
     AdvanceLocked(&actions);
   }
   Perform(std::move(actions));
@@ -360,6 +417,7 @@ void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model
 
 void StreamScoreSession::ScoredLocked(Chunk& chunk) {
   chunk.scored = absl::Now();
+  chunk.retry_frames.reset();  // no job will need them again
   if (!chunk.status.ok()) return;
   // The charge was the dense float32 bound; selected states hold less.
   int64_t held = 0;
@@ -621,7 +679,7 @@ void StreamScoreSession::Perform(Actions actions) {
   // refuses at once, a purge drops them), and a completion may finish the
   // stream and let it be deleted, so nothing may touch `this` after them.
   // Jobs exist only once the plan (and its scheduler) does.
-  if (!actions.jobs.empty()) scheduler->SubmitAll(std::move(actions.jobs));
+  for (auto& [to, jobs] : actions.jobs) to->SubmitAll(std::move(jobs));
   if (actions.purge_scheduler && scheduler != nullptr) scheduler->PurgeDead();
 }
 

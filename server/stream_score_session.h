@@ -22,7 +22,14 @@
 //                        front end first gives its last frames as one), then OK
 //   bad message          answer the chunks accepted before it, then its
 //                        error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION)
-//   scoring failure      answer the chunks before the failed one, then its error
+//   scoring failure      answer the chunks before the failed one, then its error;
+//                        but a device fault (DeviceRouter::IsDeviceFault) first
+//                        moves the stream to a healthy device that holds its
+//                        models, if there is one, and scores the chunk again
+//                        there (once per other device); the client sees only
+//                        the answer. A stream also moves when it sends a chunk
+//                        while its device is failing. An adapting stream whose
+//                        MAP model lives on its device does not move.
 //   drain (SIGTERM)      answer the accepted chunks, then UNAVAILABLE
 //   cancellation         queued jobs are dropped from the scheduler at once, CANCELLED
 //   RPC deadline         gRPC cancels the RPC (as above); jobs carry the deadline too
@@ -144,11 +151,17 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     std::shared_ptr<const FloatMatrix> features;
     std::optional<std::vector<StatsPair>> decoder_pairs;
     v1::AdaptationReport adaptation_report;
+    // The chunk's frames until it is scored, for a job moved to another
+    // device after a device fault; and how many times its jobs moved.
+    std::shared_ptr<const FloatMatrix> retry_frames;
+    int moves = 0;
   };
 
   // What to do once mu_ is released.
   struct Actions {
-    std::vector<ScoreJob> jobs;            // submit to the scheduler
+    // Jobs to submit, each run of them to its device's scheduler (a stream
+    // that moves between jobs of one Actions has two runs).
+    std::vector<std::pair<BatchScheduler*, std::vector<ScoreJob>>> jobs;
     std::shared_ptr<Chunk> answer;         // build its answer and write it
     bool start_read = false;
     bool purge_scheduler = false;  // drop this stream's queued jobs now
@@ -193,6 +206,23 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   absl::Status HandleFramesLocked(std::shared_ptr<const FloatMatrix> frames,
                                   const v1::ChunkPosteriors* posteriors, Actions* actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `job` for the stream's device now (plan_->device).
+  void AddJobLocked(ScoreJob job, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the stream off device `leaving` after a device fault there
+  // (DeviceRouter::Move): true when the stream is now elsewhere (moved here
+  // or already), false when it must stay (no healthy peer holds its models,
+  // or its MAP-adapted model lives on `leaving` only).
+  bool MoveOffLocked(int leaving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a job of `chunk` that failed with `status` on `device` should
+  // be scored again elsewhere: a device fault on a stream not cancelled, at most once
+  // per other device, and the stream could move.
+  bool RetryElsewhereLocked(Chunk& chunk, int device, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job scoring model `m` of `chunk` by `scoring` (ScoringPlanLocked's,
+  // for a plan without fusion). A job scored again after a move takes the
+  // adaptation current then, and its chunk reports that one.
+  ScoreJob MakeModelJobLocked(const std::shared_ptr<Chunk>& chunk, int m, const ScoringPlan& scoring)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What scores `chunk` now: plan_, or for an adapting stream plan_ with the
   // current adaptation's transform or model (recorded in the chunk).
   const ScoringPlan& ScoringPlanLocked(Chunk* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -202,13 +232,17 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // The write in flight has not completed for env_.write_timeout: ends the
   // stream and asks for the call to be cancelled.
   void CancelStalledWriteLocked(absl::Time now, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnScored(const std::shared_ptr<Chunk>& chunk, int model,
+  void OnScored(const std::shared_ptr<Chunk>& chunk, int model, int device,
                 absl::StatusOr<ScoreResult> result);
   // A fused plan's chunk: one job over every model, fused by the backend
   // from the stream's fusion state as it is now (fusion_).
   ScoreJob MakeFusedJobLocked(std::shared_ptr<Chunk> chunk, std::shared_ptr<const FloatMatrix> frames)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnFused(const std::shared_ptr<Chunk>& chunk, absl::StatusOr<FusedChunkResult> result);
+  void OnFused(const std::shared_ptr<Chunk>& chunk, int device, absl::StatusOr<FusedChunkResult> result);
+  // A fused job's outcome, not retried: into `chunk`, and the next held
+  // chunk's job.
+  void FusedLocked(Chunk& chunk, absl::StatusOr<FusedChunkResult> result, Actions* actions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the stream after the answers already due (first end wins).
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
@@ -238,9 +272,11 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   StreamRequestIn request_;           // target of the read in flight
   grpc::ByteBuffer answer_;  // the write in flight; owned by the write token
   std::optional<ScoringPlan> plan_ ABSL_GUARDED_BY(mu_);
-  // The device the stream was placed on (plan_->device), counted there
-  // while the session lives; and its scheduler, set once with the plan
-  // (null before: no job exists then), read by Perform without the lock.
+  // The device the stream is placed on (plan_->device), counted there
+  // while the session lives (it changes only when the stream moves off a
+  // faulty device); and its scheduler, set with the plan and on each move
+  // (null before: no job exists then), read by Perform without the lock
+  // for purges.
   DeviceAssignment placement_ ABSL_GUARDED_BY(mu_);
   std::atomic<BatchScheduler*> scheduler_{nullptr};
   // Set with plan_ for a plan of several models: the fusion state after the

@@ -276,7 +276,9 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
   EXPECT_TRUE(absl::IsInternal(still)) << still;
   // "c" is on both; device 1 is the less loaded after the first stream, but
   // failing: all three go to device 0.
-  const int64_t frames_on_1 = FramesOn(*daemon, 1);
+  // The four "b" streams' frames, once counted (after their answers).
+  const int64_t frames_on_1 = SettledFramesOn(*daemon, 1, 4 * 10);
+  ASSERT_EQ(frames_on_1, 4 * 10);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(RunStream(*client, {"c"}, *daemon, 10).ok());
   EXPECT_EQ(SettledFramesOn(*daemon, 0, 30), 30);
   EXPECT_EQ(FramesOn(*daemon, 1), frames_on_1);
@@ -318,6 +320,164 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
   EXPECT_TRUE(RunStream(*client, {"b"}, *daemon, 10).ok());
   EXPECT_TRUE(RunStream(*client, {"a", "c"}, *daemon, 10).ok());
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+// Pushes one chunk of `frames` (its stream frames from `first`) and checks
+// its answer against the offline engine: every model's scores where the
+// stream names several (fused), the one matrix otherwise.
+void ExpectChunkScored(StreamSession& session, TestDaemon& daemon, const std::vector<std::string>& models,
+                       const FloatMatrix& frames, int64_t first) {
+  ASSERT_TRUE(session.Push(frames.view()).ok());
+  absl::StatusOr<StreamAnswer> answer = session.Next();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->first_frame, first);
+  for (size_t m = 0; m < models.size(); ++m) {
+    const FloatMatrix& got = models.size() > 1 ? answer->model_scores.at(m) : answer->scores;
+    const FloatMatrix want = daemon.ScoreOffline(models[m], frames.view());
+    const FloatMatrix allow = ScoreAllowance(daemon.model(models[m]), frames.view());
+    ASSERT_EQ(got.rows(), want.rows());
+    ASSERT_EQ(got.cols(), want.cols());
+    for (int64_t i = 0; i < want.rows() * want.cols(); ++i) {
+      ASSERT_NEAR(got.data()[i], want.data()[i], allow.data()[i] + 1e-4) << models[m] << " at " << i;
+    }
+  }
+  if (models.size() > 1) EXPECT_EQ(answer->scores.rows(), frames.rows());
+}
+
+// A stream whose chunk fails with a device fault moves to a healthy device
+// holding its models, where the chunk is scored again: the client gets
+// every answer, right, and no error. Single-model and fused streams alike,
+// moved off one device and later back off the other; the moves are counted
+// per device in /metrics. A stream with no healthy peer to go to is not
+// moved (the first test above).
+TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
+  std::vector<std::shared_ptr<std::atomic<bool>>> broken = {
+      std::make_shared<std::atomic<bool>>(false), std::make_shared<std::atomic<bool>>(false)};
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+      Models(), {},
+      {.count = 2,
+       .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         return std::make_unique<FaultyBackend>(std::move(inner), broken[d]);
+       }});
+  ASSERT_NE(daemon, nullptr);
+  const DeviceRouter& devices = daemon->daemon().devices();
+  std::unique_ptr<Client> client = daemon->NewClient();
+  const std::vector<std::string> single = {"c"};
+  const std::vector<std::string> fused = {"a", "c"};
+  // Placed least-loaded first: the single stream on device 0, the fused one
+  // (weight 2) on device 1.
+  v1::StreamConfig single_config;
+  single_config.add_models("c");
+  v1::StreamConfig fused_config;
+  for (const std::string& name : fused) fused_config.add_models(name);
+  fused_config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+  absl::StatusOr<std::unique_ptr<StreamSession>> one = client->StartStream(single_config);
+  ASSERT_TRUE(one.ok()) << one.status();
+  absl::StatusOr<std::unique_ptr<StreamSession>> two = client->StartStream(fused_config);
+  ASSERT_TRUE(two.ok()) << two.status();
+  int64_t first = 0;
+  auto chunk_round = [&](uint64_t seed) {
+    const FloatMatrix frames = TestFeatures(daemon->model("c"), 12, seed);
+    ExpectChunkScored(**one, *daemon, single, frames, first);
+    ExpectChunkScored(**two, *daemon, fused, frames, first);
+    first += frames.rows();
+  };
+  // Frames are counted per model scored: a fused chunk of 12 counts 24.
+  chunk_round(1);
+  ASSERT_EQ(SettledFramesOn(*daemon, 0, 12), 12);
+  ASSERT_EQ(SettledFramesOn(*daemon, 1, 24), 24);
+
+  broken[0]->store(true);  // the single stream's device: it moves to device 1
+  chunk_round(2);
+  chunk_round(3);
+  EXPECT_EQ(devices.moves_from(0), 1);
+  EXPECT_EQ(devices.moves_from(1), 0);
+  EXPECT_EQ(SettledFramesOn(*daemon, 1, 24 + 2 * 36), 24 + 2 * 36);
+
+  broken[0]->store(false);  // repaired; now device 1 breaks: both move to 0
+  broken[1]->store(true);
+  chunk_round(4);
+  chunk_round(5);
+  EXPECT_EQ(devices.moves_from(0), 1);
+  EXPECT_EQ(devices.moves_from(1), 2);
+  // Device 0 also counts the 12 frames of the dispatch that failed there.
+  EXPECT_EQ(SettledFramesOn(*daemon, 0, 24 + 2 * 36), 24 + 2 * 36);
+  for (StreamSession* session : {one->get(), two->get()}) {
+    ASSERT_TRUE(session->CloseSend().ok());
+    EXPECT_TRUE(absl::IsOutOfRange(session->Next().status()));
+    EXPECT_TRUE(session->Finish().ok());
+  }
+  ServerMetrics metrics;
+  const std::string text = metrics.Render({.repository = &daemon->daemon().repository(), .devices = &devices});
+  const std::string name = daemon->daemon().repository().device_name(1);
+  EXPECT_TRUE(absl::StrContains(
+      text, absl::StrCat("gmmscore_device_stream_moves_total{device=\"", name, "\",index=\"1\"} 2")))
+      << text;
+  broken[1]->store(false);
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+// A posterior fusion's chunks are fused one at a time, in order (the later
+// ones held until the one before is back): a stream that moves while
+// several are queued still answers each once, in order, fused from the
+// right state: the same fused scores as a stream that never moved.
+TEST(MultiDeviceTest, APosteriorFusedStreamMovesWithItsHeldChunksInOrder) {
+  v1::StreamConfig config;
+  config.add_models("a");
+  config.add_models("c");
+  config.mutable_fusion()->set_method(v1::FUSION_METHOD_POSTERIOR);
+  // On a fresh daemon (its first stream goes to device 0), every chunk
+  // pushed before any answer is read, so that the later ones are held while
+  // the first is scored; device 0 breaks before chunk `break_before` (-1:
+  // never).
+  auto run = [&](int break_before, int64_t* moves) -> std::vector<StreamAnswer> {
+    std::vector<StreamAnswer> answers;
+    auto broken = std::make_shared<std::atomic<bool>>(false);
+    std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+        Models(), {},
+        {.count = 2,
+         .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+           if (d == 1) return inner;
+           return std::make_unique<FaultyBackend>(std::move(inner), broken);
+         }});
+    EXPECT_NE(daemon, nullptr);
+    if (daemon == nullptr) return answers;
+    std::unique_ptr<Client> client = daemon->NewClient();
+    absl::StatusOr<std::unique_ptr<StreamSession>> session = client->StartStream(config);
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return answers;
+    for (uint64_t i = 0; i < 6; ++i) {
+      if (static_cast<int>(i) == break_before) broken->store(true);
+      const FloatMatrix chunk = TestFeatures(daemon->model("a"), 8, i + 1);
+      EXPECT_TRUE((*session)->Push(chunk.view()).ok());
+    }
+    EXPECT_TRUE((*session)->CloseSend().ok());
+    for (;;) {
+      absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+      if (absl::IsOutOfRange(answer.status())) break;
+      EXPECT_TRUE(answer.ok()) << answer.status();
+      if (!answer.ok()) break;
+      answers.push_back(*std::move(answer));
+    }
+    EXPECT_TRUE((*session)->Finish().ok());
+    *moves = daemon->daemon().devices().moves_from(0);
+    EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+    return answers;
+  };
+  int64_t moves = -1;
+  const std::vector<StreamAnswer> steady = run(-1, &moves);
+  ASSERT_EQ(steady.size(), 6u);
+  EXPECT_EQ(moves, 0);
+  for (int break_before : {0, 2}) {
+    const std::vector<StreamAnswer> moved = run(break_before, &moves);
+    ASSERT_EQ(moved.size(), steady.size()) << break_before;
+    EXPECT_EQ(moves, 1) << break_before;
+    for (size_t i = 0; i < steady.size(); ++i) {
+      EXPECT_EQ(moved[i].first_frame, steady[i].first_frame);
+      EXPECT_TRUE(moved[i].scores == steady[i].scores) << "chunk " << i << ", break before " << break_before;
+      EXPECT_EQ(moved[i].dominant_model, steady[i].dominant_model) << "chunk " << i;
+    }
+  }
 }
 
 // One device: its failure turns every model and the overall status
