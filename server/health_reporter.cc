@@ -44,6 +44,13 @@ void HealthReporter::SetModel(const std::string& name, bool serving) {
   if (service_ == nullptr || IsReservedName(name) || (serving && draining_)) return;
   models_[name] = serving;
   SendLocked(name, serving && ReachableLocked(name));
+  // A load or unload may change whether any healthy device holds a model
+  // (the last one on the last healthy device unloaded, or one loaded there):
+  // the overall status is judged again, after the model's own entry.
+  if (serving_ && !draining_) {
+    SendLocked(kScorerService, CanServeLocked());
+    SendLocked("", CanServeLocked());
+  }
 }
 
 void HealthReporter::SetDeviceHealth(DeviceHealthView view) {

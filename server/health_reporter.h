@@ -64,7 +64,9 @@ class HealthReporter {
   // Ignored after BeginDrain.
   void SetServing(bool serving);
   // A served model's entry (SERVING only while it is reachable); ignored
-  // for reserved names, and for serving = true after BeginDrain.
+  // for reserved names, and for serving = true after BeginDrain. Once
+  // started (SetServing(true)) the overall status is judged again too: a
+  // load or unload can change whether a healthy device holds a model.
   void SetModel(const std::string& name, bool serving);
   // Installs the device view (before it, everything is reachable) and
   // reports every entry anew by it.

@@ -65,6 +65,37 @@ TEST(HealthReporterTest, AModelServesOnlyWhileReachableAndEachChangeIsSentOnce) 
   EXPECT_FALSE(service.status["a"]);
 }
 
+// Unloading the last model a healthy device holds leaves the server unable
+// to serve: the overall status says so at once, not at the next device
+// transition; a load that makes it able to serve again says so too. Before
+// the server starts, and once it drains, loads leave it NOT_SERVING.
+TEST(HealthReporterTest, LoadsAndUnloadsJudgeTheOverallStatusAgain) {
+  RecordingHealthService service;
+  HealthReporter health(&service);
+  bool can_serve = true;
+  health.SetDeviceHealth({.model_reachable = [](const std::string&) { return true; },
+                          .server_can_serve = [&] { return can_serve; }});
+  health.SetModel("a", true);
+  EXPECT_FALSE(service.status[""]);  // not started: NOT_SERVING whatever is loaded
+  health.SetServing(true);
+  EXPECT_TRUE(service.status[""]);
+  can_serve = false;  // "a" was the last model on a healthy device
+  health.SetModel("a", false);
+  EXPECT_FALSE(service.status["a"]);
+  EXPECT_FALSE(service.status[""]);
+  EXPECT_FALSE(service.status[HealthReporter::kScorerService]);
+  ASSERT_GE(service.calls.size(), 3u);
+  EXPECT_EQ(service.calls[service.calls.size() - 3].first, "a");  // the model first
+  can_serve = true;
+  health.SetModel("b", true);
+  EXPECT_TRUE(service.status["b"]);
+  EXPECT_TRUE(service.status[""]);
+  EXPECT_TRUE(service.status[HealthReporter::kScorerService]);
+  health.BeginDrain();
+  health.SetModel("c", false);
+  EXPECT_FALSE(service.status[""]);
+}
+
 TEST(HealthReporterTest, DrainTellsModelsFirstAndNothingServesAfterIt) {
   RecordingHealthService service;
   HealthReporter health(&service);
