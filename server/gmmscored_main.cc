@@ -170,8 +170,9 @@ ABSL_FLAG(int32_t, max_saved_adaptations, 1024,
           "Live adaptation: names GetAdaptation remembers (AdaptationConfig.save_as); the oldest "
           "is forgotten beyond it.");
 ABSL_FLAG(int64_t, model_memory_budget_mb, 0,
-          "Resident MiB all model versions together may hold (device memory on a GPU); a "
-          "ModelAdmin load beyond it is refused with RESOURCE_EXHAUSTED. 0: no budget.");
+          "Resident MiB all model versions together may hold on each device (device memory on a "
+          "GPU; schedulers over one GPU, --devices 0,0, share it); a ModelAdmin load beyond it is "
+          "refused with RESOURCE_EXHAUSTED. 0: no budget.");
 
 ABSL_FLAG(bool, strict_config, false,
           "Stop (instead of warning) when a --config models entry names no model in the repository.");
@@ -204,7 +205,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   LogInfo("backend%s: %s", backends.size() > 1 ? "s" : "", absl::StrJoin(devices->backends, ", "));
 
   RepositoryOptions repository_options{
-      .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20};
+      .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20,
+      // Schedulers over one GPU (--devices 0,0) share its budget.
+      .memory_of = devices->ordinals};
   repository_options.align.default_dictionary = absl::GetFlag(FLAGS_align_dictionary);
   repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
   // Alignment scores and decodes where the daemon scores: on a GPU backend

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <filesystem>
 #include <system_error>
 
@@ -136,6 +137,49 @@ absl::Status OverBudget(int64_t held, int64_t adding, int64_t budget, const std:
       device.empty() ? "" : absl::StrCat(" of ", device)));
 }
 
+// The memory each device index holds its models in: options.memory_of, or
+// each its own. INVALID_ARGUMENT when it does not have one entry per device.
+absl::StatusOr<std::vector<int>> MemoriesOf(const RepositoryOptions& options, size_t devices) {
+  if (options.memory_of.empty()) {
+    std::vector<int> own(devices);
+    for (size_t d = 0; d < devices; ++d) own[d] = static_cast<int>(d);
+    return own;
+  }
+  if (options.memory_of.size() != devices) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "memory_of names %d memories for %d devices", options.memory_of.size(), devices));
+  }
+  return options.memory_of;
+}
+
+// OK, or RESOURCE_EXHAUSTED when adding adding[d] to the held[d] bytes of
+// each device d passes `budget` (0: none) in one memory (memory_of[d]);
+// the message names that memory's first device by `names`.
+absl::Status CheckBudgetPerMemory(const std::vector<int>& memory_of, const std::vector<std::string>& names,
+                                  const std::vector<int64_t>& held, const std::vector<int64_t>& adding,
+                                  int64_t budget) {
+  if (budget <= 0) return absl::OkStatus();
+  struct Memory {
+    int64_t held = 0;
+    int64_t adding = 0;
+    int first_device = -1;
+  };
+  std::map<int, Memory> memories;
+  for (size_t d = 0; d < memory_of.size(); ++d) {
+    Memory& memory = memories[memory_of[d]];
+    memory.held += held[d];
+    memory.adding += adding[d];
+    if (memory.first_device < 0) memory.first_device = static_cast<int>(d);
+  }
+  for (const auto& [id, memory] : memories) {
+    if (memory.adding > 0 && memory.held + memory.adding > budget) {
+      return OverBudget(memory.held, memory.adding, budget,
+                        memories.size() == 1 ? "" : names[memory.first_device]);
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> NamesOf(const std::vector<ScoringBackend*>& backends) {
   std::vector<std::string> names;
   for (const ScoringBackend* backend : backends) names.push_back(backend->name());
@@ -225,6 +269,7 @@ ModelRepository::ModelRepository(Snapshot models, std::string directory,
       device_(absl::StrJoin(device_names_, ",")),
       directory_(std::move(directory)),
       budget_bytes_(options.memory_budget_bytes),
+      memory_of_(*MemoriesOf(options, backends_.size())),
       placement_(options.placement),
       max_batch_frames_(options.max_batch_frames),
       precision_(options.precision),
@@ -266,11 +311,10 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
     }
     for (size_t d = 0; d < backends.size(); ++d) bytes[d] += models[i].resident_bytes_on(static_cast<int>(d));
   }
-  for (size_t d = 0; d < backends.size(); ++d) {
-    if (budget > 0 && bytes[d] > budget) {
-      return OverBudget(0, bytes[d], budget, backends.size() == 1 ? "" : backends[d]->name());
-    }
-  }
+  absl::StatusOr<std::vector<int>> memory_of = MemoriesOf(options, backends.size());
+  if (!memory_of.ok()) return memory_of.status();
+  GMM_RETURN_IF_ERROR(CheckBudgetPerMemory(*memory_of, NamesOf(backends), std::vector<int64_t>(backends.size(), 0),
+                                           bytes, budget));
   Snapshot snapshot;
   for (ServedModel& model : models) {
     if (auto it = options.max_batch_frames.find(model.name); it != options.max_batch_frames.end()) {
@@ -442,16 +486,20 @@ ModelRepository::MemoryUsage ModelRepository::memory() const { return MemoryOn(-
 
 ModelRepository::MemoryUsage ModelRepository::memory_on(int device) const { return MemoryOn(device); }
 
-absl::Status ModelRepository::FitsLocked(const std::vector<int>& devices, int64_t bytes) const {
+absl::Status ModelRepository::FitsLocked(const std::vector<int64_t>& adding) const {
   if (budget_bytes_ <= 0) return absl::OkStatus();
-  for (int d : devices) {
-    const MemoryUsage usage = MemoryOn(d);
-    const int64_t held = usage.served_bytes + usage.retired_bytes;
-    if (held + bytes > budget_bytes_) {
-      return OverBudget(held, bytes, budget_bytes_, backends_.size() == 1 ? "" : device_names_[d]);
-    }
+  std::vector<int64_t> held(backends_.size(), 0);
+  for (size_t d = 0; d < backends_.size(); ++d) {
+    const MemoryUsage usage = MemoryOn(static_cast<int>(d));
+    held[d] = usage.served_bytes + usage.retired_bytes;
   }
-  return absl::OkStatus();
+  return CheckBudgetPerMemory(memory_of_, device_names_, held, adding, budget_bytes_);
+}
+
+std::vector<int64_t> ModelRepository::OnEach(const std::vector<int>& devices, int64_t bytes) const {
+  std::vector<int64_t> adding(backends_.size(), 0);
+  for (int d : devices) adding[d] = bytes;
+  return adding;
 }
 
 absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::string& name) {
@@ -483,15 +531,13 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
   // Checked against what is held now on each device; Load and Unload are
   // serialised, so only releases (which make room) happen meanwhile.
   const std::vector<int> devices = PlacementOf(name);
-  auto fits = [&](int64_t adding) ABSL_NO_THREAD_SAFETY_ANALYSIS { return FitsLocked(devices, adding); };
+  auto fits = [&](int64_t adding) ABSL_NO_THREAD_SAFETY_ANALYSIS { return FitsLocked(OnEach(devices, adding)); };
   absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backends_, devices, align_, front_ends_, fits);
   if (!served.ok()) return served.status();
   // The backends' real sizes may differ from the host estimate.
-  for (int d : devices) {
-    if (absl::Status status = FitsLocked({d}, served->resident_bytes_on(d)); !status.ok()) {
-      return WithPath(status, path);
-    }
-  }
+  std::vector<int64_t> resident(backends_.size(), 0);
+  for (int d : devices) resident[d] = served->resident_bytes_on(d);
+  if (absl::Status status = FitsLocked(resident); !status.ok()) return WithPath(status, path);
 
   served->max_batch_frames = MaxBatchFramesOf(name);
   served->precision = PrecisionOf(name);
@@ -524,7 +570,7 @@ absl::StatusOr<std::shared_ptr<const ServedModel>> ModelRepository::PrepareAdapt
   absl::MutexLock load_lock(&load_mu_);  // budget checks see one change at a time
   // One replica, where the stream scores: an adaptation is one stream's.
   const std::vector<int> devices = {device};
-  GMM_RETURN_IF_ERROR(FitsLocked(devices, model->ByteSize()));
+  GMM_RETURN_IF_ERROR(FitsLocked(OnEach(devices, model->ByteSize())));
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::shared_ptr<const PreparedModel>>> replicas =
       PrepareReplicas(LoadedModel{.untied = std::move(model)}, backends_, devices);

@@ -16,7 +16,9 @@
 // replica per device it is placed on (ServedModel::replicas). Load prepares
 // every replica before the new version is served, so a replacement is seen
 // on all devices at once, and a failure on any device changes nothing.
-// The memory budget holds per device.
+// The memory budget holds per device memory (RepositoryOptions::memory_of:
+// --devices 0,0 runs two schedulers, a replica each, over one GPU and its
+// one budget).
 //
 // Thread safety: all methods are thread-safe; Load and Unload are serialised
 // among themselves and never block Find for longer than a pointer swap.
@@ -116,6 +118,11 @@ struct RepositoryOptions {
   // use) may hold on each device; a Load beyond it is RESOURCE_EXHAUSTED.
   // 0: no budget.
   int64_t memory_budget_bytes = 0;
+  // Per device (backend) index, the memory it holds its models in: indexes
+  // with the same value share one budget (the daemon gives the GPU ordinal
+  // of --devices, so 0,0 counts both schedulers' replicas against GPU 0).
+  // Empty: every index its own.
+  std::vector<int> memory_of;
   // Per model name: the devices (indexes into the repository's backends,
   // ascending, distinct, at least one) it is placed on; a model not named
   // here is placed on every device.
@@ -246,10 +253,11 @@ class ModelRepository {
       const RepositoryOptions& options);
   // The devices `name` is placed on.
   std::vector<int> PlacementOf(const std::string& name) const;
-  // OK, or RESOURCE_EXHAUSTED when adding `bytes` on each of `devices`
-  // would pass the budget of one of them.
-  absl::Status FitsLocked(const std::vector<int>& devices, int64_t bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
+  // OK, or RESOURCE_EXHAUSTED when adding adding[d] bytes on each device d
+  // would pass the budget of one device memory (memory_of_).
+  absl::Status FitsLocked(const std::vector<int64_t>& adding) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(load_mu_);
+  // `bytes` on each of `devices`, nothing elsewhere: FitsLocked's argument.
+  std::vector<int64_t> OnEach(const std::vector<int>& devices, int64_t bytes) const;
   // Every replica of `model` into retired_.
   void RetireLocked(const ServedModel& model) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ServedModel::max_batch_frames for `name`.
@@ -266,6 +274,7 @@ class ModelRepository {
   const std::string device_;
   const std::string directory_;
   const int64_t budget_bytes_;
+  const std::vector<int> memory_of_;  // per device index; never empty
   const std::map<std::string, std::vector<int>> placement_;
   const std::map<std::string, int64_t> max_batch_frames_;
   const std::map<std::string, Precision> precision_;

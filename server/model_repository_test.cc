@@ -289,6 +289,49 @@ TEST_F(ModelRepositoryTest, TheBudgetHoldsPerDeviceAndAFailedLoadChangesNothing)
   EXPECT_EQ(crowded.status().code(), absl::StatusCode::kResourceExhausted) << crowded.status();
 }
 
+// Two schedulers over one GPU (--devices 0,0: memory_of {0, 0}) hold a
+// replica each in the same memory, counted against its one budget: what
+// fits two separate devices does not fit one shared.
+TEST_F(ModelRepositoryTest, DevicesSharingAMemoryShareItsBudget) {
+  WriteModel("a.gmm", 1);
+  WriteModel("b.gmm", 2);
+  std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
+  const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
+  auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), {.skip_at_start = {"b"}});
+  ASSERT_TRUE(probe.ok());
+  const int64_t one = (*probe)->memory().served_bytes;
+  const RepositoryOptions apart{.memory_budget_bytes = 2 * one + one / 2, .skip_at_start = {"b"}};
+  RepositoryOptions shared = apart;
+  shared.memory_of = {0, 0};
+  // "a" on both: one replica per memory apart, two in the shared one.
+  auto separate = ModelRepository::LoadDirectory(dir_.string(), devices, apart);
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  auto together = ModelRepository::LoadDirectory(dir_.string(), devices, shared);
+  ASSERT_TRUE(together.ok()) << together.status();
+  // "b" on both: fits apart (two models a device), not shared (four).
+  EXPECT_TRUE((*separate)->Load("b").ok());
+  const absl::Status refused = (*together)->Load("b").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_FALSE((*together)->Find("b").ok());
+  // At start too: both models on both schedulers of one memory.
+  RepositoryOptions crowded = shared;
+  crowded.skip_at_start.clear();
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), devices, crowded).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  crowded.memory_of.clear();
+  EXPECT_TRUE(ModelRepository::LoadDirectory(dir_.string(), devices, crowded).ok());
+  // An adaptation on either scheduler counts there as well.
+  auto base = (*together)->Find("a");
+  ASSERT_TRUE(base.ok());
+  auto adapted = (*together)->PrepareAdapted(**base, (*base)->prepared->shared_model(), "x", 1);
+  EXPECT_EQ(adapted.status().code(), absl::StatusCode::kResourceExhausted) << adapted.status();
+  // A memory_of that does not cover the devices is refused.
+  RepositoryOptions wrong = apart;
+  wrong.memory_of = {0};
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), devices, wrong).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ModelRepositoryTest, BadPlacementsAreRefused) {
   WriteModel("a.gmm", 1);
   std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
