@@ -1,6 +1,7 @@
 #include "server/device_prober.h"
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -27,37 +28,14 @@ absl::Status ProbeDevice(ScoringBackend& backend, const ModelRepository& reposit
 }
 
 DeviceProber::DeviceProber(DeviceRouter* router, Probe probe, absl::Duration interval)
-    : router_(router), probe_(std::move(probe)), interval_(interval) {
-  if (interval > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
-}
+    : router_(router), probe_(std::move(probe)), ticker_("gs-probe", interval, [this] { ProbeFailing(); }) {}
 
 DeviceProber::~DeviceProber() { Stop(); }
 
-void DeviceProber::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  absl::MutexLock join_lock(&join_mu_);
-  if (thread_.joinable()) thread_.join();
-}
-
-int64_t DeviceProber::probes() const {
-  absl::MutexLock lock(&mu_);
-  return probes_;
-}
-
-void DeviceProber::Loop() {
-  absl::MutexLock lock(&mu_);
-  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval_)) {
-    // Probed without mu_: a probe runs backend work, and Stop must not wait
-    // for the lock behind it.
-    mu_.Unlock();
-    const std::vector<int> failing = router_->FailingDevices();
-    for (int device : failing) router_->ObserveBackend(device, probe_(device));
-    mu_.Lock();
-    probes_ += static_cast<int64_t>(failing.size());
-  }
+void DeviceProber::ProbeFailing() {
+  const std::vector<int> failing = router_->FailingDevices();
+  for (int device : failing) router_->ObserveBackend(device, probe_(device));
+  probes_.fetch_add(static_cast<int64_t>(failing.size()), std::memory_order_relaxed);
 }
 
 }  // namespace gmmscore

@@ -21,16 +21,15 @@
 #define GMMSCORE_SERVER_DEVICE_PROBER_H_
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kernels/score/scoring_backend.h"
 #include "server/device_router.h"
 #include "server/model_repository.h"
+#include "server/periodic_thread.h"
 
 namespace gmmscore {
 
@@ -54,22 +53,19 @@ class DeviceProber {
   DeviceProber& operator=(const DeviceProber&) = delete;
 
   // Joins the thread; no probe runs after it returns.
-  void Stop();
+  void Stop() { ticker_.Stop(); }
 
   // Probes run so far.
-  int64_t probes() const;
+  int64_t probes() const { return probes_.load(std::memory_order_relaxed); }
 
  private:
-  void Loop();
+  // Each failing device once, its outcome to the router.
+  void ProbeFailing();
 
   DeviceRouter* const router_;
   const Probe probe_;
-  const absl::Duration interval_;
-  mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t probes_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Mutex join_mu_;  // one Stop joins
-  std::thread thread_;  // joined under join_mu_
+  std::atomic<int64_t> probes_{0};
+  PeriodicThread ticker_;  // last: its thread starts once the others exist
 };
 
 }  // namespace gmmscore

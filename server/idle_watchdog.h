@@ -15,11 +15,8 @@
 #ifndef GMMSCORE_SERVER_IDLE_WATCHDOG_H_
 #define GMMSCORE_SERVER_IDLE_WATCHDOG_H_
 
-#include <thread>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/periodic_thread.h"
 #include "server/stream_registry.h"
 
 namespace gmmscore {
@@ -34,19 +31,14 @@ class StreamIdleWatchdog {
   StreamIdleWatchdog& operator=(const StreamIdleWatchdog&) = delete;
 
   // Joins the thread; no stream is checked after it returns.
-  void Stop();
+  void Stop() { ticker_.Stop(); }
 
  private:
-  void Loop();
-
   StreamRegistry* const registry_;
-  // How often the streams are looked at: a stream ends between timeout and
-  // timeout + period after its last activity.
-  const absl::Duration period_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Mutex join_mu_;  // one Stop joins
-  std::thread thread_;  // joined under join_mu_
+  // Looks every timeout/4, clamped to [10 ms, 1 s]: a stream ends between
+  // timeout and timeout + period after its last activity. Last member: its
+  // thread starts once the others exist.
+  PeriodicThread ticker_;
 };
 
 }  // namespace gmmscore

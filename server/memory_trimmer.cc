@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "kernels/core/thread_name.h"
 #include "server/log.h"
 
 namespace gmmscore {
@@ -27,19 +26,10 @@ int64_t ResidentBytes() {
 
 MemoryTrimmer::MemoryTrimmer(MemoryTrimmerOptions options) : options_(std::move(options)) {
   if (options_.work_done) last_work_ = options_.work_done();
-  if (options_.period > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
+  ticker_ = std::make_unique<PeriodicThread>("gs-trim", options_.period, [this] { TrimIfWorthIt(); });
 }
 
 MemoryTrimmer::~MemoryTrimmer() { Stop(); }
-
-void MemoryTrimmer::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  absl::MutexLock join_lock(&join_mu_);
-  if (thread_.joinable()) thread_.join();
-}
 
 int64_t MemoryTrimmer::TrimIfWorthIt() {
   const bool quiet = QuietSinceLastLook();
@@ -73,16 +63,6 @@ bool MemoryTrimmer::QuietSinceLastLook() {
   if (recent_periods_.size() > kPeriodsRemembered) recent_periods_.pop_front();
   const int64_t busiest = *std::max_element(recent_periods_.begin(), recent_periods_.end());
   return 4 * period <= busiest;
-}
-
-void MemoryTrimmer::Loop() {
-  NameCurrentThread("gs-trim");
-  absl::MutexLock lock(&mu_);
-  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.period)) {
-    mu_.Unlock();
-    TrimIfWorthIt();
-    mu_.Lock();
-  }
 }
 
 }  // namespace gmmscore

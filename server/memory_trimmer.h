@@ -33,11 +33,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <thread>
+#include <memory>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/periodic_thread.h"
 
 namespace gmmscore {
 
@@ -58,7 +57,7 @@ class MemoryTrimmer {
   MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
 
   // Joins the thread; nothing is trimmed after it returns.
-  void Stop();
+  void Stop() { ticker_->Stop(); }
 
   // One look: trims if malloc holds at least min_free_bytes free and the
   // period since the last look was quiet (above); returns the bytes malloc
@@ -66,7 +65,6 @@ class MemoryTrimmer {
   int64_t TrimIfWorthIt();
 
  private:
-  void Loop();
   // Whether the work since the last look was at most a quarter of the
   // busiest of the last kPeriodsRemembered looks' (true without work_done).
   bool QuietSinceLastLook();
@@ -75,13 +73,12 @@ class MemoryTrimmer {
   static constexpr int kMaxLooksWithoutTrim = 30;
 
   const MemoryTrimmerOptions options_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Mutex join_mu_;
-  std::thread thread_;
   int64_t last_work_ = 0;                  // work_done() at the last look
   std::deque<int64_t> recent_periods_;    // work of the last looks' periods
   int looks_without_trim_ = 0;            // in a row, with enough free, not quiet
+  // Started last in the constructor (its ticks read the members above);
+  // never null.
+  std::unique_ptr<PeriodicThread> ticker_;
 };
 
 }  // namespace gmmscore
