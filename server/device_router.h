@@ -34,8 +34,9 @@
 // A stream leaves its device (Move) when one of its chunks fails there with
 // a device fault, or when it sends a chunk while the device is failing, if a
 // healthy peer holds all its models: the chunk is scored there instead, and
-// the client sees nothing (StreamScoreSession). With no such peer it stays,
-// and its chunks get the device's error.
+// the client sees nothing (StreamScoreSession; a unary Score request
+// likewise). With no such peer it stays, and its chunks get the device's
+// error.
 //
 // Thread safety: all methods are thread-safe; a DeviceAssignment may be
 // released on any thread, and may outlive the router.
@@ -139,7 +140,7 @@ class DeviceRouter {
   // failing): the stream stays where it is. CommonDevices' error as Assign.
   absl::StatusOr<DeviceAssignment> Move(const std::vector<std::shared_ptr<const ServedModel>>& models,
                                         int leaving);
-  // Streams moved off `device` since the start.
+  // Streams and requests moved off `device` since the start.
   int64_t moves_from(int device) const { return moves_from_[device]->load(std::memory_order_relaxed); }
 
   // A backend call scored on `device` (its score_time counts as busy time).

@@ -1,6 +1,7 @@
 #include "server/scorer_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -45,10 +46,14 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
  public:
   // A plan of several models is scored as one fused job (the backend fuses:
   // on CUDA on the device); a single model as one plain job.
-  // `placement`: the device `scheduler` scores, held for the call's life.
-  UnaryScoreCall(BatchScheduler* scheduler, DeviceAssignment placement, v1::ScoreResponse* response,
+  // `placement`: the device `router` placed the plan on (plan.device), held
+  // for the call's life. A job that fails there with a device fault is
+  // scored again on a healthy peer holding the plan's models, as a stream's
+  // chunk is (StreamScoreSession), at most once per other device.
+  UnaryScoreCall(DeviceRouter* router, DeviceAssignment placement, v1::ScoreResponse* response,
                  ScoringPlan plan)
-      : scheduler_(scheduler),
+      : router_(router),
+        scheduler_(router->scheduler(plan.device)),
         placement_(std::move(placement)),
         response_(response),
         plan_(std::move(plan)) {
@@ -63,63 +68,110 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
       for (int m = 0; m < num_models; ++m) {
         ScoreResult empty;
         empty.loglikes.Resize(0, plan_.num_states);
-        OnScored(m, std::move(empty));
+        OnScored(m, plan_.device, std::move(empty));
       }
       return;
     }
     if (plan_.fusion.has_value()) {
-      SubmitFused(std::move(frames), deadline);
-      return;
+      // PlanForRequest checked the options, so every try's fresh state
+      // (FusedJobLocked) is made as this one is.
+      if (absl::StatusOr<ModelFusion> state = ModelFusion::Create(num_models, *plan_.fusion); !state.ok()) {
+        for (int m = 0; m < num_models; ++m) OnScored(m, plan_.device, state.status());
+        return;
+      }
     }
     std::vector<ScoreJob> jobs;
-    for (int m = 0; m < num_models; ++m) {
-      jobs.push_back({.model = ReplicaOf(plan_, m),
-                      .features = frames,
-                      .transform = plan_.transform,
-                      .cancelled = cancelled_,
-                      .deadline = deadline,
-                      .origin = this,
-                      .max_batch_frames = plan_.models[m]->max_batch_frames,
-                      .precision = plan_.models[m]->precision,
-                      .select = plan_.sparse,
-                      .done = [this, m](absl::StatusOr<ScoreResult> result) {
-                        OnScored(m, std::move(result));
-                      }});
-    }
-    // May complete (and delete) this call before it returns.
-    scheduler_->SubmitAll(std::move(jobs));
-  }
-
-  void SubmitFused(std::shared_ptr<const FloatMatrix> frames, absl::Time deadline) {
-    absl::StatusOr<ModelFusion> state = ModelFusion::Create(plan_.models.size(), *plan_.fusion);
-    if (!state.ok()) {  // PlanForRequest checked the options: not expected
-      for (size_t m = 0; m < plan_.models.size(); ++m) OnScored(m, state.status());
-      return;
-    }
-    // The one job stands for every model's: the others' references and
-    // results are settled now.
+    BatchScheduler* scheduler;
     {
       absl::MutexLock lock(&mu_);
-      const int others = static_cast<int>(plan_.models.size()) - 1;
-      remaining_ -= others;
-      refs_ -= others;
+      frames_ = std::move(frames);
+      deadline_ = deadline;
+      scheduler = router_->scheduler(plan_.device);
+      if (plan_.fusion.has_value()) {
+        // The one job stands for every model's: the others' references and
+        // results are settled now.
+        const int others = num_models - 1;
+        remaining_ -= others;
+        refs_ -= others;
+        jobs.push_back(FusedJobLocked());
+      } else {
+        for (int m = 0; m < num_models; ++m) jobs.push_back(ModelJobLocked(m));
+      }
     }
-    std::vector<ScoreJob> jobs;
-    jobs.push_back({.model = ReplicaOf(plan_, 0),
-                    .features = std::move(frames),
-                    .transform = plan_.transform,
-                    .cancelled = cancelled_,
-                    .deadline = deadline,
-                    .origin = this,
-                    .max_batch_frames = SmallestBatchCap(plan_),
-                    .fusion = FusedChunkFor(plan_, *std::move(state)),
-                    .fused_done = [this](absl::StatusOr<FusedChunkResult> result) {
-                      OnFused(std::move(result));
-                    }});
-    scheduler_->SubmitAll(std::move(jobs));  // may complete (and delete) this call
+    // May complete (and delete) this call before it returns.
+    scheduler->SubmitAll(std::move(jobs));
   }
 
-  void OnFused(absl::StatusOr<FusedChunkResult> result) {
+  void OnCancel() override {
+    cancelled_->store(true, std::memory_order_release);
+    scheduler_.load(std::memory_order_acquire)->PurgeDead();
+  }
+  void OnDone() override { Unref(); }
+
+ private:
+  ScoreJob ModelJobLocked(int m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return {.model = ReplicaOf(plan_, m),
+            .features = frames_,
+            .transform = plan_.transform,
+            .cancelled = cancelled_,
+            .deadline = deadline_,
+            .origin = this,
+            .max_batch_frames = plan_.models[m]->max_batch_frames,
+            .precision = plan_.models[m]->precision,
+            .select = plan_.sparse,
+            .done = [this, m, device = plan_.device](absl::StatusOr<ScoreResult> result) {
+              OnScored(m, device, std::move(result));
+            }};
+  }
+
+  // A fresh fusion state for every try: a failed job's is unspecified.
+  ScoreJob FusedJobLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StatusOr<ModelFusion> state = ModelFusion::Create(plan_.models.size(), *plan_.fusion);
+    // Submit made one from the same options before: this one is made too.
+    return {.model = ReplicaOf(plan_, 0),
+            .features = frames_,
+            .transform = plan_.transform,
+            .cancelled = cancelled_,
+            .deadline = deadline_,
+            .origin = this,
+            .max_batch_frames = SmallestBatchCap(plan_),
+            .fusion = FusedChunkFor(plan_, *std::move(state)),
+            .fused_done = [this, device = plan_.device](absl::StatusOr<FusedChunkResult> result) {
+              OnFused(device, std::move(result));
+            }};
+  }
+
+  // Moves the call off `device` after a device fault there, when a healthy
+  // peer holds its models and it has not tried every other device; the
+  // scheduler to submit the job again to, or null to fail as it is.
+  BatchScheduler* MoveOffLocked(int device, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!IsDeviceFault(status) || frames_ == nullptr || cancelled_->load(std::memory_order_acquire) ||
+        moves_ >= router_->num_devices() - 1) {
+      return nullptr;
+    }
+    if (plan_.device == device) {  // not yet moved by another model's fault
+      absl::StatusOr<DeviceAssignment> moved = router_->Move(plan_.models, device);
+      if (!moved.ok()) return nullptr;
+      placement_ = *std::move(moved);
+      plan_.device = placement_.device();
+      scheduler_.store(router_->scheduler(plan_.device), std::memory_order_release);
+    }
+    ++moves_;
+    return router_->scheduler(plan_.device);
+  }
+
+  void OnFused(int device, absl::StatusOr<FusedChunkResult> result) {
+    if (!result.ok()) {
+      std::vector<ScoreJob> again;
+      BatchScheduler* scheduler;
+      {
+        absl::MutexLock lock(&mu_);
+        scheduler = MoveOffLocked(device, result.status());
+        if (scheduler != nullptr) again.push_back(FusedJobLocked());
+      }
+      // The job's reference passes to its second try.
+      if (scheduler != nullptr) return scheduler->SubmitAll(std::move(again));
+    }
     if (result.ok()) {
       results_fused_.emplace(std::move(result->fused));
       Answer(absl::OkStatus(), result->models);
@@ -129,30 +181,30 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
     Unref();
   }
 
-  void OnCancel() override {
-    cancelled_->store(true, std::memory_order_release);
-    scheduler_->PurgeDead();
-  }
-  void OnDone() override { Unref(); }
-
- private:
-  void OnScored(int model, absl::StatusOr<ScoreResult> result) {
+  void OnScored(int model, int device, absl::StatusOr<ScoreResult> result) {
     absl::Status status;
     std::vector<ScoreResult> results;
     bool last;
+    std::vector<ScoreJob> again;
+    BatchScheduler* scheduler = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      if (result.ok()) {
+      if (!result.ok()) scheduler = MoveOffLocked(device, result.status());
+      if (scheduler != nullptr) {
+        again.push_back(ModelJobLocked(model));
+      } else if (result.ok()) {
         results_[model] = *std::move(result);
       } else if (status_.ok()) {
         status_ = result.status();
       }
-      last = --remaining_ == 0;
+      last = scheduler == nullptr && --remaining_ == 0;
       if (last) {
         status = status_;
         results = std::move(results_);
       }
     }
+    // The job's reference passes to its second try.
+    if (scheduler != nullptr) return scheduler->SubmitAll(std::move(again));
     // The last result: this thread alone writes the response.
     if (last) Answer(status, results);
     Unref();
@@ -186,12 +238,19 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
     if (gone) delete this;
   }
 
-  BatchScheduler* const scheduler_;
-  const DeviceAssignment placement_;
-  v1::ScoreResponse* const response_;
-  const ScoringPlan plan_;
-  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  DeviceRouter* const router_;
+  // The device's scheduler now, read by OnCancel without the lock.
+  std::atomic<BatchScheduler*> scheduler_;
   absl::Mutex mu_;
+  DeviceAssignment placement_ ABSL_GUARDED_BY(mu_);
+  v1::ScoreResponse* const response_;
+  // Its device changes (under mu_) only when the call moves, before its
+  // last result; Answer reads the rest.
+  ScoringPlan plan_;
+  const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<const FloatMatrix> frames_ ABSL_GUARDED_BY(mu_);  // kept for a second try
+  absl::Time deadline_ ABSL_GUARDED_BY(mu_);
+  int moves_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<ScoreResult> results_ ABSL_GUARDED_BY(mu_);
   int remaining_ ABSL_GUARDED_BY(mu_);
   int refs_ ABSL_GUARDED_BY(mu_);
@@ -388,8 +447,7 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
   if (!placement.ok()) return Refuse(context, placement.status());
   plan->device = placement->device();
   CountRequest(*plan, (*frames)->rows());
-  BatchScheduler* scheduler = router_->scheduler(plan->device);
-  auto* call = new UnaryScoreCall(scheduler, *std::move(placement), response, *std::move(plan));
+  auto* call = new UnaryScoreCall(router_, *std::move(placement), response, *std::move(plan));
   call->Submit(*std::move(frames), DeadlineOf(*context));
   return call;
 }

@@ -192,7 +192,7 @@ void RenderDevices(const DeviceRouter& devices, const ModelRepository* repositor
        "Dispatches (and recovery probes) whose backend calls all failed with a device error.",
        "counter", [&](int d) { return static_cast<double>(counters[d].health.failed_dispatches); }},
       {"gmmscore_device_stream_moves_total",
-       "Streams moved off the device to a healthy one after a device fault (their chunks scored there).",
+       "Streams and Score requests moved off the device to a healthy one after a device fault (scored there instead).",
        "counter", [&](int d) { return static_cast<double>(devices.moves_from(d)); }},
   };
   if (repository != nullptr && repository->num_devices() == devices.num_devices()) {

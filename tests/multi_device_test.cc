@@ -417,6 +417,64 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
+// A unary Score whose job fails with a device fault is scored again on a
+// healthy peer, as a stream's chunk is: single and fused requests succeed,
+// right, while device 0 fails under them; once it is marked failing, new
+// requests go to device 1 at once (no more moves). With no peer holding its
+// models, a request still gets the device's error.
+TEST(MultiDeviceTest, ScoreRequestsMoveOffADeviceThatFailsThem) {
+  auto broken = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+      Models(), {},
+      {.count = 2,
+       .placement = {{"b", {0}}},
+       .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         if (d == 1) return inner;
+         return std::make_unique<FaultyBackend>(std::move(inner), broken);
+       }});
+  ASSERT_NE(daemon, nullptr);
+  const DeviceRouter& devices = daemon->daemon().devices();
+  std::unique_ptr<Client> client = daemon->NewClient();
+  const FloatMatrix frames = TestFeatures(daemon->model("c"), 9, 3);
+  auto request_of = [&](const std::vector<std::string>& models) {
+    v1::ScoreRequest request;
+    for (const std::string& name : models) request.add_models(name);
+    if (models.size() > 1) request.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+    request.mutable_features()->set_num_frames(frames.rows());
+    request.mutable_features()->set_dim(frames.cols());
+    request.mutable_features()->mutable_values()->Add(frames.data(), frames.data() + frames.rows() * frames.cols());
+    return request;
+  };
+  auto expect_scored = [&](const std::vector<std::string>& models) {
+    absl::StatusOr<v1::ScoreResponse> response = client->Score(request_of(models));
+    ASSERT_TRUE(response.ok()) << response.status();
+    ASSERT_EQ(response->scores_size(), static_cast<int>(models.size()));
+    for (size_t m = 0; m < models.size(); ++m) {
+      const FloatMatrix want = daemon->ScoreOffline(models[m], frames.view());
+      const FloatMatrix allow = ScoreAllowance(daemon->model(models[m]), frames.view());
+      const v1::StateScores& got = response->scores(static_cast<int>(m));
+      ASSERT_EQ(got.loglikes_size(), want.rows() * want.cols());
+      for (int i = 0; i < got.loglikes_size(); ++i) {
+        ASSERT_NEAR(got.loglikes(i), want.data()[i], allow.data()[i] + 1e-4) << models[m] << " at " << i;
+      }
+    }
+    if (models.size() > 1) EXPECT_EQ(response->fused().num_frames(), static_cast<uint32_t>(frames.rows()));
+  };
+  // Each goes to device 0 first: ties go to the lower index, and then
+  // device 1 has the recent backend time.
+  broken->store(true);
+  expect_scored({"c"});       // fails on 0, scored on 1
+  expect_scored({"a", "c"});  // the same, fused
+  EXPECT_EQ(devices.moves_from(0), 2);
+  const absl::Status alone = client->Score(request_of({"b"})).status();  // only on device 0
+  EXPECT_TRUE(absl::IsInternal(alone)) << alone;
+  ASSERT_TRUE(devices.failing(0));  // three faults in a row
+  expect_scored({"c"});  // placed on device 1 at once
+  EXPECT_EQ(devices.moves_from(0), 2);
+  broken->store(false);
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
 // A posterior fusion's chunks are fused one at a time, in order (the later
 // ones held until the one before is back): a stream that moves while
 // several are queued still answers each once, in order, fused from the
