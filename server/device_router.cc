@@ -93,6 +93,7 @@ DeviceRouter::DeviceRouter(std::vector<BatchScheduler*> schedulers, std::vector<
   for (size_t d = 0; d < schedulers_.size(); ++d) {
     assigned_.push_back(std::make_shared<std::atomic<int64_t>>(0));
     moves_from_.push_back(std::make_unique<std::atomic<int64_t>>(0));
+    failing_.push_back(std::make_unique<std::atomic<bool>>(false));
   }
 }
 
@@ -118,19 +119,17 @@ absl::StatusOr<DeviceAssignment> DeviceRouter::Assign(
 }
 
 absl::StatusOr<DeviceAssignment> DeviceRouter::Move(
-    const std::vector<std::shared_ptr<const ServedModel>>& models, int leaving) {
+    const std::vector<std::shared_ptr<const ServedModel>>& models, const std::vector<int>& tried) {
   absl::StatusOr<std::vector<int>> holding = CommonDevices(models, names_);
   if (!holding.ok()) return holding.status();
+  const int leaving = tried.back();
   std::vector<int> healthy;
-  {
-    absl::MutexLock lock(&mu_);
-    for (int d : *holding) {
-      if (d != leaving && !health_[d].failing) healthy.push_back(d);
-    }
+  for (int d : *holding) {
+    if (!failing(d) && std::find(tried.begin(), tried.end(), d) == tried.end()) healthy.push_back(d);
   }
   if (healthy.empty()) {
     return absl::NotFoundError(absl::StrFormat(
-        "no healthy device other than %d (%s) holds all of the stream's models", leaving,
+        "no healthy device not yet tried (last %d, %s) holds all of the stream's models", leaving,
         names_[leaving]));
   }
   moves_from_[leaving]->fetch_add(1, std::memory_order_relaxed);
@@ -188,12 +187,14 @@ void DeviceRouter::ObserveBackend(int device, const absl::Status& outcome) {
       health.consecutive_failures = 0;
       changed = health.failing;
       health.failing = false;
+      failing_[device]->store(false, std::memory_order_release);
     } else {
       ++health.consecutive_failures;
       ++health.failed_dispatches;
       health.last_error = std::string(outcome.message());
       if (!health.failing && health.consecutive_failures >= kFailuresToMarkFailing) {
         health.failing = true;
+        failing_[device]->store(true, std::memory_order_release);
         health.failing_since = absl::Now();
         changed = true;
       }

@@ -133,13 +133,15 @@ class DeviceRouter {
   // assigned (its weight: the model count) until the result is destroyed.
   // CommonDevices' error when no device holds them all.
   absl::StatusOr<DeviceAssignment> Assign(const std::vector<std::shared_ptr<const ServedModel>>& models);
-  // A new place for a stream leaving device `leaving` after a device fault:
-  // the least loaded healthy device other than `leaving` holding every one
-  // of `models`, counted as a move from `leaving`. NOT_FOUND when there is
-  // none (no other device holds them all, or every one that does is
-  // failing): the stream stays where it is. CommonDevices' error as Assign.
+  // A new place for a stream leaving device `tried.back()` after a device
+  // fault: the least loaded healthy device holding every one of `models`
+  // and not in `tried` (every device its failing work was tried on, so
+  // that a retry never bounces back to one not yet marked failing),
+  // counted as a move from tried.back(). NOT_FOUND when there is none (no
+  // other device holds them all, or every one that does is failing or
+  // tried): the stream stays where it is. CommonDevices' error as Assign.
   absl::StatusOr<DeviceAssignment> Move(const std::vector<std::shared_ptr<const ServedModel>>& models,
-                                        int leaving);
+                                        const std::vector<int>& tried);
   // Streams and requests moved off `device` since the start.
   int64_t moves_from(int device) const { return moves_from_[device]->load(std::memory_order_relaxed); }
 
@@ -155,7 +157,8 @@ class DeviceRouter {
   void SetHealthListener(std::function<void()> listener);
 
   DeviceHealth health(int device) const;
-  bool failing(int device) const { return health(device).failing; }
+  // Lock-free (asked for every chunk of every stream).
+  bool failing(int device) const { return failing_[device]->load(std::memory_order_acquire); }
   // Failing devices now, ascending.
   std::vector<int> FailingDevices() const;
 
@@ -184,6 +187,7 @@ class DeviceRouter {
   const std::vector<std::string> names_;
   std::vector<std::shared_ptr<std::atomic<int64_t>>> assigned_;  // per device
   std::vector<std::unique_ptr<std::atomic<int64_t>>> moves_from_;  // per device
+  std::vector<std::unique_ptr<std::atomic<bool>>> failing_;        // health_[d].failing, per device
   absl::Mutex assign_mu_;  // one Assign chooses at a time
   mutable absl::Mutex mu_;
   std::vector<Busy> busy_ ABSL_GUARDED_BY(mu_);  // per device

@@ -251,28 +251,50 @@ TEST_F(DeviceRouterTest, AMoveGoesToTheLeastLoadedHealthyOtherHolderOrNowhere) {
   for (const auto& h : held) ASSERT_TRUE(h.ok());
   // Leaving 0: 2 is the least loaded of the others. Not failing yet itself
   // (one fault is enough to leave: the chunk that failed is scored again).
-  auto moved = router.Move({all}, 0);
+  auto moved = router.Move({all}, {0});
   ASSERT_TRUE(moved.ok()) << moved.status();
   EXPECT_EQ(moved->device(), 2);
   EXPECT_EQ(router.load(2).assigned_weight, 1);
   EXPECT_EQ(router.moves_from(0), 1);
   // Leaving 0 with a model only 1 also holds: 1, however loaded.
-  auto to_pair = router.Move({pair}, 0);
+  auto to_pair = router.Move({pair}, {0});
   ASSERT_TRUE(to_pair.ok());
   EXPECT_EQ(to_pair->device(), 1);
   // No other holder, or only failing ones: NOT_FOUND, nothing counted.
-  auto nowhere = router.Move({only0}, 0);
+  auto nowhere = router.Move({only0}, {0});
   EXPECT_TRUE(absl::IsNotFound(nowhere.status())) << nowhere.status();
   EXPECT_TRUE(absl::StrContains(nowhere.status().message(), "gpu-a")) << nowhere.status();
   for (int i = 0; i < DeviceRouter::kFailuresToMarkFailing; ++i) {
     router.ObserveBackend(1, absl::InternalError("CUDA error cudaErrorLaunchFailure"));
   }
-  EXPECT_TRUE(absl::IsNotFound(router.Move({pair}, 0).status()));
+  EXPECT_TRUE(absl::IsNotFound(router.Move({pair}, {0}).status()));
   EXPECT_EQ(router.moves_from(0), 2);
   EXPECT_EQ(router.moves_from(1), 0);
   // Models on no common device: CommonDevices' error, as Assign gives.
-  auto apart = router.Move({only0, Placed("only2", {2})}, 0);
+  auto apart = router.Move({only0, Placed("only2", {2})}, {0});
   EXPECT_TRUE(absl::IsFailedPrecondition(apart.status())) << apart.status();
+}
+
+// Work that failed on 0 and then on 1 goes to 2, never back to 0: a device
+// not yet marked failing (one fault is not three) is still excluded once
+// this work failed there.
+TEST_F(DeviceRouterTest, AMoveNeverGoesBackToADeviceTheWorkFailedOn) {
+  DeviceRouter router = MakeRouter();
+  auto all = Placed("all", {0, 1, 2});
+  std::vector<absl::StatusOr<DeviceAssignment>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(router.Assign({all}));  // weights 2, 1, 1
+  auto first = router.Move({all}, {0});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->device(), 1);  // 1 and 2 tie: the lower index
+  router.ObserveBackend(0, absl::InternalError("CUDA error cudaErrorLaunchFailure"));
+  router.ObserveBackend(1, absl::InternalError("CUDA error cudaErrorLaunchFailure"));
+  auto second = router.Move({all}, {0, 1});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->device(), 2);  // device 0 is less loaded now, but tried
+  EXPECT_TRUE(absl::IsNotFound(router.Move({all}, {0, 1, 2}).status()));
+  EXPECT_EQ(router.moves_from(0), 1);
+  EXPECT_EQ(router.moves_from(1), 1);
+  EXPECT_FALSE(router.failing(0));
 }
 
 TEST_F(DeviceRouterTest, ProberProbesOnlyFailingDevicesUntilTheyHeal) {

@@ -141,22 +141,23 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
             }};
   }
 
-  // Moves the call off `device` after a device fault there, when a healthy
-  // peer holds its models and it has not tried every other device; the
-  // scheduler to submit the job again to, or null to fail as it is.
+  // Moves the call off `device` after a device fault there, to a healthy
+  // peer holding its models that it has not failed on yet; the scheduler
+  // to submit the job again to, or null to fail as it is.
   BatchScheduler* MoveOffLocked(int device, const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!IsDeviceFault(status) || frames_ == nullptr || cancelled_->load(std::memory_order_acquire) ||
-        moves_ >= router_->num_devices() - 1) {
+    if (!IsDeviceFault(status) || frames_ == nullptr || cancelled_->load(std::memory_order_acquire)) {
       return nullptr;
     }
-    if (plan_.device == device) {  // not yet moved by another model's fault
-      absl::StatusOr<DeviceAssignment> moved = router_->Move(plan_.models, device);
+    if (std::find(failed_on_.begin(), failed_on_.end(), device) == failed_on_.end()) {
+      failed_on_.push_back(device);
+    }
+    if (std::find(failed_on_.begin(), failed_on_.end(), plan_.device) != failed_on_.end()) {
+      absl::StatusOr<DeviceAssignment> moved = router_->Move(plan_.models, failed_on_);
       if (!moved.ok()) return nullptr;
       placement_ = *std::move(moved);
       plan_.device = placement_.device();
       scheduler_.store(router_->scheduler(plan_.device), std::memory_order_release);
     }
-    ++moves_;
     return router_->scheduler(plan_.device);
   }
 
@@ -250,7 +251,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<const FloatMatrix> frames_ ABSL_GUARDED_BY(mu_);  // kept for a second try
   absl::Time deadline_ ABSL_GUARDED_BY(mu_);
-  int moves_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> failed_on_ ABSL_GUARDED_BY(mu_);  // devices a job failed on with a device fault
   std::vector<ScoreResult> results_ ABSL_GUARDED_BY(mu_);
   int remaining_ ABSL_GUARDED_BY(mu_);
   int refs_ ABSL_GUARDED_BY(mu_);

@@ -215,7 +215,7 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
 
   // A device marked failing gets no more of the stream's chunks, where a
   // healthy peer can take them.
-  if (env_.router->failing(plan_->device)) MoveOffLocked(plan_->device);
+  if (env_.router->failing(plan_->device)) MoveOffLocked({plan_->device});
   auto pending = std::make_shared<Chunk>();
   pending->charge = *std::move(charge);
   pending->retry_frames = frames;
@@ -273,11 +273,15 @@ void StreamScoreSession::AddJobLocked(ScoreJob job, Actions* actions) {
   actions->jobs.back().second.push_back(std::move(job));
 }
 
-bool StreamScoreSession::MoveOffLocked(int leaving) {
-  if (plan_->device != leaving) return true;  // an earlier fault moved it
-  // A MAP-adapted model is prepared on the stream's device only.
-  if (adaptation_ != nullptr && adaptation_->Now().model != nullptr) return false;
-  absl::StatusOr<DeviceAssignment> moved = env_.router->Move(plan_->models, leaving);
+bool StreamScoreSession::MoveOffLocked(const std::vector<int>& tried) {
+  if (std::find(tried.begin(), tried.end(), plan_->device) == tried.end()) {
+    return true;  // another fault already moved it where this work was not tried
+  }
+  // A MAP adaptation prepares its models on the device the stream started
+  // on (StreamAdaptation), now or at any later update.
+  if (adaptation_ != nullptr && adaptation_->method() == AdaptationMethod::kMapMeans) return false;
+  const int leaving = tried.back();
+  absl::StatusOr<DeviceAssignment> moved = env_.router->Move(plan_->models, tried);
   if (!moved.ok()) return false;
   LogWarning("stream %s (%s): moved from device %d (%s) to %d (%s) after a device fault", stream_id_,
              peer_, leaving, env_.router->name(leaving), moved->device(),
@@ -290,15 +294,21 @@ bool StreamScoreSession::MoveOffLocked(int leaving) {
 }
 
 bool StreamScoreSession::RetryElsewhereLocked(Chunk& chunk, int device, const absl::Status& status) {
-  // A stream half-closed, draining or ended by a later chunk's error still
-  // answers the chunks before that point: only a cancelled one gains nothing.
-  if (!IsDeviceFault(status) || chunk.retry_frames == nullptr ||
-      cancelled_->load(std::memory_order_acquire) || chunk.moves >= env_.router->num_devices() - 1) {
+  // A half-closed stream still answers its chunks; a cancelled or draining
+  // one (whose schedulers may be stopping: their refusals read UNAVAILABLE)
+  // does not try again, nor does a chunk no longer waiting to be answered
+  // (an earlier one failed, or the client went away).
+  if (!IsDeviceFault(status) || chunk.retry_frames == nullptr || draining_ ||
+      cancelled_->load(std::memory_order_acquire) ||
+      std::none_of(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == &chunk; })) {
     return false;
   }
-  if (!MoveOffLocked(device)) return false;
-  ++chunk.moves;
-  return true;
+  if (std::find(chunk.failed_on.begin(), chunk.failed_on.end(), device) == chunk.failed_on.end()) {
+    chunk.failed_on.push_back(device);
+  }
+  // Each retry goes to a device the chunk has not failed on: at most one
+  // try per device.
+  return MoveOffLocked(chunk.failed_on);
 }
 
 absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frames) {
@@ -642,8 +652,9 @@ void StreamScoreSession::Perform(Actions actions) {
   if (actions.start_read) call_->Read(&request_);
   absl::Status built = absl::OkStatus();
   if (actions.answer != nullptr) {
-    // plan_ is fixed before any chunk is accepted, and answer_ belongs
-    // to the holder of the write token: no lock needed here.
+    // plan_ is fixed before any chunk is accepted (but for its device,
+    // which a move changes under mu_ and the answer never reads), and
+    // answer_ belongs to the holder of the write token: no lock needed here.
     built = BuildAnswer(*actions.answer);
     Chunk& answered = *actions.answer;
     if (built.ok() && answered.adaptation != nullptr) {

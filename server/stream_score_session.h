@@ -152,9 +152,9 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     std::optional<std::vector<StatsPair>> decoder_pairs;
     v1::AdaptationReport adaptation_report;
     // The chunk's frames until it is scored, for a job moved to another
-    // device after a device fault; and how many times its jobs moved.
+    // device after a device fault; and the devices its jobs failed on so.
     std::shared_ptr<const FloatMatrix> retry_frames;
-    int moves = 0;
+    std::vector<int> failed_on;
   };
 
   // What to do once mu_ is released.
@@ -208,14 +208,16 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `job` for the stream's device now (plan_->device).
   void AddJobLocked(ScoreJob job, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the stream off device `leaving` after a device fault there
-  // (DeviceRouter::Move): true when the stream is now elsewhere (moved here
-  // or already), false when it must stay (no healthy peer holds its models,
-  // or its MAP-adapted model lives on `leaving` only).
-  bool MoveOffLocked(int leaving) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the stream off the devices `tried` (work failed there with a
+  // device fault; the last is where it failed now) by DeviceRouter::Move:
+  // true when the stream is now on a device not in `tried` (moved here or
+  // already), false when it must stay (no healthy untried peer holds its
+  // models, or it adapts by MAP, whose models live on its first device).
+  bool MoveOffLocked(const std::vector<int>& tried) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a job of `chunk` that failed with `status` on `device` should
-  // be scored again elsewhere: a device fault on a stream not cancelled, at most once
-  // per other device, and the stream could move.
+  // be scored again elsewhere: a device fault, on a stream neither
+  // cancelled nor draining, of a chunk still to be answered, and the
+  // stream could move to a device the chunk has not failed on.
   bool RetryElsewhereLocked(Chunk& chunk, int device, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job scoring model `m` of `chunk` by `scoring` (ScoringPlanLocked's,
@@ -260,7 +262,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void Perform(Actions actions);
   // Encodes answer_ for `chunk`, taking its scores unless it adapts (the
   // write token is held, so answer_ is this thread's, and plan_ no longer
-  // changes).
+  // changes but for plan_->device, which the encoder must never read).
   absl::Status BuildAnswer(Chunk& chunk) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   const StreamEnvironment env_;

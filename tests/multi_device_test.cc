@@ -5,6 +5,7 @@
 // (CPU in CI, one GPU on a GPU machine: two schedulers over it).
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -322,6 +323,21 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
+// Two devices, every model on both unless `placement` says otherwise;
+// device 0's backend fails while `broken` is set (FaultyBackend), device
+// 1's never.
+std::unique_ptr<TestDaemon> StartWithFaultyDevice0(std::shared_ptr<std::atomic<bool>> broken,
+                                                   std::map<std::string, std::vector<int>> placement = {}) {
+  return TestDaemon::Start(
+      Models(), {},
+      {.count = 2,
+       .placement = std::move(placement),
+       .wrap = [broken](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         if (d == 1) return inner;
+         return std::make_unique<FaultyBackend>(std::move(inner), broken);
+       }});
+}
+
 // Pushes one chunk of `frames` (its stream frames from `first`) and checks
 // its answer against the offline engine: every model's scores where the
 // stream names several (fused), the one matrix otherwise.
@@ -371,11 +387,17 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
   v1::StreamConfig fused_config;
   for (const std::string& name : fused) fused_config.add_models(name);
   fused_config.mutable_fusion()->set_method(v1::FUSION_METHOD_MAX);
+  // The single stream answers a chunk before the fused one opens, so that
+  // its config was placed first (a config is read on the server's time).
   absl::StatusOr<std::unique_ptr<StreamSession>> one = client->StartStream(single_config);
   ASSERT_TRUE(one.ok()) << one.status();
+  const FloatMatrix opening = TestFeatures(daemon->model("c"), 12, 1);
+  ExpectChunkScored(**one, *daemon, single, opening, 0);
+  ASSERT_EQ(SettledFramesOn(*daemon, 0, 12), 12);
   absl::StatusOr<std::unique_ptr<StreamSession>> two = client->StartStream(fused_config);
   ASSERT_TRUE(two.ok()) << two.status();
-  int64_t first = 0;
+  ExpectChunkScored(**two, *daemon, fused, opening, 0);
+  int64_t first = 12;
   auto chunk_round = [&](uint64_t seed) {
     const FloatMatrix frames = TestFeatures(daemon->model("c"), 12, seed);
     ExpectChunkScored(**one, *daemon, single, frames, first);
@@ -383,7 +405,6 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
     first += frames.rows();
   };
   // Frames are counted per model scored: a fused chunk of 12 counts 24.
-  chunk_round(1);
   ASSERT_EQ(SettledFramesOn(*daemon, 0, 12), 12);
   ASSERT_EQ(SettledFramesOn(*daemon, 1, 24), 24);
 
@@ -417,6 +438,44 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }
 
+// An fMLLR-adapting stream moves like any other (its transform is applied
+// wherever it scores); a MAP-adapting one does not, since its adapted
+// models are prepared on the device it started on: its chunk gets the
+// device's error.
+TEST(MultiDeviceTest, AnFmllrStreamMovesAMapStreamStays) {
+  auto broken = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<TestDaemon> daemon = StartWithFaultyDevice0(broken);
+  ASSERT_NE(daemon, nullptr);
+  std::unique_ptr<Client> client = daemon->NewClient();
+  const FloatMatrix frames = TestFeatures(daemon->model("c"), 10, 5);
+  auto run = [&](v1::AdaptationConfig::Method method) -> absl::Status {
+    v1::StreamConfig config;
+    config.add_models("c");
+    config.mutable_adaptation()->set_method(method);
+    config.mutable_adaptation()->set_start_after_frames(1000000);  // no update within the test
+    absl::StatusOr<std::unique_ptr<StreamSession>> session = client->StartStream(config);
+    if (!session.ok()) return session.status();
+    if (absl::Status pushed = (*session)->Push(frames.view()); !pushed.ok()) return pushed;
+    absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+    if (answer.ok()) {
+      EXPECT_TRUE(answer->adaptation.has_value());
+      (*session)->CloseSend().IgnoreError();
+      EXPECT_TRUE(absl::IsOutOfRange((*session)->Next().status()));
+    }
+    const absl::Status finished = (*session)->Finish();
+    return answer.ok() ? finished : answer.status();
+  };
+  broken->store(true);  // each stream is placed on device 0 (both idle, the lower index)
+  const absl::Status map = run(v1::AdaptationConfig::MAP_MEANS);
+  EXPECT_TRUE(absl::IsInternal(map)) << map;
+  EXPECT_EQ(daemon->daemon().devices().moves_from(0), 0);
+  const absl::Status fmllr = run(v1::AdaptationConfig::FMLLR);
+  EXPECT_TRUE(fmllr.ok()) << fmllr;
+  EXPECT_EQ(daemon->daemon().devices().moves_from(0), 1);
+  broken->store(false);
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
 // A unary Score whose job fails with a device fault is scored again on a
 // healthy peer, as a stream's chunk is: single and fused requests succeed,
 // right, while device 0 fails under them; once it is marked failing, new
@@ -424,14 +483,7 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
 // models, a request still gets the device's error.
 TEST(MultiDeviceTest, ScoreRequestsMoveOffADeviceThatFailsThem) {
   auto broken = std::make_shared<std::atomic<bool>>(false);
-  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
-      Models(), {},
-      {.count = 2,
-       .placement = {{"b", {0}}},
-       .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
-         if (d == 1) return inner;
-         return std::make_unique<FaultyBackend>(std::move(inner), broken);
-       }});
+  std::unique_ptr<TestDaemon> daemon = StartWithFaultyDevice0(broken, {{"b", {0}}});
   ASSERT_NE(daemon, nullptr);
   const DeviceRouter& devices = daemon->daemon().devices();
   std::unique_ptr<Client> client = daemon->NewClient();
@@ -491,13 +543,7 @@ TEST(MultiDeviceTest, APosteriorFusedStreamMovesWithItsHeldChunksInOrder) {
   auto run = [&](int break_before, int64_t* moves) -> std::vector<StreamAnswer> {
     std::vector<StreamAnswer> answers;
     auto broken = std::make_shared<std::atomic<bool>>(false);
-    std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
-        Models(), {},
-        {.count = 2,
-         .wrap = [&](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
-           if (d == 1) return inner;
-           return std::make_unique<FaultyBackend>(std::move(inner), broken);
-         }});
+    std::unique_ptr<TestDaemon> daemon = StartWithFaultyDevice0(broken);
     EXPECT_NE(daemon, nullptr);
     if (daemon == nullptr) return answers;
     std::unique_ptr<Client> client = daemon->NewClient();
