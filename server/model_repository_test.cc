@@ -32,6 +32,15 @@ class ModelRepositoryTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  // Writes models "a" and "b" (seeds 1 and 2, the same shape); the bytes
+  // one of them holds on a device, or -1 if it would not load.
+  int64_t WriteAAndBAndMeasureOne() {
+    WriteModel("a.gmm", 1);
+    WriteModel("b.gmm", 2);
+    auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), {.skip_at_start = {"b"}});
+    return probe.ok() ? (*probe)->memory().served_bytes : -1;
+  }
+
   std::unique_ptr<ScoringBackend> backend_ = CreateCpuBackend({.num_threads = 1});
 };
 
@@ -266,13 +275,10 @@ TEST_F(ModelRepositoryTest, ReplicasFollowThePlacementAndChangeTogether) {
 }
 
 TEST_F(ModelRepositoryTest, TheBudgetHoldsPerDeviceAndAFailedLoadChangesNothing) {
-  WriteModel("a.gmm", 1);
-  WriteModel("b.gmm", 2);
+  const int64_t one = WriteAAndBAndMeasureOne();
+  ASSERT_GT(one, 0);
   std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
   const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
-  auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), {.skip_at_start = {"b"}});
-  ASSERT_TRUE(probe.ok());
-  const int64_t one = (*probe)->memory().served_bytes;
   // One model a device fits: a on 0, b on 1.
   auto repo = ModelRepository::LoadDirectory(
       dir_.string(), devices,
@@ -293,13 +299,10 @@ TEST_F(ModelRepositoryTest, TheBudgetHoldsPerDeviceAndAFailedLoadChangesNothing)
 // replica each in the same memory, counted against its one budget: what
 // fits two separate devices does not fit one shared.
 TEST_F(ModelRepositoryTest, DevicesSharingAMemoryShareItsBudget) {
-  WriteModel("a.gmm", 1);
-  WriteModel("b.gmm", 2);
+  const int64_t one = WriteAAndBAndMeasureOne();
+  ASSERT_GT(one, 0);
   std::unique_ptr<ScoringBackend> other = CreateCpuBackend({.num_threads = 1});
   const std::vector<ScoringBackend*> devices = {backend_.get(), other.get()};
-  auto probe = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), {.skip_at_start = {"b"}});
-  ASSERT_TRUE(probe.ok());
-  const int64_t one = (*probe)->memory().served_bytes;
   const RepositoryOptions apart{.memory_budget_bytes = 2 * one + one / 2, .skip_at_start = {"b"}};
   RepositoryOptions shared = apart;
   shared.memory_of = {0, 0};
