@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_fmllr_gather.h"
 #include "kernels/cuda/cuda_models.h"
 #include "kernels/cuda/device_info.h"
 #include "kernels/cuda/device_selection.h"
@@ -47,6 +48,9 @@ class CudaBackend : public ScoringBackend {
     GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
     wgmma_available_ = info.major == 9 && info.minor == 0;  // the wgmma kernel is sm_90a code only
     GMM_ASSIGN_OR_RETURN(lanes_, LanePool::Create(device_, kLanes));
+    take_channel_ = std::make_shared<FmllrTakeChannel>();
+    take_channel_->device = device_;
+    GMM_ASSIGN_OR_RETURN(take_channel_->stream, CudaStream::Create());
     return absl::OkStatus();
   }
 
@@ -66,6 +70,23 @@ class CudaBackend : public ScoringBackend {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
     GMM_ASSIGN_OR_RETURN(TiedMixtureDevice resident, TiedMixtureDevice::Upload(*model));
     return std::make_shared<CudaTiedPreparedModel>(std::move(model), std::move(resident), device_);
+  }
+
+  absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> CreateFmllrGather(
+      const PreparedModel& model, const PosteriorPolicy& policy) override {
+    const CudaModel cuda = CudaModelOf(model);
+    if (cuda.kind == CudaModel::Kind::kForeign || cuda.device != device_) {
+      return absl::InvalidArgumentError("model was not prepared by this CUDA backend");
+    }
+    if (cuda.kind == CudaModel::Kind::kTied) {
+      return absl::FailedPreconditionError(
+          "fMLLR statistics are gathered for models of their own Gaussians per state, not "
+          "tied-mixture ones");
+    }
+    GMM_ASSIGN_OR_RETURN(std::unique_ptr<CudaFmllrGather> target,
+                         CudaFmllrGather::Create(*cuda.untied, model.max_gaussians_per_state(),
+                                                 policy, take_channel_));
+    return std::unique_ptr<FmllrGatherTarget>(std::move(target));
   }
 
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,
@@ -112,6 +133,7 @@ class CudaBackend : public ScoringBackend {
       }
       GMM_RETURN_IF_ERROR(ValidateWindowShape(job));
       GMM_RETURN_IF_ERROR(ValidateFeatures(*job.model, job.features));
+      GMM_RETURN_IF_ERROR(ValidateGather(job, cuda));
       switch (cuda.kind) {
         case CudaModel::Kind::kUntied:
           sorted.untied_index[j] = static_cast<int>(sorted.untied.size());
@@ -133,6 +155,24 @@ class CudaBackend : public ScoringBackend {
       for (int& w : fusion.windows) w = sorted.untied_index[w];
     }
     return sorted;
+  }
+
+  // A gathering window names a target this backend made for its model, and
+  // a segment of it.
+  static absl::Status ValidateGather(const ScoreWindow& job, const CudaModel& cuda) {
+    if (job.gather == nullptr) return absl::OkStatus();
+    const auto* target = dynamic_cast<const CudaFmllrGather*>(job.gather);
+    if (target == nullptr || cuda.kind != CudaModel::Kind::kUntied ||
+        target->model() != cuda.untied || target->device() != cuda.device) {
+      return absl::InvalidArgumentError(
+          "a window gathers fMLLR statistics into a target made for another model or backend");
+    }
+    if (job.gather_segment < 0 || job.gather_segment >= FmllrGatherTarget::kSegments) {
+      return absl::InvalidArgumentError(absl::StrCat("fMLLR gathering segment ", job.gather_segment,
+                                                     " is not one of the target's ",
+                                                     FmllrGatherTarget::kSegments));
+    }
+    return absl::OkStatus();
   }
 
   // Sizes the result of every window whose scores come back whole. Windows
@@ -177,7 +217,15 @@ class CudaBackend : public ScoringBackend {
                                             sorted.untied_fusions, wgmma_available_));
     }
     if (sorted.tied_frames > 0) {
-      GMM_RETURN_IF_ERROR(ScoreTiedOnLane(*lane, sorted.tied, sorted.tied_resident, options));
+      if (absl::Status tied = ScoreTiedOnLane(*lane, sorted.tied, sorted.tied_resident, options);
+          !tied.ok()) {
+        // The untied windows' statistics are in, but the call fails and its
+        // windows will be scored again: their sums would count twice.
+        for (const ScoreWindow& job : sorted.untied) {
+          if (job.gather != nullptr) static_cast<CudaFmllrGather*>(job.gather)->Poison();
+        }
+        return tied;
+      }
     }
     lane.MarkIdle();  // both synchronised the stream before returning OK
     return absl::OkStatus();
@@ -186,6 +234,7 @@ class CudaBackend : public ScoringBackend {
   const int device_;
   bool wgmma_available_ = false;  // fixed after Init()
   std::unique_ptr<LanePool> lanes_;  // fixed after Init()
+  std::shared_ptr<FmllrTakeChannel> take_channel_;  // fixed after Init()
 };
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_selection.h"
 #include "kernels/cuda/feature_transform_launch.h"
+#include "kernels/cuda/fmllr_gather_launch.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/tied_mixture_device.h"
 
@@ -54,6 +55,11 @@ struct Lane {
   DeviceBuffer<float> fusion_out;
   // Windows asking for their top_k states: selected on the device.
   DeviceSelection selection;
+  // Windows gathering fMLLR statistics (fmllr_gather_launch.h): their
+  // descriptors, and each frame's terms.
+  PinnedBuffer<FmllrGatherWindow> host_gathers;
+  DeviceBuffer<FmllrGatherWindow> gathers;
+  DeviceBuffer<double> gather_terms;
 };
 
 class LanePool;

@@ -1,9 +1,11 @@
 // ScoreUntiedOnLane (lane_scoring.h): untied windows on one lane.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_fmllr_gather.h"
 #include "kernels/cuda/lane_scoring.h"
 #include "kernels/cuda/loglik_launch.h"
 
@@ -109,6 +111,80 @@ absl::Status CopyBack(Lane& lane, const BatchPlan& plan) {
   return absl::OkStatus();
 }
 
+// Poisons the gathering windows' targets unless disarmed: a call that fails
+// after queuing its gathering leaves their sums unknown.
+class GatherGuard {
+ public:
+  explicit GatherGuard(absl::Span<const ScoreWindow> jobs) : jobs_(jobs) {}
+  ~GatherGuard() {
+    if (!armed_) return;
+    for (const ScoreWindow& job : jobs_) {
+      if (job.gather != nullptr) static_cast<CudaFmllrGather*>(job.gather)->Poison();
+    }
+  }
+  void Arm() { armed_ = true; }
+  void Disarm() { armed_ = false; }
+
+ private:
+  absl::Span<const ScoreWindow> jobs_;
+  bool armed_ = false;
+};
+
+// Queues the fMLLR gathering of every window that asks for it (from its raw
+// frames in lane.features and its scores in lane.loglikes), one pair of
+// launches per feature dimension among them (models of one dimension: one).
+absl::Status QueueGathers(Lane& lane, absl::Span<const ScoreWindow> jobs, const BatchPlan& plan,
+                          GatherGuard* guard) {
+  std::vector<int> gathering;
+  int64_t term_values = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (jobs[j].gather == nullptr || jobs[j].features.rows == 0) continue;
+    gathering.push_back(static_cast<int>(j));
+    term_values += jobs[j].features.rows * (1 + 2 * jobs[j].features.cols);
+  }
+  if (gathering.empty()) return absl::OkStatus();
+  std::stable_sort(gathering.begin(), gathering.end(), [&](int a, int b) {
+    return jobs[a].features.cols < jobs[b].features.cols;
+  });
+  const size_t count = gathering.size();
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_gathers, count));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gathers, count));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gather_terms, term_values));
+  int64_t terms = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const ScoreWindow& job = jobs[gathering[i]];
+    const auto* target = static_cast<const CudaFmllrGather*>(job.gather);
+    FmllrGatherWindow window = target->Window(job.gather_segment);
+    window.frames = lane.features.data() + plan.in_offset[gathering[i]];
+    window.scores = lane.loglikes.data() + plan.scores_offset[gathering[i]];
+    window.terms = lane.gather_terms.data() + terms;
+    window.rows = static_cast<int>(job.features.rows);
+    lane.host_gathers.data()[i] = window;
+    terms += job.features.rows * (1 + 2 * job.features.cols);
+  }
+  cudaStream_t stream = lane.stream.get();
+  guard->Arm();
+  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.gathers.data(), lane.host_gathers.data(),
+                                           count * sizeof(FmllrGatherWindow),
+                                           cudaMemcpyHostToDevice, stream),
+                           "copy fMLLR gathering windows to device");
+  for (size_t first = 0; first < count;) {
+    const int dim = static_cast<int>(jobs[gathering[first]].features.cols);
+    size_t end = first;
+    int max_rows = 0, max_gaussians = 1;
+    while (end < count && jobs[gathering[end]].features.cols == dim) {
+      const ScoreWindow& job = jobs[gathering[end]];
+      max_rows = std::max(max_rows, static_cast<int>(job.features.rows));
+      max_gaussians = std::max(max_gaussians, job.model->max_gaussians_per_state());
+      ++end;
+    }
+    GMM_RETURN_IF_ERROR(LaunchFmllrGather(lane.gathers.data() + first, static_cast<int>(end - first),
+                                          dim, max_rows, max_gaussians, stream));
+    first = end;
+  }
+  return absl::OkStatus();
+}
+
 // Each window's scores (whole ones) and asked-for frame totals, from
 // lane.host_out into its result.
 void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
@@ -147,10 +223,17 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(lane.selection.Queue(jobs, selected, lane.loglikes.data(),
                                            plan.scores_offset, lane.stream.get()));
   GMM_RETURN_IF_ERROR(CopyBack(lane, plan));
+  // After the copies back: an answer need not wait for the statistics to
+  // be queued ahead of it on the stream.
+  GatherGuard gather_guard(jobs);
+  GMM_RETURN_IF_ERROR(QueueGathers(lane, jobs, plan, &gather_guard));
   GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.stream.get()), "run likelihood kernels");
   lane.selection.Finish(jobs);
   if (!fusions.empty()) GMM_RETURN_IF_ERROR(FuseOnLane(lane, jobs, plan, fusions));
   FillResults(lane, jobs, windows, plan, options.frame_totals);
+  // Only now: a call that fails after gathering is retried, and its frames
+  // must not count twice.
+  gather_guard.Disarm();
   return absl::OkStatus();
 }
 

@@ -172,7 +172,19 @@ absl::Status ScoringBackend::ScoreFusedBatch(absl::Span<const ScoreWindow> jobs,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> ScoringBackend::CreateFmllrGather(
+    const PreparedModel&, const PosteriorPolicy&) {
+  return absl::UnimplementedError(
+      absl::StrCat("backend ", name(), " does not gather fMLLR statistics while scoring"));
+}
+
 absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) {
+  for (const ScoreWindow& job : jobs) {
+    if (job.gather != nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "backend ", name(), " does not gather fMLLR statistics; a window asked it to"));
+    }
+  }
   for (const ScoreWindow& job : jobs) {
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
     if (absl::Status status = ValidateFeatures(*job.model, job.features); !status.ok()) return status;

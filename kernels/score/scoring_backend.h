@@ -31,7 +31,9 @@
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/model/tied_mixture_model.h"
 #include "kernels/score/feature_transform.h"
+#include "kernels/score/fmllr_gather.h"
 #include "kernels/score/fusion.h"
+#include "kernels/score/posterior_policy.h"
 #include "kernels/score/state_selection.h"
 
 namespace gmmscore {
@@ -145,6 +147,12 @@ struct ScoreWindow {
   // answer threads, in parallel). Frame totals stay over all states. A
   // window in a FusionJob must be dense.
   StateSelection select;
+  // A stream's fMLLR statistics to gather from this window (fmllr_gather.h),
+  // into segment gather_segment of a target this backend made
+  // (CreateFmllrGather, for this window's model). Null: none. A backend
+  // that does not gather refuses such a window (FAILED_PRECONDITION).
+  FmllrGatherTarget* gather = nullptr;
+  int gather_segment = 0;
 };
 
 // INVALID_ARGUMENT unless job has a model and a result, and its features
@@ -201,6 +209,16 @@ class ScoringBackend {
   // unambiguous and overriders of Prepare do not hide it.)
   virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
       std::shared_ptr<const TiedMixtureModel> model);
+
+  // A target for fMLLR statistics that this backend gathers while scoring
+  // windows of `model` (ScoreWindow::gather, fmllr_gather.h), with
+  // `policy`'s state posteriors. The base implementation answers
+  // UNIMPLEMENTED: the CPU backend leaves gathering to the daemon's
+  // adaptation workers. The CUDA backend makes them for untied models
+  // (FAILED_PRECONDITION for a tied one; UNIMPLEMENTED past the dimension
+  // and Gaussians per state its kernels take).
+  virtual absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> CreateFmllrGather(
+      const PreparedModel& model, const PosteriorPolicy& policy);
 
   // Scores `features` (T x D, T >= 0) with a model this backend prepared.
   // Validates the features first (ValidateFeatures). Overwrites *result.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/core/status_macros.h"
+#include "kernels/score/fmllr_gather.h"
 
 namespace gmmscore {
 namespace {
@@ -55,6 +56,30 @@ absl::Status FmllrStats::Add(const FmllrStats& other) {
   for (size_t i = 0; i < k.size(); ++i) k[i] += other.k[i];
   for (size_t i = 0; i < g.size(); ++i) g[i] += other.g[i];
   return absl::OkStatus();
+}
+
+absl::StatusOr<FmllrStats> FmllrStatsFromGathered(int dim, absl::Span<const double> sums) {
+  if (dim < 1 || static_cast<int64_t>(sums.size()) != FmllrGatherValues(dim)) {
+    return absl::InvalidArgumentError(absl::StrCat("gathered fMLLR sums: ", sums.size(),
+                                                   " values for dimension ", dim));
+  }
+  FmllrStats stats = FmllrStats::ForDim(dim);
+  const int ext = dim + 1;
+  stats.beta = sums[0];
+  std::copy(sums.begin() + 1, sums.begin() + 1 + dim * ext, stats.k.begin());
+  const double* packed = sums.data() + 1 + dim * ext;
+  const int64_t per_dim = ext * (ext + 1) / 2;
+  for (int i = 0; i < dim; ++i) {
+    double* g = stats.g_matrix(i);
+    for (int p = 0; p < ext; ++p) {
+      for (int q = p; q < ext; ++q) {
+        const double v = packed[i * per_dim + FmllrPackedIndex(p, q, ext)];
+        g[p * ext + q] = v;
+        g[q * ext + p] = v;
+      }
+    }
+  }
+  return stats;
 }
 
 absl::Status ValidateFmllrRequest(const ModelShape& model, ConstMatrixView frames,

@@ -76,6 +76,12 @@ struct FmllrStats {
   absl::Status CheckShape() const;
 };
 
+// Statistics from the sums a backend gathered while scoring
+// (kernels/score/fmllr_gather.h: beta, K, then each G_i's packed upper
+// triangle), made full and symmetric. INVALID_ARGUMENT for dim < 1 or a
+// span whose size is not FmllrGatherValues(dim).
+absl::StatusOr<FmllrStats> FmllrStatsFromGathered(int dim, absl::Span<const double> sums);
+
 // The checks every fMLLR accumulation (fast and reference) applies before
 // touching `stats`, for the shape of the model the posteriors come from
 // (ModelShape::Of): INVALID_ARGUMENT for unusable feature values

@@ -149,6 +149,27 @@ inline std::vector<double> InverseAffine(const std::vector<double>& w, int dim) 
   return out;
 }
 
+// Largest error of `got` against `want`, each value at the scale of what it
+// sums: G_i(j,k) relative to sqrt(G_i(j,j) G_i(k,k)) (its Cauchy-Schwarz
+// bound), K(i,j) relative to the largest of row i, beta to max(beta, 1).
+inline double MaxStatsError(const FmllrStats& got, const FmllrStats& want) {
+  const int ext = want.ext_dim();
+  double worst = std::fabs(got.beta - want.beta) / std::max(std::fabs(want.beta), 1.0);
+  for (int i = 0; i < want.dim; ++i) {
+    double row_scale = 1e-300;
+    for (int j = 0; j < ext; ++j) row_scale = std::max(row_scale, std::fabs(want.k_row(i)[j]));
+    const double* g = want.g_matrix(i);
+    for (int j = 0; j < ext; ++j) {
+      worst = std::max(worst, std::fabs(got.k_row(i)[j] - want.k_row(i)[j]) / row_scale);
+      for (int k = 0; k < ext; ++k) {
+        const double scale = std::sqrt(g[j * ext + j] * g[k * ext + k]) + 1e-300;
+        worst = std::max(worst, std::fabs(got.g_matrix(i)[j * ext + k] - g[j * ext + k]) / scale);
+      }
+    }
+  }
+  return worst;
+}
+
 }  // namespace gmmscore
 
 #endif  // GMMSCORE_KERNELS_TRAIN_FMLLR_TEST_UTIL_H_

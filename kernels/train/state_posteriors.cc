@@ -9,10 +9,7 @@
 namespace gmmscore {
 namespace {
 
-// States more than this many nats below a frame's best have posteriors
-// under e^-30 (1e-13) each: left out of the sum and the pairs, which spares
-// an exp for nearly every state of a large model.
-constexpr double kNegligible = 30.0;
+constexpr double kNegligible = kNegligiblePosteriorNats;
 
 // Silence membership by state, for a model of `num_states` (states past the
 // largest silence state are never silence).

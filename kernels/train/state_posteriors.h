@@ -24,16 +24,11 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/core/matrix.h"
+#include "kernels/score/posterior_policy.h"
 #include "kernels/score/state_selection.h"
 #include "kernels/train/stats_backend.h"
 
 namespace gmmscore {
-
-struct PosteriorPolicy {
-  std::vector<int32_t> silence_states;  // any order, no repeats needed
-  double silence_threshold = 0.0;       // 0: off; else in (0, 1]
-  double min_posterior = 1e-3;          // scores' softmax only
-};
 
 // INVALID_ARGUMENT naming the field: a silence state outside [0,
 // num_states), a threshold outside [0, 1], min_posterior outside [0, 1).
