@@ -108,6 +108,7 @@ AdaptationCounters AdaptationHub::counters() const {
   return {.streams = c.streams.load(),
           .live_streams = c.live_streams.load(),
           .gathered_frames = c.gathered_frames.load(),
+          .device_gathered_frames = c.device_gathered_frames.load(),
           .skipped_frames = c.skipped_frames.load(),
           .updates = c.updates.load(),
           .failed_updates = c.failed_updates.load(),

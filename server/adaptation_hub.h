@@ -45,6 +45,10 @@ struct AdaptationLimits {
   // Answered frames a stream may have waiting for its statistics; beyond
   // it, chunks are skipped (counted in AdaptationReport.skipped_frames).
   int64_t max_backlog_frames = 6000;
+  // fMLLR statistics gathered by the backend while it scores, where it can
+  // (CUDA: kernels/score/fmllr_gather.h); false: by the workers, from each
+  // answered chunk's frames and scores.
+  bool gather_on_device = true;
 };
 
 // One published update.
@@ -61,6 +65,7 @@ struct AdaptationCounters {
   int64_t streams = 0;          // adapting streams started
   int64_t live_streams = 0;     // now
   int64_t gathered_frames = 0;  // frames whose statistics were gathered
+  int64_t device_gathered_frames = 0;  // of those, by the backend while scoring
   int64_t skipped_frames = 0;   // dropped because a backlog was full
   int64_t updates = 0;
   int64_t failed_updates = 0;
@@ -104,7 +109,7 @@ class AdaptationHub {
   // The counters, updated by the streams.
   AdaptationCounters counters() const;
   struct Counting {
-    std::atomic<int64_t> streams{0}, live_streams{0}, gathered_frames{0}, skipped_frames{0},
+    std::atomic<int64_t> streams{0}, live_streams{0}, gathered_frames{0}, device_gathered_frames{0}, skipped_frames{0},
         updates{0}, failed_updates{0}, gather_us{0}, update_us{0};
   };
   Counting& counting() { return counting_; }

@@ -315,7 +315,16 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>*
       precision = job.fusion->precisions[source.model];
       fusions[fusion_of_job[source.job]].windows[source.model] = static_cast<int>(windows.size());
     }
-    windows.push_back({source.prepared, job.features->view(), result, job.transform.get(), precision, select});
+    const bool gathers = job.gather != nullptr &&
+                         (source.model < 0 || source.model == job.gather_model);
+    windows.push_back({.model = source.prepared,
+                       .features = job.features->view(),
+                       .result = result,
+                       .transform = job.transform.get(),
+                       .precision = precision,
+                       .select = select,
+                       .gather = gathers ? job.gather.get() : nullptr,
+                       .gather_segment = job.gather_segment});
   }
   const absl::Time prepared = absl::Now();
   times->pack += prepared - start;

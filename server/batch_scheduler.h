@@ -130,6 +130,12 @@ struct ScoreJob {
   // called instead of `done`, under the same rules.
   std::shared_ptr<const FusedChunk> fusion;
   absl::AnyInvocable<void(absl::StatusOr<FusedChunkResult>)> fused_done;
+  // A live stream's fMLLR statistics, gathered by the backend from this
+  // job's frames (ScoreWindow::gather) under the scores of its model, or
+  // with `fusion` of fusion->models[gather_model]. Null: none.
+  std::shared_ptr<FmllrGatherTarget> gather;
+  int gather_segment = 0;
+  int gather_model = 0;
 };
 
 // Frames a job puts on the backend: T, or T per model of a fused chunk.
@@ -224,6 +230,9 @@ class BatchScheduler {
 
   BatchSchedulerStats stats() const;
   const BatchSchedulerOptions& options() const { return options_; }
+  // The backend it scores on (for what a stream makes on it: fMLLR
+  // gathering targets).
+  ScoringBackend* backend() const { return backend_; }
 
  private:
   using Group = std::vector<ScoreJob>;

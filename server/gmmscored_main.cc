@@ -163,6 +163,10 @@ ABSL_FLAG(int32_t, align_threads, 0,
 ABSL_FLAG(int32_t, adaptation_workers, 2,
           "Live adaptation (StreamConfig.adaptation): threads gathering the adapting streams' "
           "statistics and estimating their updates, off the scoring path.");
+ABSL_FLAG(bool, adaptation_gather_on_device, true,
+          "Live fMLLR adaptation: gather each stream's statistics on the GPU, in the same call "
+          "that scores its chunks, so that the adaptation workers only estimate; false: the "
+          "workers gather them from the answered frames and scores (as always on the CPU backend).");
 ABSL_FLAG(int64_t, adaptation_backlog_frames, 6000,
           "Live adaptation: answered frames one stream may have waiting for the workers; beyond "
           "it chunks are left out of its statistics (counted in its answers' skipped_frames).");
@@ -263,6 +267,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.align.num_workers = absl::GetFlag(FLAGS_align_workers);
   options.adaptation.workers = absl::GetFlag(FLAGS_adaptation_workers);
   options.adaptation.max_backlog_frames = absl::GetFlag(FLAGS_adaptation_backlog_frames);
+  options.adaptation.gather_on_device = absl::GetFlag(FLAGS_adaptation_gather_on_device);
   options.adaptation.max_saved = absl::GetFlag(FLAGS_max_saved_adaptations);
   options.limits.max_chunk_frames = absl::GetFlag(FLAGS_max_chunk_frames);
   options.limits.max_chunks_in_flight = absl::GetFlag(FLAGS_max_chunks_in_flight);

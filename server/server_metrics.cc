@@ -136,6 +136,10 @@ void WriteAdaptation(const AdaptationCounters& c, MetricsWriter* out) {
   Counter(out, "gmmscore_adaptation_gathered_frames_total",
           "Answered frames whose adaptation statistics were gathered.",
           static_cast<double>(c.gathered_frames));
+  Counter(out, "gmmscore_adaptation_device_gathered_frames_total",
+          "Of those, frames whose fMLLR statistics the backend gathered on its device while "
+          "scoring them (--adaptation_gather_on_device).",
+          static_cast<double>(c.device_gathered_frames));
   Counter(out, "gmmscore_adaptation_skipped_frames_total",
           "Answered frames left out of adaptation because the workers fell behind "
           "(--adaptation_backlog_frames per stream).",

@@ -54,6 +54,7 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
   out->set_send_us(Micros(counters.answers.send));
   const AdaptationCounters& a = counters.adaptation;
   out->set_adaptation_gathered_frames(a.gathered_frames);
+  out->set_adaptation_device_gathered_frames(a.device_gathered_frames);
   out->set_adaptation_skipped_frames(a.skipped_frames);
   out->set_adaptation_updates(a.updates);
   out->set_adaptation_gather_us(a.gather_us);

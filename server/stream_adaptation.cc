@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "kernels/score/fmllr_gather.h"
+#include "kernels/train/fmllr_stats.h"
 #include "server/client_text.h"
 #include "server/log.h"
 
@@ -70,7 +72,7 @@ absl::Status WithField(const absl::Status& status) {
 
 absl::StatusOr<std::shared_ptr<StreamAdaptation>> StreamAdaptation::Create(
     const v1::AdaptationConfig& config, const ScoringPlan& plan, AdaptationHub* hub,
-    std::string label) {
+    std::string label, ScoringBackend* backend) {
   absl::StatusOr<OnlineAdaptationOptions> options = OptionsOf(config, plan.transform != nullptr);
   if (!options.ok()) return options.status();
   int driving = 0;
@@ -111,14 +113,29 @@ absl::StatusOr<std::shared_ptr<StreamAdaptation>> StreamAdaptation::Create(
   if (absl::Status valid = ValidateOnlineAdaptation(*options, base->model()); !valid.ok()) {
     return WithField(valid);
   }
+  std::shared_ptr<FmllrGatherTarget> target;
+  if (backend != nullptr && hub->limits().gather_on_device &&
+      options->method == AdaptationMethod::kFmllr) {
+    absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> made =
+        backend->CreateFmllrGather(*ReplicaOf(plan, driving), options->posteriors);
+    if (made.ok()) {
+      target = *std::move(made);
+    } else if (!absl::IsUnimplemented(made.status())) {
+      // Not expected (the policy was checked): gathered on the host instead.
+      LogWarning("stream %s: fMLLR statistics will be gathered on the host: %s", label,
+                 made.status().ToString());
+    }
+  }
   return std::shared_ptr<StreamAdaptation>(new StreamAdaptation(
-      hub, *options, driving, base, plan.device, plan.transform, save_as, std::move(label)));
+      hub, *options, driving, base, plan.device, plan.transform, save_as, std::move(label),
+      std::move(target)));
 }
 
 StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options,
                                    int driving, std::shared_ptr<const ServedModel> base, int device,
                                    std::shared_ptr<const FeatureTransform> input_transform,
-                                   std::string save_as, std::string label)
+                                   std::string save_as, std::string label,
+                                   std::shared_ptr<FmllrGatherTarget> target)
     : hub_(hub),
       options_(options),
       driving_(driving),
@@ -127,7 +144,9 @@ StreamAdaptation::StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOpt
       input_transform_(options.method == AdaptationMethod::kMapMeans ? std::move(input_transform)
                                                                      : nullptr),
       save_as_(std::move(save_as)),
-      label_(std::move(label)) {
+      label_(std::move(label)),
+      target_(std::move(target)) {
+  planned_due_ = options_.start_after_frames;
   hub_->counting().streams.fetch_add(1);
   hub_->counting().live_streams.fetch_add(1);
 }
@@ -137,9 +156,11 @@ StreamAdaptation::~StreamAdaptation() { hub_->counting().live_streams.fetch_sub(
 absl::StatusOr<OnlineAdapter*> StreamAdaptation::Adapter() {
   if (adapter_ == nullptr) {
     const std::shared_ptr<const DiagGmmModel>& model = base_->prepared->shared_model();
+    // Gathering on a device, the host accumulator is fetched only if a
+    // chunk is gathered here after all (GatherOnHost).
+    const bool host_fmllr = options_.method == AdaptationMethod::kFmllr && target_ == nullptr;
     absl::StatusOr<std::unique_ptr<OnlineAdapter>> made = OnlineAdapter::Create(
-        model, options_,
-        options_.method == AdaptationMethod::kFmllr ? hub_->FmllrAccumulatorFor(model) : nullptr);
+        model, options_, host_fmllr ? hub_->FmllrAccumulatorFor(model) : nullptr);
     if (!made.ok()) return made.status();
     adapter_ = *std::move(made);
   }
@@ -179,19 +200,54 @@ absl::StatusOr<std::vector<StatsPair>> StreamAdaptation::DecoderPairs(
   return kept;
 }
 
+StreamAdaptation::ChunkGather StreamAdaptation::Plan(int64_t rows, int device,
+                                                    bool decoder_pairs) {
+  ChunkGather plan;
+  if (target_ == nullptr) return plan;
+  absl::MutexLock lock(&mu_);
+  const int64_t update = planned_update_;
+  planned_frames_ += rows;
+  plan.frames_end = planned_frames_;
+  plan.segment = static_cast<int>(update % FmllrGatherTarget::kSegments);
+  if (planned_due_ > 0 && planned_frames_ >= planned_due_) {
+    // As OnlineAdapter::Update moves its schedule on.
+    plan.ends_update = true;
+    ++planned_update_;
+    planned_due_ = options_.update_every_frames > 0 ? planned_frames_ + options_.update_every_frames : 0;
+  }
+  if (!target_failed_ && !decoder_pairs && device == device_ &&
+      update < taken_updates_ + FmllrGatherTarget::kSegments) {
+    plan.target = target_;
+    plan.device = device_;
+  }
+  return plan;
+}
+
 void StreamAdaptation::Gather(std::shared_ptr<const FloatMatrix> frames, ScoreResult scores,
-                              std::optional<std::vector<StatsPair>> decoder_pairs) {
+                              std::optional<std::vector<StatsPair>> decoder_pairs,
+                              const ChunkGather& gather, bool gathered) {
   const int64_t rows = frames->rows();
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return;
-    if (backlog_frames_ + rows > hub_->limits().max_backlog_frames) {
+    Work work{.plan = gather};
+    if (gathered) {
+      device_frames_[gather.segment] += rows;
+      hub_->counting().gathered_frames.fetch_add(rows);
+      hub_->counting().device_gathered_frames.fetch_add(rows);
+    } else if (backlog_frames_ + rows > hub_->limits().max_backlog_frames) {
       current_.report.set_skipped_frames(current_.report.skipped_frames() + rows);
       hub_->counting().skipped_frames.fetch_add(rows);
-      return;
+    } else {
+      work.frames = std::move(frames);
+      work.scores = std::move(scores);
+      work.decoder_pairs = std::move(decoder_pairs);
+      backlog_frames_ += rows;
     }
-    backlog_.push_back({std::move(frames), std::move(scores), std::move(decoder_pairs)});
-    backlog_frames_ += rows;
+    // A worker has nothing to do for a chunk without frames, unless an
+    // update follows it.
+    if (work.frames == nullptr && !gather.ends_update) return;
+    backlog_.push_back(std::move(work));
     if (running_) return;
     running_ = true;
   }
@@ -232,13 +288,15 @@ void StreamAdaptation::RunBacklog() {
       if (!backlog_.empty()) {
         work = std::move(backlog_.front());
         backlog_.pop_front();
-        backlog_frames_ -= work->frames->rows();
+        if (work->frames != nullptr) backlog_frames_ -= work->frames->rows();
       } else {
         final_done_ = true;
       }
     }
     if (work.has_value()) {
       GatherOne(*std::move(work));
+    } else if (target_ != nullptr) {
+      FinalDeviceUpdate();
     } else if (adapter_ != nullptr && adapter_->frames() > updated_frames_) {
       UpdateNow();  // the closing update, from every frame gathered
     }
@@ -255,6 +313,20 @@ void StreamAdaptation::RunBacklog() {
 }
 
 void StreamAdaptation::GatherOne(Work work) {
+  const bool gathered_here = work.frames != nullptr && GatherOnHost(work);
+  if (target_ == nullptr) {
+    if (gathered_here && adapter_->UpdateDue()) UpdateNow();
+    return;
+  }
+  absl::StatusOr<OnlineAdapter*> adapter = Adapter();
+  if (!adapter.ok()) return;  // reported by GatherOnHost's callers' reports: not expected
+  (*adapter)->AdvanceTo(work.plan.frames_end);
+  if (!work.plan.ends_update) return;
+  TakeSegment(work.plan.segment);
+  UpdateNow();
+}
+
+bool StreamAdaptation::GatherOnHost(Work& work) {
   const absl::Time start = absl::Now();
   std::vector<StatsPair> pairs;
   if (work.decoder_pairs.has_value()) {
@@ -270,8 +342,14 @@ void StreamAdaptation::GatherOne(Work work) {
     if (input_transform_->Apply(frames, &transformed).ok()) frames = transformed.view();
   }
   absl::StatusOr<OnlineAdapter*> adapter = Adapter();
-  absl::Status gathered =
-      adapter.ok() ? (*adapter)->AddChunk(frames, pairs) : adapter.status();
+  absl::Status gathered = adapter.ok() ? absl::OkStatus() : adapter.status();
+  if (gathered.ok() && options_.method == AdaptationMethod::kFmllr &&
+      !(*adapter)->has_fmllr_accumulator()) {
+    // A device-gathering stream's chunk gathered here after all.
+    gathered = (*adapter)->UseFmllrAccumulator(
+        hub_->FmllrAccumulatorFor(base_->prepared->shared_model()));
+  }
+  if (gathered.ok()) gathered = (*adapter)->AddChunk(frames, pairs);
   hub_->counting().gather_us.fetch_add(absl::ToInt64Microseconds(absl::Now() - start));
   if (!gathered.ok()) {
     // Checked before: not expected. The chunk is left out, and said so.
@@ -280,10 +358,61 @@ void StreamAdaptation::GatherOne(Work work) {
     absl::MutexLock lock(&mu_);
     current_.report.set_skipped_frames(current_.report.skipped_frames() + work.frames->rows());
     current_.report.set_last_error(std::string(gathered.message()));
-    return;
+    return false;
   }
   hub_->counting().gathered_frames.fetch_add(work.frames->rows());
-  if ((*adapter)->UpdateDue()) UpdateNow();
+  return true;
+}
+
+void StreamAdaptation::TakeSegment(int segment) {
+  bool failed;
+  {
+    absl::MutexLock lock(&mu_);
+    failed = target_failed_;
+  }
+  absl::Status read = absl::OkStatus();
+  if (!failed) {
+    const absl::Time start = absl::Now();
+    const int dim = target_->dim();
+    std::vector<double> sums(FmllrGatherValues(dim), 0.0);
+    read = target_->Take(segment, absl::MakeSpan(sums));
+    if (read.ok()) {
+      absl::StatusOr<FmllrStats> stats = FmllrStatsFromGathered(dim, sums);
+      read = stats.ok() ? adapter_->AddGathered(*stats) : stats.status();
+    }
+    hub_->counting().gather_us.fetch_add(absl::ToInt64Microseconds(absl::Now() - start));
+    if (!read.ok()) {
+      LogWarning("stream %s: the device's fMLLR statistics could not be read; the stream's "
+                 "later chunks are gathered on the host: %s",
+                 label_, read.ToString());
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (failed || !read.ok()) {
+    target_failed_ = true;
+    const int64_t lost = device_frames_[segment];
+    current_.report.set_skipped_frames(current_.report.skipped_frames() + lost);
+    hub_->counting().skipped_frames.fetch_add(lost);
+    if (!read.ok()) current_.report.set_last_error(std::string(read.message()));
+  }
+  device_frames_[segment] = 0;
+  ++taken_updates_;
+}
+
+void StreamAdaptation::FinalDeviceUpdate() {
+  int64_t frames;
+  int segment;
+  {
+    absl::MutexLock lock(&mu_);
+    frames = planned_frames_;
+    segment = static_cast<int>(planned_update_ % FmllrGatherTarget::kSegments);
+  }
+  if (frames <= updated_frames_) return;
+  absl::StatusOr<OnlineAdapter*> adapter = Adapter();
+  if (!adapter.ok()) return;
+  (*adapter)->AdvanceTo(frames);
+  TakeSegment(segment);
+  UpdateNow();  // the closing update, from every frame
 }
 
 void StreamAdaptation::UpdateNow() {

@@ -12,6 +12,20 @@
 //   adaptation->Gather(frames, std::move(result), {});   // per chunk answered
 //   adaptation->Close();                                 // when the stream ends
 //
+// Where statistics are gathered: an fMLLR stream whose device's backend
+// gathers (ScoringBackend::CreateFmllrGather: CUDA) has them gathered by the
+// backend while it scores the stream's chunks (kernels/score/
+// fmllr_gather.h), so a worker only reads the sums and estimates, once per
+// update. The session plans each chunk as it accepts it (Plan, in stream
+// order): the update it belongs to, hence the target's segment, and whether
+// the update follows it. A chunk is gathered on the host instead (its frames
+// and scores to a worker, as every chunk of a MAP stream or of a CPU
+// backend) when it carries a decoder's posteriors, is scored on another
+// device than the target's (a move after a fault), or belongs to an update
+// two ahead of the last one read; after a failed read (FmllrGatherTarget::
+// Take) every later chunk is. Either way update k is made from the stream's
+// frames [0, N_k), N_k the end of the chunk that ends it.
+//
 // Bounds: chunks waiting for a worker hold at most
 // AdaptationLimits::max_backlog_frames frames; beyond that a chunk is
 // skipped (its frames counted in every later report's skipped_frames), so
@@ -61,9 +75,10 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   //   FAILED_PRECONDITION a tied-mixture driving model; save_as naming a
   //                      model loaded from a file (MAP)
   // `hub` must outlive the object; `label` names the stream in logs.
+  // `backend` (may be null: host gathering) is the one of plan.device.
   static absl::StatusOr<std::shared_ptr<StreamAdaptation>> Create(
       const v1::AdaptationConfig& config, const ScoringPlan& plan, AdaptationHub* hub,
-      std::string label);
+      std::string label, ScoringBackend* backend = nullptr);
   ~StreamAdaptation();
 
   // Index of the driving model in the plan.
@@ -88,10 +103,29 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   absl::StatusOr<std::vector<StatsPair>> DecoderPairs(const v1::ChunkPosteriors& posteriors,
                                                       int64_t frames, int64_t first_frame) const;
 
+  // Where one chunk's statistics are gathered (see the file comment).
+  struct ChunkGather {
+    // The backend's target and the segment of the chunk's update; null:
+    // on the host, by a worker.
+    std::shared_ptr<FmllrGatherTarget> target;
+    int segment = 0;
+    int device = -1;           // the target's
+    bool ends_update = false;  // the schedule's next update follows the chunk
+    int64_t frames_end = 0;    // the stream's frames through the chunk
+  };
+  // The next chunk, of `rows` frames, to be scored on `device`, with a
+  // decoder's posteriors or not. Plain (host, no update) for a stream that
+  // does not gather on a device: its updates follow OnlineAdapter's own
+  // schedule.
+  ChunkGather Plan(int64_t rows, int device, bool decoder_pairs);
+
   // An answered chunk: its frames as sent, the driving model's scores for
-  // them, and the decoder's pairs if it sent any. Returns at once.
+  // them, the decoder's pairs if it sent any, its plan, and whether the
+  // backend gathered it as planned (then frames and scores are not read).
+  // Returns at once.
   void Gather(std::shared_ptr<const FloatMatrix> frames, ScoreResult scores,
-              std::optional<std::vector<StatsPair>> decoder_pairs);
+              std::optional<std::vector<StatsPair>> decoder_pairs, const ChunkGather& gather,
+              bool gathered);
 
   // The stream ended (`ended_well`: its status is OK): nothing more is
   // gathered; see the file comment for what is still estimated.
@@ -99,15 +133,17 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
 
  private:
   struct Work {
+    // Null: nothing to gather here (the backend did, or it was skipped).
     std::shared_ptr<const FloatMatrix> frames;
     ScoreResult scores;
     std::optional<std::vector<StatsPair>> decoder_pairs;
+    ChunkGather plan;  // device gathering only
   };
 
   StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options, int driving,
                    std::shared_ptr<const ServedModel> base, int device,
                    std::shared_ptr<const FeatureTransform> input_transform, std::string save_as,
-                   std::string label);
+                   std::string label, std::shared_ptr<FmllrGatherTarget> target);
   // The adapter, made on the worker at the first chunk (an fMLLR one shares
   // its model's accumulator, AdaptationHub::FmllrAccumulatorFor, whose
   // first making takes a while: never on a gRPC thread).
@@ -118,6 +154,13 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   // Under mu_: whether a worker still has something to do.
   bool WorkLeftLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GatherOne(Work work);
+  // A chunk's statistics on the host (AddChunk); false if they could not be.
+  bool GatherOnHost(Work& work);
+  // Device gathering: reads segment `segment` into the adapter (or, after
+  // a failed read, counts its frames as skipped) and frees it for planning.
+  void TakeSegment(int segment);
+  // Device gathering: the closing update, from every frame planned.
+  void FinalDeviceUpdate();
   void UpdateNow();
 
   AdaptationHub* const hub_;
@@ -142,6 +185,17 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool final_wanted_ ABSL_GUARDED_BY(mu_) = false;  // closed well, with save_as
   bool final_done_ ABSL_GUARDED_BY(mu_) = false;  // the closing update was made (or skipped)
+
+  // Device gathering (null: none), declared after base_ so that it goes
+  // first; and the schedule as planned, chunk by chunk.
+  const std::shared_ptr<FmllrGatherTarget> target_;
+  int64_t planned_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t planned_update_ ABSL_GUARDED_BY(mu_) = 0;  // the update the next chunk belongs to
+  int64_t planned_due_ ABSL_GUARDED_BY(mu_) = 0;     // its due frame count; 0: none
+  int64_t taken_updates_ ABSL_GUARDED_BY(mu_) = 0;   // updates whose segment was read
+  bool target_failed_ ABSL_GUARDED_BY(mu_) = false;
+  // Frames the backend gathered into each segment since it was last read.
+  int64_t device_frames_[FmllrGatherTarget::kSegments] ABSL_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace gmmscore

@@ -124,7 +124,8 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
     }
     absl::StatusOr<std::shared_ptr<StreamAdaptation>> adaptation = StreamAdaptation::Create(
         config.adaptation(), *plan, env_.adaptation,
-        config.stream_id().empty() ? peer_ : ClientText(config.stream_id()));
+        config.stream_id().empty() ? peer_ : ClientText(config.stream_id()),
+        env_.router->scheduler(plan->device)->backend());
     if (!adaptation.ok()) return adaptation.status();
     adaptation_ = *std::move(adaptation);
   }
@@ -222,6 +223,7 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   if (adaptation_ != nullptr) {
     pending->adaptation = adaptation_;
     pending->features = frames;
+    pending->gather = adaptation_->Plan(frames->rows(), plan_->device, decoder_pairs.has_value());
     pending->decoder_pairs = std::move(decoder_pairs);
   }
   const int num_models = static_cast<int>(plan_->models.size());
@@ -248,8 +250,14 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   return absl::OkStatus();
 }
 
+bool StreamScoreSession::GathersOnLocked(const Chunk& chunk, int device) const {
+  return chunk.gather.target != nullptr && chunk.gather.device == device;
+}
+
 ScoreJob StreamScoreSession::MakeModelJobLocked(const std::shared_ptr<Chunk>& chunk, int m,
                                                 const ScoringPlan& scoring) {
+  const bool gathers = adaptation_ != nullptr && m == adaptation_->driving_model() &&
+                       GathersOnLocked(*chunk, scoring.device);
   return {.model = ReplicaOf(scoring, m),
           .features = chunk->retry_frames,
           .transform = scoring.transform,
@@ -259,10 +267,12 @@ ScoreJob StreamScoreSession::MakeModelJobLocked(const std::shared_ptr<Chunk>& ch
           .max_batch_frames = scoring.models[m]->max_batch_frames,
           .precision = scoring.models[m]->precision,
           .select = plan_->sparse,
-          .done = [this, chunk, m, device = scoring.device,
+          .done = [this, chunk, m, device = scoring.device, gathers,
                    ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
-            OnScored(chunk, m, device, std::move(result));
-          }};
+            OnScored(chunk, m, device, gathers, std::move(result));
+          },
+          .gather = gathers ? chunk->gather.target : nullptr,
+          .gather_segment = chunk->gather.segment};
 }
 
 void StreamScoreSession::AddJobLocked(ScoreJob job, Actions* actions) {
@@ -351,6 +361,7 @@ const ScoringPlan& StreamScoreSession::ScoringPlanLocked(Chunk* chunk) {
 ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
                                                std::shared_ptr<const FloatMatrix> frames) {
   const ScoringPlan& scoring = ScoringPlanLocked(chunk.get());
+  const bool gathers = GathersOnLocked(*chunk, scoring.device);
   return {.model = ReplicaOf(scoring, 0),
           .features = std::move(frames),
           .transform = scoring.transform,
@@ -359,17 +370,21 @@ ScoreJob StreamScoreSession::MakeFusedJobLocked(std::shared_ptr<Chunk> chunk,
           .origin = this,
           .max_batch_frames = SmallestBatchCap(scoring),
           .fusion = FusedChunkFor(scoring, *fusion_),
-          .fused_done = [this, chunk, device = scoring.device, ref = NewRefLocked()](
+          .fused_done = [this, chunk, device = scoring.device, gathers, ref = NewRefLocked()](
                             absl::StatusOr<FusedChunkResult> result) {
-            OnFused(chunk, device, std::move(result));
-          }};
+            OnFused(chunk, device, gathers, std::move(result));
+          },
+          .gather = gathers ? chunk->gather.target : nullptr,
+          .gather_segment = chunk->gather.segment,
+          .gather_model = adaptation_ != nullptr ? adaptation_->driving_model() : 0};
 }
 
-void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk, int device,
+void StreamScoreSession::OnFused(const std::shared_ptr<Chunk>& chunk, int device, bool gathered,
                                  absl::StatusOr<FusedChunkResult> result) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
+    if (result.ok() && gathered) chunk->gathered = true;
     if (!result.ok() && RetryElsewhereLocked(*chunk, device, result.status())) {
       // Fused again from the same state (a failed job leaves fusion_ as it
       // was); chunks held behind it keep waiting.
@@ -406,10 +421,11 @@ void StreamScoreSession::FusedLocked(Chunk& chunk, absl::StatusOr<FusedChunkResu
 }
 
 void StreamScoreSession::OnScored(const std::shared_ptr<Chunk>& chunk, int model, int device,
-                                  absl::StatusOr<ScoreResult> result) {
+                                  bool gathered, absl::StatusOr<ScoreResult> result) {
   Actions actions;
   {
     absl::MutexLock lock(&mu_);
+    if (result.ok() && gathered) chunk->gathered = true;
     if (!result.ok() && RetryElsewhereLocked(*chunk, device, result.status())) {
       AddJobLocked(MakeModelJobLocked(chunk, model, ScoringPlanLocked(chunk.get())), &actions);
     } else {
@@ -661,7 +677,8 @@ void StreamScoreSession::Perform(Actions actions) {
       // The answer holds copies now: the scores go on to the statistics.
       answered.adaptation->Gather(std::move(answered.features),
                                   std::move(answered.results[answered.adaptation->driving_model()]),
-                                  std::move(answered.decoder_pairs));
+                                  std::move(answered.decoder_pairs), answered.gather,
+                                  answered.gathered);
     }
     if (built.ok()) {
       send_started_ = absl::Now();

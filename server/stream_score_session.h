@@ -155,6 +155,11 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     // device after a device fault; and the devices its jobs failed on so.
     std::shared_ptr<const FloatMatrix> retry_frames;
     std::vector<int> failed_on;
+    // Where its fMLLR statistics are gathered (StreamAdaptation::Plan), and
+    // whether the backend gathered them while scoring it: otherwise, once
+    // answered, the adaptation's worker does.
+    StreamAdaptation::ChunkGather gather;
+    bool gathered = false;
   };
 
   // What to do once mu_ is released.
@@ -234,13 +239,19 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // The write in flight has not completed for env_.write_timeout: ends the
   // stream and asks for the call to be cancelled.
   void CancelStalledWriteLocked(absl::Time now, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnScored(const std::shared_ptr<Chunk>& chunk, int model, int device,
+  // Whether a job of `chunk` scored on `device` gathers its statistics:
+  // planned so, and on the device planned (a chunk moved after a fault is
+  // gathered on the host instead).
+  bool GathersOnLocked(const Chunk& chunk, int device) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `gathered`: the job carried the chunk's gathering.
+  void OnScored(const std::shared_ptr<Chunk>& chunk, int model, int device, bool gathered,
                 absl::StatusOr<ScoreResult> result);
   // A fused plan's chunk: one job over every model, fused by the backend
   // from the stream's fusion state as it is now (fusion_).
   ScoreJob MakeFusedJobLocked(std::shared_ptr<Chunk> chunk, std::shared_ptr<const FloatMatrix> frames)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnFused(const std::shared_ptr<Chunk>& chunk, int device, absl::StatusOr<FusedChunkResult> result);
+  void OnFused(const std::shared_ptr<Chunk>& chunk, int device, bool gathered,
+               absl::StatusOr<FusedChunkResult> result);
   // A fused job's outcome, not retried: into `chunk`, and the next held
   // chunk's job.
   void FusedLocked(Chunk& chunk, absl::StatusOr<FusedChunkResult> result, Actions* actions)

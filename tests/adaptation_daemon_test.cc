@@ -25,6 +25,7 @@
 #include "kernels/train/stats_reference.h"
 #include "proto/wire_convert.h"
 #include "tests/adaptation_test_util.h"
+#include "tests/host_gather_backend.h"
 #include "tests/test_daemon.h"
 
 namespace gmmscore {
@@ -60,26 +61,39 @@ FloatMatrix SpeakerFeatures(const DiagGmmModel& model, int64_t frames, uint64_t 
 
 using Answer = AdaptedAnswer;
 
-class AdaptationDaemonTest : public ::testing::Test {
+// Each test runs twice: fMLLR statistics gathered by the adaptation
+// workers from the answered chunks (gather_on_device off), and gathered by
+// the backend while it scores (CUDA's kernels on a GPU; HostGatherBackend
+// over the CPU backend in CI), read by the workers at each update.
+class AdaptationDaemonTest : public ::testing::TestWithParam<bool> {
  protected:
   static void SetUpTestSuite() {
-    DaemonOptions options;
-    options.adaptation.max_saved = 4;
-    daemon_ = TestDaemon::Start(
-                  {{"ubm", {.num_states = 1, .min_gaussians = 12, .max_gaussians = 12, .dim = kDim,
-                            .seed = 5}},
-                   {"am", {.num_states = 24, .min_gaussians = 1, .max_gaussians = 4, .dim = kDim,
-                           .seed = 6}},
-                   {"am2", {.num_states = 24, .min_gaussians = 1, .max_gaussians = 4, .dim = kDim,
-                            .seed = 7}}},
-                  options)
-                  .release();
+    for (const bool on_device : {false, true}) {
+      DaemonOptions options;
+      options.adaptation.max_saved = 4;
+      options.adaptation.gather_on_device = on_device;
+      TestDevices devices;
+      if (on_device) devices.wrap = HostGatherOnCpu;
+      daemons_[on_device] =
+          TestDaemon::Start(
+              {{"ubm", {.num_states = 1, .min_gaussians = 12, .max_gaussians = 12, .dim = kDim,
+                        .seed = 5}},
+               {"am", {.num_states = 24, .min_gaussians = 1, .max_gaussians = 4, .dim = kDim,
+                       .seed = 6}},
+               {"am2", {.num_states = 24, .min_gaussians = 1, .max_gaussians = 4, .dim = kDim,
+                        .seed = 7}}},
+              options, devices)
+              .release();
+    }
   }
   static void TearDownTestSuite() {
-    delete daemon_;
-    daemon_ = nullptr;
+    for (TestDaemon*& daemon : daemons_) {
+      delete daemon;
+      daemon = nullptr;
+    }
   }
   void SetUp() override {
+    daemon_ = daemons_[GetParam()];
     ASSERT_NE(daemon_, nullptr);
     stub_ = v1::AcousticScorer::NewStub(
         grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials()));
@@ -99,11 +113,12 @@ class AdaptationDaemonTest : public ::testing::Test {
         .answers;
   }
 
-  static TestDaemon* daemon_;
+  static TestDaemon* daemons_[2];  // [gather_on_device]
+  TestDaemon* daemon_ = nullptr;
   std::unique_ptr<v1::AcousticScorer::Stub> stub_;
 };
 
-TestDaemon* AdaptationDaemonTest::daemon_ = nullptr;
+TestDaemon* AdaptationDaemonTest::daemons_[2] = {nullptr, nullptr};
 
 v1::StreamConfig AdaptingConfig(const std::string& model, v1::AdaptationConfig::Method method,
                                 const std::string& save_as) {
@@ -118,32 +133,8 @@ v1::StreamConfig AdaptingConfig(const std::string& model, v1::AdaptationConfig::
   return config;
 }
 
-// What est-fmllr makes of `frames` under `pairs` with the daemon's default
-// counts (fmllr_min_count 50, full from 500).
-absl::StatusOr<FmllrResult> OfflineFmllr(const DiagGmmModel& model, ConstMatrixView frames,
-                                         const std::vector<StatsPair>& pairs) {
-  FmllrStats stats = FmllrStats::ForDim(model.dim());
-  absl::Status added = FmllrAccumulator(model).Accumulate(frames, pairs, &stats).status();
-  if (!added.ok()) return added;
-  return EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
-}
 
-// Pairs of frames [0, end) from the answers' own scores (what the server
-// saw), in stream frame numbers.
-std::vector<StatsPair> PairsOfAnswers(const std::vector<Answer>& answers, int64_t end,
-                                      const PosteriorPolicy& policy) {
-  std::vector<StatsPair> pairs;
-  for (const Answer& a : answers) {
-    if (a.first_frame >= end) break;
-    for (StatsPair p : PairsFromScores(a.scores.view(), policy)) {
-      p.frame += static_cast<int32_t>(a.first_frame);
-      pairs.push_back(p);
-    }
-  }
-  return pairs;
-}
-
-TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstFrames) {
+TEST_P(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstFrames) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
@@ -211,12 +202,18 @@ TEST_F(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
   const AdaptationCounters counters = daemon_->daemon().adaptation_counters();
   EXPECT_GE(counters.updates, 6);
   EXPECT_EQ(counters.failed_updates, 0);
+  EXPECT_EQ(counters.skipped_frames, 0);
+  if (GetParam()) {
+    EXPECT_GT(counters.device_gathered_frames, 0);
+  } else {
+    EXPECT_EQ(counters.device_gathered_frames, 0);
+  }
 }
 
 // A stream of two models fused (max): the transform estimated from the
 // first model's posteriors scores both after the switch, and the fused
 // matrix follows.
-TEST_F(AdaptationDaemonTest, FusedStreamAppliesTheTransformToEveryModel) {
+TEST_P(AdaptationDaemonTest, FusedStreamAppliesTheTransformToEveryModel) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
@@ -260,7 +257,7 @@ TEST_F(AdaptationDaemonTest, FusedStreamAppliesTheTransformToEveryModel) {
   EXPECT_GT(adapted, 0);
 }
 
-TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt) {
+TEST_P(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
@@ -350,7 +347,7 @@ TEST_F(AdaptationDaemonTest, MapStreamScoresWithTheOfflineMapModelAndPublishesIt
   EXPECT_GT(differ, 0.1);
 }
 
-TEST_F(AdaptationDaemonTest, DecoderPosteriorsDriveTheUpdate) {
+TEST_P(AdaptationDaemonTest, DecoderPosteriorsDriveTheUpdate) {
   const uint64_t seed = FreshSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
@@ -389,7 +386,7 @@ TEST_F(AdaptationDaemonTest, DecoderPosteriorsDriveTheUpdate) {
 
 // A refused config or chunk ends its own stream with a clear status; a
 // stream beside it, adapting, finishes every chunk.
-TEST_F(AdaptationDaemonTest, BadAdaptationInputIsRefusedAndOthersCarryOn) {
+TEST_P(AdaptationDaemonTest, BadAdaptationInputIsRefusedAndOthersCarryOn) {
   const DiagGmmModel& am = daemon_->model("am");
   const FloatMatrix x = SpeakerFeatures(am, 600, 11);
   std::mt19937_64 rng(12);
@@ -502,11 +499,16 @@ TEST_F(AdaptationDaemonTest, BadAdaptationInputIsRefusedAndOthersCarryOn) {
   beside.join();
 }
 
-TEST_F(AdaptationDaemonTest, UnknownNamesAreNotFound) {
+TEST_P(AdaptationDaemonTest, UnknownNamesAreNotFound) {
   absl::StatusOr<v1::GetAdaptationResponse> none = Fetch("never-published");
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("never-published"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Gathering, AdaptationDaemonTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "BackendGathers" : "WorkersGather";
+                         });
 
 }  // namespace
 }  // namespace gmmscore

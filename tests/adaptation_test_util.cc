@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
+#include "kernels/train/fmllr_stats.h"
 #include "proto/wire_convert.h"
 
 namespace gmmscore {
@@ -110,6 +111,27 @@ LockstepStream RunLockstep(v1::AcousticScorer::Stub* stub, const v1::StreamConfi
   out.status = stream->Finish();
   EXPECT_TRUE(out.status.ok()) << out.status.error_message();
   return out;
+}
+
+absl::StatusOr<FmllrResult> OfflineFmllr(const DiagGmmModel& model, ConstMatrixView frames,
+                                         const std::vector<StatsPair>& pairs) {
+  FmllrStats stats = FmllrStats::ForDim(model.dim());
+  absl::Status added = FmllrAccumulator(model).Accumulate(frames, pairs, &stats).status();
+  if (!added.ok()) return added;
+  return EstimateFmllr(stats, {.min_count = 50, .min_count_full = 500});
+}
+
+std::vector<StatsPair> PairsOfAnswers(const std::vector<AdaptedAnswer>& answers, int64_t end,
+                                      const PosteriorPolicy& policy) {
+  std::vector<StatsPair> pairs;
+  for (const AdaptedAnswer& a : answers) {
+    if (a.first_frame >= end) break;
+    for (StatsPair p : PairsFromScores(a.scores.view(), policy)) {
+      p.frame += static_cast<int32_t>(a.first_frame);
+      pairs.push_back(p);
+    }
+  }
+  return pairs;
 }
 
 }  // namespace gmmscore

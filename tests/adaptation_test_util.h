@@ -17,6 +17,9 @@
 #include "absl/status/statusor.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
 #include "kernels/core/matrix.h"
+#include "kernels/model/diag_gmm_model.h"
+#include "kernels/train/fmllr_estimate.h"
+#include "kernels/train/state_posteriors.h"
 
 namespace gmmscore {
 
@@ -54,6 +57,16 @@ LockstepStream RunLockstep(
     v1::AcousticScorer::Stub* stub, const v1::StreamConfig& config, ConstMatrixView frames,
     const std::function<int64_t()>& next_chunk,
     const std::function<v1::ChunkPosteriors(int64_t, int64_t)>& posteriors = nullptr);
+
+// What est-fmllr makes of `frames` under `pairs` with the daemon's default
+// counts (fmllr_min_count 50, full from 500).
+absl::StatusOr<FmllrResult> OfflineFmllr(const DiagGmmModel& model, ConstMatrixView frames,
+                                         const std::vector<StatsPair>& pairs);
+
+// Pairs of frames [0, end) from the answers' own scores (what the server
+// saw), in stream frame numbers.
+std::vector<StatsPair> PairsOfAnswers(const std::vector<AdaptedAnswer>& answers, int64_t end,
+                                      const PosteriorPolicy& policy);
 
 }  // namespace gmmscore
 

@@ -35,6 +35,10 @@ class FaultyBackend final : public ScoringBackend {
       std::shared_ptr<const TiedMixtureModel> model) override {
     return inner_->PrepareTied(std::move(model));
   }
+  absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> CreateFmllrGather(
+      const PreparedModel& model, const PosteriorPolicy& policy) override {
+    return inner_->CreateFmllrGather(model, policy);
+  }
   absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
                      ScoreResult* result) override {
     if (broken_->load()) return absl::InternalError(kError);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,9 @@
 #include "gtest/gtest.h"
 #include "server/health_reporter.h"
 #include "server/server_metrics.h"
+#include "tests/adaptation_test_util.h"
 #include "tests/faulty_backend.h"
+#include "tests/host_gather_backend.h"
 #include "tests/test_daemon.h"
 
 namespace gmmscore {
@@ -333,6 +336,8 @@ std::unique_ptr<TestDaemon> StartWithFaultyDevice0(std::shared_ptr<std::atomic<b
       {.count = 2,
        .placement = std::move(placement),
        .wrap = [broken](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         // Gathering adaptation statistics as CUDA does, on the CPU too.
+         inner = HostGatherOnCpu(d, std::move(inner));
          if (d == 1) return inner;
          return std::make_unique<FaultyBackend>(std::move(inner), broken);
        }});
@@ -472,6 +477,59 @@ TEST(MultiDeviceTest, AnFmllrStreamMovesAMapStreamStays) {
   const absl::Status fmllr = run(v1::AdaptationConfig::FMLLR);
   EXPECT_TRUE(fmllr.ok()) << fmllr;
   EXPECT_EQ(daemon->daemon().devices().moves_from(0), 1);
+  broken->store(false);
+  EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+// An fMLLR stream whose device gathers its statistics while scoring moves
+// off that device in the middle of an update: the update is still made from
+// every frame before it (two chunks read from the first device's
+// statistics, the moved chunk gathered on the host), and every update
+// equals the offline estimate from its frames and their answers' posteriors.
+TEST(MultiDeviceTest, AnFmllrStreamKeepsItsStatisticsWhenItMoves) {
+  const uint64_t seed = std::random_device()();
+  SCOPED_TRACE(seed);
+  auto broken = std::make_shared<std::atomic<bool>>(false);
+  std::unique_ptr<TestDaemon> daemon = StartWithFaultyDevice0(broken);
+  ASSERT_NE(daemon, nullptr);
+  auto stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+  v1::StreamConfig config;
+  config.add_models("c");
+  config.set_stream_id("moving");
+  v1::AdaptationConfig* adaptation = config.mutable_adaptation();
+  adaptation->set_method(v1::AdaptationConfig::FMLLR);
+  adaptation->set_start_after_frames(60);
+  adaptation->set_update_every_frames(60);
+  adaptation->set_save_as("moving");
+  const DiagGmmModel& model = daemon->model("c");
+  const FloatMatrix x = TestFeatures(model, 200, seed);
+  int chunks = 0;
+  // Placed on device 0 (both idle, the lower index), which fails from the
+  // third chunk on.
+  const LockstepStream run = RunLockstep(stub.get(), config, x.view(), [&] {
+    if (++chunks == 3) broken->store(true);
+    return int64_t{20};
+  });
+  ASSERT_TRUE(run.status.ok()) << run.status.error_message();
+  EXPECT_EQ(daemon->daemon().devices().moves_from(0), 1);
+  ASSERT_FALSE(run.published.empty());
+  for (const auto& [version, published] : run.published) {
+    const int64_t n = static_cast<int64_t>(published.report().frames());
+    SCOPED_TRACE(testing::Message() << "version " << version << " from " << n << " frames");
+    absl::StatusOr<FmllrResult> offline =
+        OfflineFmllr(model, x.view().Rows(0, n), PairsOfAnswers(run.answers, n, {}));
+    ASSERT_TRUE(offline.ok()) << offline.status();
+    EXPECT_NEAR(published.report().count(), offline->report.count, 1e-6 * offline->report.count);
+    ASSERT_EQ(published.transform().values_size(), static_cast<int>(offline->transform.size()));
+    for (size_t i = 0; i < offline->transform.size(); ++i) {
+      ASSERT_NEAR(published.transform().values(i), offline->transform[i], 1e-4) << i;
+    }
+  }
+  const AdaptationCounters counters = daemon->daemon().adaptation_counters();
+  EXPECT_EQ(counters.device_gathered_frames, 40);  // the two chunks before the move
+  EXPECT_EQ(counters.skipped_frames, 0);
+  EXPECT_EQ(counters.failed_updates, 0);
   broken->store(false);
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
 }

@@ -88,10 +88,14 @@ OnlineAdapter::OnlineAdapter(std::shared_ptr<const DiagGmmModel> model,
       shape_(ModelShape::Of(*model_)),
       fmllr_accumulator_(std::move(fmllr_accumulator)),
       fmllr_stats_(FmllrStats::ForDim(model_->dim())),
-      next_update_(options.start_after_frames) {
-  if (options_.method == AdaptationMethod::kFmllr && fmllr_accumulator_ == nullptr) {
-    fmllr_accumulator_ = std::make_shared<const FmllrAccumulator>(*model_);
+      next_update_(options.start_after_frames) {}
+
+absl::Status OnlineAdapter::UseFmllrAccumulator(std::shared_ptr<const FmllrAccumulator> accumulator) {
+  if (accumulator == nullptr || accumulator->dim() != model_->dim()) {
+    return absl::InvalidArgumentError("the fMLLR accumulator is missing or for another model");
   }
+  fmllr_accumulator_ = std::move(accumulator);
+  return absl::OkStatus();
 }
 
 absl::Status OnlineAdapter::AddChunk(ConstMatrixView frames, absl::Span<const StatsPair> pairs) {
@@ -122,8 +126,18 @@ absl::Status OnlineAdapter::AddChunk(ConstMatrixView frames, absl::Span<const St
   return absl::OkStatus();
 }
 
+absl::Status OnlineAdapter::AddGathered(const FmllrStats& stats) {
+  if (options_.method != AdaptationMethod::kFmllr) {
+    return absl::InvalidArgumentError("gathered fMLLR statistics given to a MAP adapter");
+  }
+  return fmllr_stats_.Add(stats);
+}
+
 absl::Status OnlineAdapter::FlushFmllr() {
   if (pending_pairs_.empty()) return absl::OkStatus();
+  if (fmllr_accumulator_ == nullptr) {
+    fmllr_accumulator_ = std::make_shared<const FmllrAccumulator>(*model_);
+  }
   const ConstMatrixView frames(pending_frames_.data(), pending_rows_, model_->dim());
   absl::Status added = fmllr_accumulator_->Accumulate(frames, pending_pairs_, &fmllr_stats_).status();
   pending_frames_.clear();

@@ -29,6 +29,7 @@
 #ifndef GMMSCORE_KERNELS_TRAIN_ONLINE_ADAPTATION_H_
 #define GMMSCORE_KERNELS_TRAIN_ONLINE_ADAPTATION_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,7 +95,8 @@ struct AdaptationUpdate {
 class OnlineAdapter {
  public:
   // INVALID_ARGUMENT: a null model, or ValidateOnlineAdaptation's errors.
-  // `fmllr_accumulator` (fMLLR only; null: made here) is the model's
+  // `fmllr_accumulator` (fMLLR only; null: made here when AddChunk first
+  // needs it, unless UseFmllrAccumulator gives one first) is the model's
   // FmllrAccumulator: immutable and large (float64 terms of every Gaussian,
   // 200 MB for 5000 x 32 x 39), so streams of one model share one.
   static absl::StatusOr<std::unique_ptr<OnlineAdapter>> Create(
@@ -107,6 +109,23 @@ class OnlineAdapter {
   // schedule whether or not any pair survived. INVALID_ARGUMENT (nothing
   // added) for a bad frame width, frame index, state or weight.
   absl::Status AddChunk(ConstMatrixView frames, absl::Span<const StatsPair> pairs);
+
+  // fMLLR statistics gathered elsewhere from this stream's frames (by the
+  // backend that scored them, kernels/score/fmllr_gather.h), added to those
+  // of AddChunk. INVALID_ARGUMENT for MAP or statistics of another
+  // dimension (nothing added).
+  absl::Status AddGathered(const FmllrStats& stats);
+
+  // The stream's frames through the last chunk given, when some were
+  // gathered elsewhere (AddGathered) and so never counted by AddChunk: the
+  // count only moves forward.
+  void AdvanceTo(int64_t frames) { frames_ = std::max(frames_, frames); }
+
+  // The shared accumulator for an adapter made without one (see Create),
+  // before its first AddChunk. INVALID_ARGUMENT for one of another
+  // dimension or a null one.
+  absl::Status UseFmllrAccumulator(std::shared_ptr<const FmllrAccumulator> accumulator);
+  bool has_fmllr_accumulator() const { return fmllr_accumulator_ != nullptr; }
 
   // Whether the schedule asks for an update now.
   bool UpdateDue() const { return next_update_ > 0 && frames_ >= next_update_; }
