@@ -37,15 +37,33 @@ absl::StatusOr<std::unique_ptr<CudaFmllrGather>> CudaFmllrGather::Create(
     flags[s] = 1;
   }
   std::unique_ptr<CudaFmllrGather> target(new CudaFmllrGather(model, policy, std::move(channel)));
-  GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(target->channel_->device), "select CUDA device");
-  GMM_ASSIGN_OR_RETURN(target->sums_,
-                       DeviceBuffer<double>::Allocate(kSegments * target->values_));
-  GMM_CUDA_RETURN_IF_ERROR(cudaMemset(target->sums_.data(), 0, target->sums_.bytes()),
-                           "zero fMLLR statistics");
+  FmllrTakeChannel& shared = *target->channel_;
+  const size_t count = kSegments * target->values_;
+  {
+    std::lock_guard<std::mutex> lock(shared.mu);
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(shared.device), "select CUDA device");
+    std::vector<DeviceBuffer<double>>& pool = shared.free_sums[count];
+    if (!pool.empty()) {
+      target->sums_ = std::move(pool.back());
+      pool.pop_back();
+    } else {
+      GMM_ASSIGN_OR_RETURN(target->sums_, DeviceBuffer<double>::Allocate(count));
+    }
+    GMM_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(target->sums_.data(), 0, target->sums_.bytes(), shared.stream.get()),
+        "zero fMLLR statistics");
+    GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(shared.stream.get()), "zero fMLLR statistics");
+  }
   if (!flags.empty()) {
     GMM_ASSIGN_OR_RETURN(target->silence_, DeviceBuffer<uint8_t>::FromHost(flags.data(), flags.size()));
   }
   return target;
+}
+
+CudaFmllrGather::~CudaFmllrGather() {
+  if (sums_.size() == 0) return;
+  std::lock_guard<std::mutex> lock(channel_->mu);
+  channel_->free_sums[sums_.size()].push_back(std::move(sums_));
 }
 
 FmllrGatherWindow CudaFmllrGather::Window(int segment) const {

@@ -12,8 +12,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/cuda/device_buffer.h"
@@ -24,11 +26,14 @@
 
 namespace gmmscore {
 
-// The stream that every target of one backend reads its sums on.
+// What every target of one backend shares: the stream their sums are read
+// and zeroed on, and the sums buffers of targets gone, by size, for the next
+// ones (streams come and go; cudaFree would wait for the whole device).
 struct FmllrTakeChannel {
   int device = 0;
   CudaStream stream;
-  std::mutex mu;  // one read at a time
+  std::mutex mu;  // one read at a time; guards free_sums
+  std::map<size_t, std::vector<DeviceBuffer<double>>> free_sums;
 };
 
 class CudaFmllrGather final : public FmllrGatherTarget {
@@ -40,6 +45,9 @@ class CudaFmllrGather final : public FmllrGatherTarget {
   static absl::StatusOr<std::unique_ptr<CudaFmllrGather>> Create(
       const DeviceModel& model, int max_gaussians_per_state, const PosteriorPolicy& policy,
       std::shared_ptr<FmllrTakeChannel> channel);
+
+  // Gives its sums buffer back to the channel.
+  ~CudaFmllrGather() override;
 
   int dim() const override { return dim_; }
   absl::Status Take(int segment, absl::Span<double> sums) override;
