@@ -142,7 +142,8 @@ void WriteAdaptation(const AdaptationCounters& c, MetricsWriter* out) {
           static_cast<double>(c.device_gathered_frames));
   Counter(out, "gmmscore_adaptation_skipped_frames_total",
           "Answered frames left out of adaptation because the workers fell behind "
-          "(--adaptation_backlog_frames per stream).",
+          "(--adaptation_backlog_frames per stream), or gathered on a GPU whose sums could not "
+          "be read after a fault (those are in gathered_frames too).",
           static_cast<double>(c.skipped_frames));
   Counter(out, "gmmscore_adaptation_updates_total", "Adaptation updates made current.",
           static_cast<double>(c.updates));

@@ -215,7 +215,7 @@ StreamAdaptation::ChunkGather StreamAdaptation::Plan(int64_t rows, int device,
     ++planned_update_;
     planned_due_ = options_.update_every_frames > 0 ? planned_frames_ + options_.update_every_frames : 0;
   }
-  if (!target_failed_ && !decoder_pairs && device == device_ &&
+  if (!target_failed_ && !target_->poisoned() && !decoder_pairs && device == device_ &&
       update < taken_updates_ + FmllrGatherTarget::kSegments) {
     plan.target = target_;
     plan.device = device_;

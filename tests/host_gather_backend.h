@@ -36,6 +36,7 @@ class HostGatherTarget final : public FmllrGatherTarget {
   const PreparedModel* prepared() const { return prepared_; }
 
   absl::Status Take(int segment, absl::Span<double> sums) override {
+    if (poisoned()) return absl::FailedPreconditionError("poisoned");
     if (segment < 0 || segment >= kSegments ||
         static_cast<int64_t>(sums.size()) != FmllrGatherValues(dim())) {
       return absl::InvalidArgumentError(absl::StrCat("take segment ", segment));
@@ -119,7 +120,12 @@ class HostGatherBackend final : public ScoringBackend {
       if (job.gather == nullptr || job.features.rows == 0) continue;
       absl::Status added = static_cast<HostGatherTarget*>(job.gather)
                                ->Add(job.gather_segment, job.features, job.result->loglikes.view());
-      if (!added.ok()) return added;
+      if (!added.ok()) {
+        for (const ScoreWindow& other : jobs) {
+          if (other.gather != nullptr) other.gather->Poison();
+        }
+        return added;
+      }
     }
     return absl::OkStatus();
   }

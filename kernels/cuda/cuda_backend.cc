@@ -111,7 +111,17 @@ class CudaBackend : public ScoringBackend {
       for (int w : fusion.windows) {
         on_device &= CudaModelOf(*jobs[w].model).kind == CudaModel::Kind::kUntied;
       }
-      if (!on_device) return ScoringBackend::ScoreFusedBatch(jobs, fusions, options);
+      if (!on_device) {
+        // Fused on the host after this backend's ScoreBatch: a failure after
+        // that gathered leaves the windows to be scored again.
+        absl::Status fused = ScoringBackend::ScoreFusedBatch(jobs, fusions, options);
+        if (!fused.ok()) {
+          for (const ScoreWindow& job : jobs) {
+            if (job.gather != nullptr) job.gather->Poison();
+          }
+        }
+        return fused;
+      }
     }
     return ScoreWindows(jobs, fusions, options);
   }
@@ -222,7 +232,7 @@ class CudaBackend : public ScoringBackend {
         // The untied windows' statistics are in, but the call fails and its
         // windows will be scored again: their sums would count twice.
         for (const ScoreWindow& job : sorted.untied) {
-          if (job.gather != nullptr) static_cast<CudaFmllrGather*>(job.gather)->Poison();
+          if (job.gather != nullptr) job.gather->Poison();
         }
         return tied;
       }

@@ -38,7 +38,9 @@ absl::StatusOr<std::unique_ptr<CudaFmllrGather>> CudaFmllrGather::Create(
   }
   std::unique_ptr<CudaFmllrGather> target(new CudaFmllrGather(model, policy, std::move(channel)));
   FmllrTakeChannel& shared = *target->channel_;
-  const size_t count = kSegments * target->values_;
+  // The segments, then the silence flags (a byte a state) in the same
+  // pooled buffer.
+  const size_t count = kSegments * target->values_ + (model.num_states + 7) / 8;
   {
     std::lock_guard<std::mutex> lock(shared.mu);
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(shared.device), "select CUDA device");
@@ -52,10 +54,13 @@ absl::StatusOr<std::unique_ptr<CudaFmllrGather>> CudaFmllrGather::Create(
     GMM_CUDA_RETURN_IF_ERROR(
         cudaMemsetAsync(target->sums_.data(), 0, target->sums_.bytes(), shared.stream.get()),
         "zero fMLLR statistics");
+    if (!flags.empty()) {
+      target->has_silence_ = true;
+      GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(target->silence(), flags.data(), flags.size(),
+                                               cudaMemcpyHostToDevice, shared.stream.get()),
+                               "copy silence states to device");
+    }
     GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(shared.stream.get()), "zero fMLLR statistics");
-  }
-  if (!flags.empty()) {
-    GMM_ASSIGN_OR_RETURN(target->silence_, DeviceBuffer<uint8_t>::FromHost(flags.data(), flags.size()));
   }
   return target;
 }
@@ -71,7 +76,7 @@ FmllrGatherWindow CudaFmllrGather::Window(int segment) const {
           .params = model_->params.data(),
           .state_offsets = model_->state_offsets.data(),
           .center = model_->center.data(),
-          .silence = silence_.size() > 0 ? silence_.data() : nullptr,
+          .silence = has_silence_ ? silence() : nullptr,
           .num_states = model_->num_states,
           .silence_threshold = silence_threshold_,
           .min_posterior = min_posterior_};
@@ -83,7 +88,7 @@ absl::Status CudaFmllrGather::Take(int segment, absl::Span<double> sums) {
                                                    " into ", sums.size(), " values (", values_,
                                                    " wanted)"));
   }
-  if (poisoned_.load(std::memory_order_acquire)) {
+  if (poisoned()) {
     return absl::FailedPreconditionError(
         "a scoring call that gathered this stream's fMLLR statistics failed part-way; its "
         "sums are unknown");

@@ -6,7 +6,8 @@
 // never waits behind the lanes' scoring) and zeroes it.
 //
 // Memory: kSegments x FmllrGatherValues(D) doubles (0.54 MB at D = 39) and
-// one byte a state, per adapting stream.
+// one byte a state, per adapting stream, in one buffer that goes back to the
+// backend's pool when the target goes.
 #ifndef GMMSCORE_KERNELS_CUDA_CUDA_FMLLR_GATHER_H_
 #define GMMSCORE_KERNELS_CUDA_CUDA_FMLLR_GATHER_H_
 
@@ -56,10 +57,9 @@ class CudaFmllrGather final : public FmllrGatherTarget {
   const DeviceModel* model() const { return model_; }
   int device() const { return channel_->device; }
   double* segment(int k) const { return sums_.data() + k * values_; }
+  uint8_t* silence() const { return reinterpret_cast<uint8_t*>(segment(kSegments)); }
   // A window's descriptor, but for its frames, scores, terms and rows.
   FmllrGatherWindow Window(int segment) const;
-  // A call that gathered here failed after queuing its gathering.
-  void Poison() { poisoned_.store(true, std::memory_order_release); }
 
  private:
   CudaFmllrGather(const DeviceModel& model, const PosteriorPolicy& policy,
@@ -71,9 +71,8 @@ class CudaFmllrGather final : public FmllrGatherTarget {
   const double silence_threshold_;
   const double min_posterior_;
   const std::shared_ptr<FmllrTakeChannel> channel_;
-  DeviceBuffer<double> sums_;      // kSegments x values_
-  DeviceBuffer<uint8_t> silence_;  // num_states flags; empty: none
-  std::atomic<bool> poisoned_{false};
+  DeviceBuffer<double> sums_;  // kSegments x values_, then the silence flags
+  bool has_silence_ = false;
 };
 
 }  // namespace gmmscore

@@ -108,9 +108,9 @@ __global__ void FmllrTermsKernel(const FmllrGatherWindow* windows, int dim, int 
   const int row = blockIdx.x;
   if (row >= w.rows) return;
   extern __shared__ double shared[];
-  double* y = shared;                        // dim
-  double* gamma = y + dim;                   // kTermsWarps x max_gaussians
+  double* gamma = shared;                    // kTermsWarps x max_gaussians
   double* warp_terms = gamma + kTermsWarps * max_gaussians;  // kTermsWarps x (1 + 2 dim)
+  __shared__ double y[kMaxGatherDim];
   __shared__ float max_scratch[kTermsWarps];
   __shared__ double sum_scratch[kTermsWarps];
   __shared__ int list_state[kListCapacity];
@@ -173,6 +173,9 @@ __global__ void FmllrTermsKernel(const FmllrGatherWindow* windows, int dim, int 
     }
     __syncthreads();
     const int queued = list_count;
+    // Every warp has read the count before any adds to it again (the next
+    // tile's atomicAdd): the flush below is decided alike by all.
+    __syncthreads();
     if (queued > kListCapacity - kTermsThreads || base + kTermsThreads >= w.num_states) {
       for (int i = warp; i < queued; i += kTermsWarps) {
         AddStateTerms(w, dim, list_state[i], list_weight[i], y, my_gamma, a, b);
@@ -299,7 +302,7 @@ absl::Status LaunchFmllrGather(const FmllrGatherWindow* windows, int count, int 
   }
   const int term_count = 1 + 2 * dim;
   const size_t terms_shared =
-      sizeof(double) * (dim + static_cast<size_t>(kTermsWarps) * (max_gaussians + term_count));
+      sizeof(double) * static_cast<size_t>(kTermsWarps) * (max_gaussians + term_count);
   if (terms_shared > 48 * 1024) {
     GMM_CUDA_RETURN_IF_ERROR(
         cudaFuncSetAttribute(FmllrTermsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -119,7 +119,7 @@ class GatherGuard {
   ~GatherGuard() {
     if (!armed_) return;
     for (const ScoreWindow& job : jobs_) {
-      if (job.gather != nullptr) static_cast<CudaFmllrGather*>(job.gather)->Poison();
+      if (job.gather != nullptr) job.gather->Poison();
     }
   }
   void Arm() { armed_ = true; }

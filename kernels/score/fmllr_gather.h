@@ -37,6 +37,7 @@
 #ifndef GMMSCORE_KERNELS_SCORE_FMLLR_GATHER_H_
 #define GMMSCORE_KERNELS_SCORE_FMLLR_GATHER_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -66,12 +67,21 @@ class FmllrGatherTarget {
 
   virtual int dim() const = 0;
 
+  // A call that gathered into this target failed after its gathering was
+  // queued or ran (its sums are unknown, and the call's windows will be
+  // scored again): Take refuses from then on, and callers stop naming it.
+  void Poison() { poisoned_.store(true, std::memory_order_release); }
+  bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
+
   // Adds segment `segment`'s sums to `sums` (FmllrGatherValues(dim())
   // values) and zeroes the segment. INVALID_ARGUMENT for a bad segment or
   // span size; FAILED_PRECONDITION once a call that gathered into this
   // target failed after its gathering was queued (its sums are unknown);
   // the device's error otherwise. On error `sums` is unchanged.
   virtual absl::Status Take(int segment, absl::Span<double> sums) = 0;
+
+ private:
+  std::atomic<bool> poisoned_{false};
 };
 
 }  // namespace gmmscore

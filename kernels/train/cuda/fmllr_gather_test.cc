@@ -160,6 +160,49 @@ TEST(FmllrGatherSumsTest, CallsAddUpInOneSegment) {
   EXPECT_EQ(Taken(**target, 0).beta, 0.0);
 }
 
+// Frames that keep hundreds of states (a model of 600 identical states:
+// every posterior 1/600, over the 1e-3 floor), so that the terms kernel's
+// list of kept states fills and is emptied several times per frame.
+TEST(FmllrGatherFlatTest, FramesKeepingHundredsOfStatesMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  const int dim = 13, states = 600;
+  DiagGmmModelBuilder builder(dim);
+  std::vector<double> means(2 * dim), variances(2 * dim);
+  for (int i = 0; i < 2 * dim; ++i) {
+    means[i] = 0.3 * (i % 7) - (i < dim ? 1.0 : -1.0);
+    variances[i] = 0.5 + 0.1 * (i % 5);
+  }
+  for (int s = 0; s < states; ++s) ASSERT_TRUE(builder.AddState({0.4, 0.6}, means, variances).ok());
+  absl::StatusOr<DiagGmmModel> built = std::move(builder).Build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const auto model = std::make_shared<const DiagGmmModel>(*std::move(built));
+  auto backend = CreateCudaBackend(0);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto prepared = (*backend)->Prepare(model);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  PosteriorPolicy with_silence;
+  with_silence.silence_states = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  with_silence.silence_threshold = 0.5;
+  for (const PosteriorPolicy& policy : {PosteriorPolicy{}, with_silence}) {
+    auto target = (*backend)->CreateFmllrGather(**prepared, policy);
+    ASSERT_TRUE(target.ok()) << target.status();
+    FmllrStats want = FmllrStats::ForDim(dim);
+    for (int64_t rows : {37, 130}) {
+      const FloatMatrix frames = GenerateSyntheticFeatures(*model, rows, 11 + rows);
+      ScoreResult result;
+      const ScoreWindow window{.model = prepared->get(), .features = frames.view(),
+                               .result = &result, .gather = target->get()};
+      ASSERT_TRUE((*backend)->ScoreBatch(absl::MakeConstSpan(&window, 1), {}).ok());
+      const std::vector<StatsPair> pairs = PairsFromScores(result.loglikes.view(), policy);
+      ASSERT_GT(pairs.size(), static_cast<size_t>(500 * rows));
+      ASSERT_TRUE(AccumulateFmllrStatsReference(*model, frames.view(), pairs, &want).ok());
+    }
+    const FmllrStats got = Taken(**target, 0);
+    EXPECT_NEAR(got.beta, want.beta, 1e-9 * want.beta);
+    EXPECT_LT(MaxStatsError(got, want), 1e-9);
+  }
+}
+
 TEST(FmllrGatherErrorsTest, BadSegmentsTargetsAndPolicies) {
   SKIP_WITHOUT_GPU();
   const std::shared_ptr<const DiagGmmModel> model = Model(20, 4, 13, 7);
