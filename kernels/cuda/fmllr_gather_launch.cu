@@ -13,9 +13,6 @@ namespace {
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kTermsThreads = 128;
 constexpr int kTermsWarps = kTermsThreads / 32;
-// Kept states queued before the warps take them (a tile of states is added
-// at most kTermsThreads at a time).
-constexpr int kListCapacity = 2 * kTermsThreads;
 constexpr int kGramThreads = 256;
 constexpr int kGramEntriesPerThread = 4;
 constexpr int kGramEntriesPerBlock = kGramThreads * kGramEntriesPerThread;
@@ -113,9 +110,6 @@ __global__ void FmllrTermsKernel(const FmllrGatherWindow* windows, int dim, int 
   __shared__ double y[kMaxGatherDim];
   __shared__ float max_scratch[kTermsWarps];
   __shared__ double sum_scratch[kTermsWarps];
-  __shared__ int list_state[kListCapacity];
-  __shared__ float list_weight[kListCapacity];
-  __shared__ int list_count;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int term_count = 1 + 2 * dim;
@@ -142,12 +136,14 @@ __global__ void FmllrTermsKernel(const FmllrGatherWindow* windows, int dim, int 
   for (int d = tid; d < dim; d += kTermsThreads) {
     y[d] = static_cast<double>(x[d]) - static_cast<double>(w.center[d]);
   }
-  if (tid == 0) list_count = 0;
   __syncthreads();
+  // Each warp scans its own states and takes the states it keeps itself, one
+  // after another (a ballot, then the whole warp on each): no block-wide
+  // list, so no barrier per tile of states.
   double a[2] = {0.0, 0.0}, b[2] = {0.0, 0.0}, beta = 0.0, silence_mass = 0.0;
   double* my_gamma = gamma + warp * max_gaussians;
-  for (int base = 0; base < w.num_states; base += kTermsThreads) {
-    const int s = base + tid;
+  for (int base = warp * 32; base < w.num_states; base += kTermsThreads) {
+    const int s = base + lane;
     bool keep = false;
     float weight = 0.0f;
     if (s < w.num_states) {
@@ -162,28 +158,12 @@ __global__ void FmllrTermsKernel(const FmllrGatherWindow* windows, int dim, int 
         }
       }
     }
-    const unsigned ballot = __ballot_sync(kFullMask, keep);
-    int warp_base = 0;
-    if (lane == 0 && ballot != 0) warp_base = atomicAdd(&list_count, __popc(ballot));
-    warp_base = __shfl_sync(kFullMask, warp_base, 0);
-    if (keep) {
-      const int slot = warp_base + __popc(ballot & ((1u << lane) - 1u));
-      list_state[slot] = s;
-      list_weight[slot] = weight;
-    }
-    __syncthreads();
-    const int queued = list_count;
-    // Every warp has read the count before any adds to it again (the next
-    // tile's atomicAdd): the flush below is decided alike by all.
-    __syncthreads();
-    if (queued > kListCapacity - kTermsThreads || base + kTermsThreads >= w.num_states) {
-      for (int i = warp; i < queued; i += kTermsWarps) {
-        AddStateTerms(w, dim, list_state[i], list_weight[i], y, my_gamma, a, b);
-        if (lane == 0) beta += list_weight[i];
-      }
-      __syncthreads();
-      if (tid == 0) list_count = 0;
-      __syncthreads();
+    for (unsigned kept = __ballot_sync(kFullMask, keep); kept != 0; kept &= kept - 1) {
+      const int source = __ffs(kept) - 1;
+      const int state = __shfl_sync(kFullMask, s, source);
+      const float state_weight = __shfl_sync(kFullMask, weight, source);
+      AddStateTerms(w, dim, state, state_weight, y, my_gamma, a, b);
+      if (lane == 0) beta += state_weight;
     }
   }
   silence_mass = BlockSum(silence_mass, sum_scratch);
