@@ -24,6 +24,7 @@
 #include "kernels/train/state_posteriors.h"
 #include "kernels/train/stats_reference.h"
 #include "proto/wire_convert.h"
+#include "client/client.h"
 #include "tests/adaptation_test_util.h"
 #include "tests/host_gather_backend.h"
 #include "tests/test_daemon.h"
@@ -207,6 +208,54 @@ TEST_P(AdaptationDaemonTest, FmllrStreamScoresWithTheOfflineTransformOfItsFirstF
     EXPECT_GT(counters.device_gathered_frames, 0);
   } else {
     EXPECT_EQ(counters.device_gathered_frames, 0);
+  }
+}
+
+// A stream that does not wait for its answers, with an update due after
+// every chunk: chunks of updates two ahead of the last one read are gathered
+// by the workers (the backend's two segments are both taken), the others by
+// the backend, and the closing update from all the frames still equals the
+// offline estimate from them and their answers' posteriors.
+TEST_P(AdaptationDaemonTest, PipelinedUpdatesMixBothGatheringsAndStayExact) {
+  const uint64_t seed = FreshSeed();
+  SCOPED_TRACE(seed);
+  const DiagGmmModel& am = daemon_->model("am");
+  const FloatMatrix x = SpeakerFeatures(am, 400, seed);
+  const std::string name = absl::StrCat("pipelined-", GetParam());
+  const AdaptationCounters before = daemon_->daemon().adaptation_counters();
+  v1::StreamConfig config = AdaptingConfig("am", v1::AdaptationConfig::FMLLR, name);
+  config.mutable_adaptation()->set_start_after_frames(20);
+  config.mutable_adaptation()->set_update_every_frames(10);
+  std::unique_ptr<Client> client = daemon_->NewClient();
+  absl::StatusOr<std::unique_ptr<StreamSession>> stream = client->StartStream(config);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  constexpr int64_t kChunk = 10;
+  for (int64_t first = 0; first < x.rows(); first += kChunk) {
+    ASSERT_TRUE((*stream)->Push(x.view().Rows(first, kChunk)).ok());
+  }
+  ASSERT_TRUE((*stream)->CloseSend().ok());
+  std::vector<Answer> answers;
+  for (int64_t first = 0; first < x.rows(); first += kChunk) {
+    absl::StatusOr<StreamAnswer> answer = (*stream)->Next();
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    ASSERT_EQ(answer->first_frame, first);
+    answers.push_back({.first_frame = answer->first_frame, .scores = std::move(answer->scores)});
+  }
+  EXPECT_TRUE(absl::IsOutOfRange((*stream)->Next().status()));
+  ASSERT_TRUE((*stream)->Finish().ok());
+  absl::StatusOr<v1::GetAdaptationResponse> got = AwaitPublished(stub_.get(), name, x.rows());
+  ASSERT_TRUE(got.ok()) << got.status();
+  const AdaptationCounters after = daemon_->daemon().adaptation_counters();
+  EXPECT_GE(after.gathered_frames - before.gathered_frames, x.rows());  // others may finish meanwhile
+  // Updates 0 and 1 (frames [0, 30)) always fit the two segments; what
+  // follows depends on how fast the workers read them.
+  EXPECT_GE(after.device_gathered_frames - before.device_gathered_frames, GetParam() ? 30 : 0);
+  absl::StatusOr<FmllrResult> all = OfflineFmllr(am, x.view(), PairsOfAnswers(answers, x.rows(), {}));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_NEAR(got->report().count(), all->report.count, 1e-6 * all->report.count);
+  ASSERT_EQ(got->transform().values_size(), static_cast<int>(all->transform.size()));
+  for (size_t i = 0; i < all->transform.size(); ++i) {
+    ASSERT_NEAR(got->transform().values(i), all->transform[i], 1e-4) << i;
   }
 }
 
