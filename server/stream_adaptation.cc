@@ -245,8 +245,15 @@ void StreamAdaptation::Gather(std::shared_ptr<const FloatMatrix> frames, ScoreRe
       backlog_frames_ += rows;
     }
     // A worker has nothing to do for a chunk without frames, unless an
-    // update follows it.
+    // update follows it; such markers merge, so that a backlog of them
+    // stays bounded however far the workers are behind.
     if (work.frames == nullptr && !gather.ends_update) return;
+    if (work.frames == nullptr && !backlog_.empty() && backlog_.back().frames == nullptr) {
+      Work& last = backlog_.back();
+      ++last.updates;
+      last.plan.frames_end = gather.frames_end;
+      return;
+    }
     backlog_.push_back(std::move(work));
     if (running_) return;
     running_ = true;
@@ -319,10 +326,12 @@ void StreamAdaptation::GatherOne(Work work) {
     return;
   }
   absl::StatusOr<OnlineAdapter*> adapter = Adapter();
-  if (!adapter.ok()) return;  // reported by GatherOnHost's callers' reports: not expected
+  if (!adapter.ok()) return;  // not expected: the options were checked by Create
   (*adapter)->AdvanceTo(work.plan.frames_end);
   if (!work.plan.ends_update) return;
-  TakeSegment(work.plan.segment);
+  for (int k = 0; k < work.updates; ++k) {
+    TakeSegment((work.plan.segment + k) % FmllrGatherTarget::kSegments);
+  }
   UpdateNow();
 }
 

@@ -138,6 +138,9 @@ class StreamAdaptation : public std::enable_shared_from_this<StreamAdaptation> {
     ScoreResult scores;
     std::optional<std::vector<StatsPair>> decoder_pairs;
     ChunkGather plan;  // device gathering only
+    // Updates this item ends: more than one where markers without frames
+    // were merged (a worker behind on updates: the backlog stays bounded).
+    int updates = 1;
   };
 
   StreamAdaptation(AdaptationHub* hub, const OnlineAdaptationOptions& options, int driving,
