@@ -15,47 +15,33 @@
 #include <utility>
 
 #include "kernels/score/scoring_backend.h"
+#include "tests/forwarding_backend.h"
 
 namespace gmmscore {
 
-class FaultyBackend final : public ScoringBackend {
+class FaultyBackend final : public ForwardingBackend {
  public:
   static constexpr char kError[] = "injected fault: CUDA error cudaErrorIllegalAddress";
 
   FaultyBackend(std::unique_ptr<ScoringBackend> inner, std::shared_ptr<std::atomic<bool>> broken)
-      : inner_(std::move(inner)), broken_(std::move(broken)) {}
+      : ForwardingBackend(std::move(inner)), broken_(std::move(broken)) {}
 
-  std::string name() const override { return inner_->name(); }
-  int concurrent_calls() const override { return inner_->concurrent_calls(); }
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
-      std::shared_ptr<const DiagGmmModel> model) override {
-    return inner_->Prepare(std::move(model));
-  }
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
-      std::shared_ptr<const TiedMixtureModel> model) override {
-    return inner_->PrepareTied(std::move(model));
-  }
-  absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> CreateFmllrGather(
-      const PreparedModel& model, const PosteriorPolicy& policy) override {
-    return inner_->CreateFmllrGather(model, policy);
-  }
   absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
                      ScoreResult* result) override {
     if (broken_->load()) return absl::InternalError(kError);
-    return inner_->Score(model, features, options, result);
+    return ForwardingBackend::Score(model, features, options, result);
   }
   absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
     if (broken_->load()) return absl::InternalError(kError);
-    return inner_->ScoreBatch(jobs, options);
+    return ForwardingBackend::ScoreBatch(jobs, options);
   }
   absl::Status ScoreFusedBatch(absl::Span<const ScoreWindow> jobs, absl::Span<const FusionJob> fusions,
                                const ScoreOptions& options) override {
     if (broken_->load()) return absl::InternalError(kError);
-    return inner_->ScoreFusedBatch(jobs, fusions, options);
+    return ForwardingBackend::ScoreFusedBatch(jobs, fusions, options);
   }
 
  private:
-  const std::unique_ptr<ScoringBackend> inner_;
   const std::shared_ptr<std::atomic<bool>> broken_;
 };
 

@@ -23,6 +23,7 @@
 #include "kernels/score/scoring_backend.h"
 #include "kernels/train/fmllr_stats.h"
 #include "kernels/train/state_posteriors.h"
+#include "tests/forwarding_backend.h"
 
 namespace gmmscore {
 
@@ -79,28 +80,15 @@ class HostGatherTarget final : public FmllrGatherTarget {
   std::array<std::vector<double>, kSegments> segments_;
 };
 
-class HostGatherBackend final : public ScoringBackend {
+class HostGatherBackend final : public ForwardingBackend {
  public:
-  explicit HostGatherBackend(std::unique_ptr<ScoringBackend> inner) : inner_(std::move(inner)) {}
+  explicit HostGatherBackend(std::unique_ptr<ScoringBackend> inner)
+      : ForwardingBackend(std::move(inner)) {}
 
-  std::string name() const override { return inner_->name(); }
-  int concurrent_calls() const override { return inner_->concurrent_calls(); }
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
-      std::shared_ptr<const DiagGmmModel> model) override {
-    return inner_->Prepare(std::move(model));
-  }
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
-      std::shared_ptr<const TiedMixtureModel> model) override {
-    return inner_->PrepareTied(std::move(model));
-  }
   absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> CreateFmllrGather(
       const PreparedModel& model, const PosteriorPolicy& policy) override {
     if (model.tied()) return absl::FailedPreconditionError("tied-mixture model");
     return std::make_unique<HostGatherTarget>(&model, policy);
-  }
-  absl::Status Score(const PreparedModel& model, ConstMatrixView features,
-                     const ScoreOptions& options, ScoreResult* result) override {
-    return inner_->Score(model, features, options, result);
   }
   // The windows without their gathering to the inner backend (dense, as the
   // CPU's are), then each gathering window's statistics.
@@ -115,7 +103,7 @@ class HostGatherBackend final : public ScoringBackend {
       }
       job.gather = nullptr;
     }
-    if (absl::Status scored = inner_->ScoreBatch(plain, options); !scored.ok()) return scored;
+    if (absl::Status scored = inner().ScoreBatch(plain, options); !scored.ok()) return scored;
     for (const ScoreWindow& job : jobs) {
       if (job.gather == nullptr || job.features.rows == 0) continue;
       absl::Status added = static_cast<HostGatherTarget*>(job.gather)
@@ -135,9 +123,6 @@ class HostGatherBackend final : public ScoringBackend {
                                const ScoreOptions& options) override {
     return ScoringBackend::ScoreFusedBatch(jobs, fusions, options);
   }
-
- private:
-  const std::unique_ptr<ScoringBackend> inner_;
 };
 
 // For TestDevices::wrap: a CPU backend gathers on the host; any other (CUDA,
