@@ -204,7 +204,8 @@ class CudaStatsBackend : public StatsBackend {
   absl::Status PrepareKernels(const DiagGmmModel& model, const DeviceInfo& info) {
     const int dim = model.dim();
     tc_tiles_device_ = DeviceBuffer<float>();
-    if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return absl::OkStatus();
+    kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;
+    if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return ChooseKeptGemm(dim, info);
     if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
                                                      train_cuda::kTcMaxDim, "; the model has ", dim));
@@ -215,6 +216,24 @@ class CudaStatsBackend : public StatsBackend {
     }
     const std::vector<float> tc_tiles = train_cuda::BuildTcTiles(tiles_);
     GMM_ASSIGN_OR_RETURN(tc_tiles_device_, DeviceBuffer<float>::FromHost(tc_tiles.data(), tc_tiles.size()));
+    return absl::OkStatus();
+  }
+
+  // kept_gemm_ for the float32 kernels on the model just tiled.
+  absl::Status ChooseKeptGemm(int dim, const DeviceInfo& info) {
+    kept_gemm_ = options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto
+                     ? train_cuda::ChooseKeptStatsGemm(info.major, dim, tiles_.tile_gaussians)
+                     : options_.kept_gemm;
+    if (kept_gemm_ != train_cuda::KeptStatsGemm::kFp64Mma) return absl::OkStatus();
+    if (!train_cuda::Fp64MmaShapeSupported(dim, tiles_.tile_gaussians)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "float64 tensor-core statistics support tiles of 64 Gaussians and feature dimensions 1 to ",
+          train_cuda::kFp64MmaMaxDim, "; the model has dimension ", dim, " in tiles of ", tiles_.tile_gaussians));
+    }
+    if (info.major < 9) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "float64 tensor-core statistics need sm_90 or newer, not sm_", info.major, info.minor));
+    }
     return absl::OkStatus();
   }
 
@@ -263,7 +282,7 @@ class CudaStatsBackend : public StatsBackend {
                                        partials_.data(), stream);
     }
     return train_cuda::LaunchStats(model, pairs, items_.data(), num_items, lse_max_.data(), lse_log_.data(),
-                                   partials_.data(), stream, flush_tiles(), scores);
+                                   partials_.data(), stream, flush_tiles(), scores, kept_gemm_);
   }
 
   int flush_tiles() const {
@@ -387,6 +406,7 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<int32_t> tile_in_state_device_;
   DeviceBuffer<float> center_device_;
   train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
+  train_cuda::KeptStatsGemm kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;       // never kAuto
   DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
   int64_t target_items_ = 1;
   int row_doubles_ = 0;

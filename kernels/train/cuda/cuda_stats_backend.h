@@ -2,8 +2,10 @@
 // LoadFrames), the model in the kernels' tile layout, and per Accumulate
 // the two-kernel statistics pass over the pairs grouped by target
 // (stats_plan.h): float32 FFMAs (stats_kernels.cuh; the first kernel keeps
-// its scores for the second within a memory budget) or 3xTF32 tensor cores
-// (stats_tc_kernels.cuh), as CudaStatsOptions::kernel and the policy choose.
+// its scores for the second within a memory budget, whose statistics GEMM
+// runs on sm_90's float64 tensor cores where they serve,
+// stats_dmma_kernel.cuh) or 3xTF32 tensor cores (stats_tc_kernels.cuh), as
+// CudaStatsOptions::kernel and kept_gemm and the policy choose.
 //
 //   GMM_ASSIGN_OR_RETURN(std::unique_ptr<StatsBackend> cuda, CreateCudaStatsBackend(/*device=*/0));
 //   GMM_RETURN_IF_ERROR(cuda->SetModel(model));
@@ -63,6 +65,11 @@ struct CudaStatsOptions {
   // and device; kTf32x3 on a model or device the tensor-core kernels do not
   // serve makes SetModel fail (INVALID_ARGUMENT / FAILED_PRECONDITION).
   train_cuda::StatsKernelChoice kernel = train_cuda::StatsKernelChoice::kAuto;
+  // The float32 kernels' statistics GEMM over kept scores (stats_policy.h):
+  // kAuto = ChooseKeptStatsGemm for the model and device; kFp64Mma on a
+  // model or device it does not serve makes SetModel fail
+  // (INVALID_ARGUMENT / FAILED_PRECONDITION).
+  train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kAuto;
 };
 
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,

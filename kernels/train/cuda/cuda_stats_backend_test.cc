@@ -24,6 +24,7 @@
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/train/cuda/stats_kernels.h"
+#include "kernels/train/cuda/stats_plan.h"
 #include "kernels/train/cuda/stats_policy.h"
 #include "kernels/train/cuda/stats_test_data.h"
 #include "kernels/train/sharded_stats_backend.h"
@@ -104,26 +105,56 @@ void ExpectClose(const std::string& name, const GmmStats& got, const GmmStats& w
 }
 
 // The kernels a check runs: the one `options` names, or with kAuto both the
-// float32 kernels and, where the shape allows them, the tensor-core ones.
-std::vector<train_cuda::StatsKernelChoice> KernelsToRun(const CudaStatsOptions& options, int dim) {
-  if (options.kernel != train_cuda::StatsKernelChoice::kAuto) return {options.kernel};
-  if (!train_cuda::TcStatsShapeSupported(dim, train_cuda::kTcTile)) return {train_cuda::StatsKernelChoice::kFp32};
-  return {train_cuda::StatsKernelChoice::kFp32, train_cuda::StatsKernelChoice::kTf32x3};
+// float32 kernels and, where the shape allows them, the tensor-core ones;
+// the float32 kernels with each kept-score GEMM that serves the model here
+// (the float64 tensor-core one on sm_90), unless `options` names one.
+struct Variant {
+  train_cuda::StatsKernelChoice kernel;
+  train_cuda::KeptStatsGemm kept_gemm;
+};
+
+bool Fp64MmaServes(const DiagGmmModel& model) {
+  const absl::StatusOr<DeviceInfo> info = CurrentDeviceInfo();
+  return info.ok() && info->major == 9 &&
+         train_cuda::Fp64MmaShapeSupported(model.dim(), train_cuda::ChooseTileGaussians(model));
+}
+
+std::vector<Variant> VariantsToRun(const CudaStatsOptions& options, const DiagGmmModel& model) {
+  using train_cuda::KeptStatsGemm;
+  using train_cuda::StatsKernelChoice;
+  std::vector<Variant> variants;
+  if (options.kernel != StatsKernelChoice::kTf32x3) {
+    if (options.kept_gemm != KeptStatsGemm::kAuto) {
+      variants.push_back({StatsKernelChoice::kFp32, options.kept_gemm});
+    } else {
+      variants.push_back({StatsKernelChoice::kFp32, KeptStatsGemm::kFfma});
+      if (Fp64MmaServes(model)) variants.push_back({StatsKernelChoice::kFp32, KeptStatsGemm::kFp64Mma});
+    }
+  }
+  if (options.kernel == StatsKernelChoice::kTf32x3 ||
+      (options.kernel == StatsKernelChoice::kAuto && train_cuda::TcStatsShapeSupported(model.dim(), train_cuda::kTcTile))) {
+    variants.push_back({StatsKernelChoice::kTf32x3, KeptStatsGemm::kAuto});
+  }
+  return variants;
 }
 
 std::string KernelSuffix(train_cuda::StatsKernelChoice kernel) {
   return kernel == train_cuda::StatsKernelChoice::kTf32x3 ? "_tf32x3" : "_fp32";
 }
+std::string VariantSuffix(const Variant& variant) {
+  return variant.kept_gemm == train_cuda::KeptStatsGemm::kFp64Mma ? "_fp64mma" : KernelSuffix(variant.kernel);
+}
 
-// Runs the CUDA backend (each of KernelsToRun) and the reference on the same request.
+// Runs the CUDA backend (each of VariantsToRun) and the reference on the same request.
 void CheckAgainstReference(const std::string& name, const DiagGmmModel& model, const FloatMatrix& frames,
                            const std::vector<StatsPair>& pairs, int num_sets, CudaStatsOptions options = {},
                            Tolerance tol = {}) {
   auto want = ParallelReferenceStats(model, frames, pairs, num_sets);
   ASSERT_TRUE(want.ok()) << want.status();
-  for (const train_cuda::StatsKernelChoice kernel : KernelsToRun(options, model.dim())) {
+  for (const Variant& variant : VariantsToRun(options, model)) {
     CudaStatsOptions run = options;
-    run.kernel = kernel;
+    run.kernel = variant.kernel;
+    run.kept_gemm = variant.kept_gemm;
     auto cuda = NewCuda(run);
     ASSERT_NE(cuda, nullptr);
     const absl::Status set = cuda->SetModel(model);
@@ -133,7 +164,7 @@ void CheckAgainstReference(const std::string& name, const DiagGmmModel& model, c
     GmmStats got = GmmStats::ForModel(model, num_sets);
     const absl::Status status = cuda->Accumulate(**block, pairs, &got);
     ASSERT_TRUE(status.ok()) << status;
-    ExpectClose(name + KernelSuffix(kernel), got, *want, tol);
+    ExpectClose(name + VariantSuffix(variant), got, *want, tol);
   }
 }
 
@@ -374,6 +405,7 @@ TEST(CudaStatsBackendTest, KeptScoresEqualScoringAgainBitForBit) {
     rescore.max_score_bytes = 0;
     CudaStatsOptions kept = rescore;
     kept.max_score_bytes = int64_t{1} << 30;
+    kept.kept_gemm = train_cuda::KeptStatsGemm::kFfma;  // the float64 GEMM sums otherwise (its own tests below)
     ExpectBitIdentical(CudaStats(big, big_frames, {}, kept, 1), CudaStats(big, big_frames, {}, rescore, 0));
     // Chunks of the minimum 32768 pairs (90001 = 2 x 32768 + 24465), set by
     // the score budget on one side and by the pair bound on the other.
@@ -408,6 +440,75 @@ TEST(CudaStatsBackendTest, ScoringAgainMatchesFloat64Reference) {
   const DiagGmmModel hmm = Model(30, 1, 300, 40, 35);
   CheckAgainstReference("rescore_alignment_D40_S30", hmm, DrawModelFrames(hmm, 20000, 21),
                         Alignment(20000, 30, {5}, 9), 1, rescore);
+}
+
+// --- The float64 tensor-core statistics GEMM (sm_90; skips elsewhere). ---
+
+CudaStatsOptions Fp64MmaOptions() {
+  CudaStatsOptions options;
+  options.kernel = train_cuda::StatsKernelChoice::kFp32;
+  options.kept_gemm = train_cuda::KeptStatsGemm::kFp64Mma;
+  return options;
+}
+
+// States of 4 tiles, the last mostly padding, over chunks cut mid-tile by
+// the pair bound; every instance's dimensions (x tiles 1 to 5); an
+// alignment of single- and multi-tile states with weights 0 to 1.
+TEST(CudaStatsBackendTest, Fp64MmaMatchesFloat64Reference) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel odd = Model(1, 200, 200, 40, 41);
+  if (!Fp64MmaServes(odd)) GTEST_SKIP() << "the float64 tensor-core kernel needs sm_90";
+  const FloatMatrix odd_frames = DrawModelFrames(odd, 30001, 40);
+  CheckAgainstReference("fp64mma_global_D40_M200", odd, odd_frames, {}, 1, Fp64MmaOptions());
+  CudaStatsOptions cut = Fp64MmaOptions();
+  cut.max_chunk_pairs = 10000;
+  CheckAgainstReference("fp64mma_global_D40_M200_chunks", odd, odd_frames, {}, 1, cut);
+  for (int dim : {1, 8, 9, 17, 33}) {
+    const DiagGmmModel model = Model(1, 128, 128, dim, 300 + dim);
+    CheckAgainstReference("fp64mma_dim_D" + std::to_string(dim) + "_M128", model, DrawModelFrames(model, 777, 41), {},
+                          1, Fp64MmaOptions());
+  }
+  const DiagGmmModel hmm = Model(30, 1, 300, 39, 42);
+  std::vector<StatsPair> pairs = Alignment(20000, 30, {5}, 43);
+  std::mt19937 random(44);
+  for (StatsPair& pair : pairs) pair.weight = random() % 4 == 0 ? 0.0f : static_cast<float>(random() % 1000) / 1000.0f;
+  CheckAgainstReference("fp64mma_alignment_D39_S30", hmm, DrawModelFrames(hmm, 20000, 45), pairs, 1,
+                        Fp64MmaOptions());
+}
+
+// The same bits twice, and over 10^7 frames no drift from the float64 sums.
+TEST(CudaStatsBackendTest, Fp64MmaDeterministicAndDriftFree) {
+  SKIP_WITHOUT_GPU();
+  const DiagGmmModel model = Model(1, 128, 128, 39, 46);
+  if (!Fp64MmaServes(model)) GTEST_SKIP() << "the float64 tensor-core kernel needs sm_90";
+  const FloatMatrix frames = DrawModelFrames(model, 10'000'000, 47);
+  auto cuda = NewCuda(Fp64MmaOptions());
+  ASSERT_TRUE(cuda->SetModel(model).ok());
+  auto block = cuda->LoadFrames(frames.view());
+  ASSERT_TRUE(block.ok()) << block.status();
+  GmmStats a = GmmStats::ForModel(model), b = GmmStats::ForModel(model);
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &a).ok());
+  ASSERT_TRUE(cuda->Accumulate(**block, {}, &b).ok());
+  EXPECT_GE(KeptScoreChunks(*cuda), 2);
+  ExpectBitIdentical(a, b);
+  auto want = ParallelReferenceStats(model, frames, {}, 1);
+  ASSERT_TRUE(want.ok());
+  ExpectClose("fp64mma_drift_D39_M128_T1e7", a, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
+}
+
+// Models the kernel does not serve are refused when it is asked for by name
+// (kAuto takes the float32 GEMM for them instead).
+TEST(CudaStatsBackendTest, Fp64MmaRefusesShapesItDoesNotServe) {
+  SKIP_WITHOUT_GPU();
+  for (const DiagGmmModel& model : {Model(1, 128, 128, train_cuda::kFp64MmaMaxDim + 1, 48),
+                                    Model(1, 70, 70, 13, 49)}) {  // 70: tiles of 32
+    auto cuda = NewCuda(Fp64MmaOptions());
+    const absl::Status set = cuda->SetModel(model);
+    EXPECT_EQ(set.code(), absl::StatusCode::kInvalidArgument) << set;
+    EXPECT_THAT(set.message(), HasSubstr("float64 tensor-core"));
+    auto automatic = NewCuda();
+    EXPECT_TRUE(automatic->SetModel(model).ok());
+  }
 }
 
 // --- Determinism: the same request gives the same bits. -------------------

@@ -25,7 +25,7 @@ for b in .device-train/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sor
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" .device-train/lib/; done
 strip --strip-unneeded .device-train/bin/* .device-train/lib/* 2>/dev/null || true
-for source in stats_kernels stats_tc_kernels; do
+for source in stats_kernels stats_tc_kernels stats_dmma_kernels; do
   /usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v --expt-relaxed-constexpr -I. \
     -c kernels/train/cuda/$source.cu -o /dev/null 2>&1 |
     grep -E 'Compiling|registers|spill' | sed -E 's/ptxas info *: //' >> .device-train/ptxas.txt || true

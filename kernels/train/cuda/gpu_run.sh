@@ -26,11 +26,11 @@ timeout ${TEST_LIMIT:-120} $bin/cuda_stats_backend_test --gtest_color=no > "$OUT
 grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests ran' "$OUT/test.log"
 grep -E 'Failure|error:|Expected|Which is|actual' "$OUT/test.log" | head -30
 # Worst error per measure, for each kernel (a comparison's name ends in
-# _fp32 or _tf32x3; the other-variant tests' names carry no suffix).
-grep -E '^stats_error' "$OUT/test.log" | awk '{k = ($2 ~ /_tf32x3$/) ? "tf32x3" : "fp32"; n[k]++;
+# _fp32, _fp64mma or _tf32x3; the other-variant tests' names carry no suffix).
+grep -E '^stats_error' "$OUT/test.log" | awk '{k = ($2 ~ /_tf32x3$/) ? "tf32x3" : (($2 ~ /_fp64mma$/) ? "fp64mma" : "fp32"); n[k]++;
   for (i = 3; i <= NF; i += 2) if ($(i+1) > w[k, $i]) w[k, $i] = $(i+1)}
   END {for (key in w) {split(key, p, SUBSEP); print "worst " p[1] " (" n[p[1]] " comparisons): " p[2] " " w[key]}}' | sort
-grep -E '^stats_error (drift|global_D39_M2048_T100000|global_D40_M2048_T100000|chunks)' "$OUT/test.log"
+grep -E '^stats_error (drift|fp64mma_drift|global_D39_M2048_T100000|global_D40_M2048_T100000|chunks)' "$OUT/test.log"
 echo "test seconds $((SECONDS - start))"
 fi
 
@@ -68,7 +68,7 @@ fi
 if [ -z "${SKIP_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
   echo "=== PyTorch, same machine"
   timeout ${TORCH_LIMIT:-200} python3 tools/bench_train_pytorch.py --tf32 --impls ${TORCH_IMPLS:-fused,em} \
-    --out "$OUT/torch.csv" > "$OUT/torch.log" 2>&1 || status=1
+    ${TORCH_ARGS:-} --out "$OUT/torch.csv" > "$OUT/torch.log" 2>&1 || status=1
   tail -n 20 "$OUT/torch.log"
 fi
 
@@ -87,10 +87,11 @@ fi
 
 if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
   echo "=== ncu"
-  # The statistics kernel's float32-flush variant (three CTAs per SM): the
-  # kept-score kernel, KeptStatsKernel, on a global GMM (the first match).
+  # By default the kept-score kernel the policy picks on sm_90,
+  # KeptStatsDmmaKernel, on a global GMM (the first match); NCU_KERNEL=
+  # 'StatsKernel<\(int\)64, \(int\)5, \(int\)8>' for the float32 one.
   timeout ${NCU_LIMIT:-60} ncu --clock-control none --kernel-name-base demangled \
-    -k 'regex:StatsKernel<\(int\)64, \(int\)5, \(int\)8>' -c 1 \
+    -k "regex:${NCU_KERNEL:-KeptStatsDmmaKernel}" -c 1 \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
     --section LaunchStats --section Occupancy --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum \
     $bin/train_stats_bench --gaussians=2048 --frames=500000 --states=0 --estep=false --kernel_gaussians= \

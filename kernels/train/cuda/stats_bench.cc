@@ -13,6 +13,9 @@
 //               *_fp32_Ngpus: on every GPU of the host, frames sharded;
 //   *_flushN    the same rows with the statistics kernel's other
 //               accumulation variant (stats_policy.h, --flush_rows);
+//   *_ffma      the same rows with the kept-score statistics GEMM on float32
+//               FFMAs (where the unsuffixed rows run it on sm_90's float64
+//               tensor cores, stats_dmma_kernel.cuh; --ffma_rows);
 //   *_tf32x3    the same rows on the tensor-core kernels (stats_tc_kernels.cuh)
 //               where the dimension allows them; the unsuffixed rows are
 //               the float32 kernels.
@@ -57,6 +60,7 @@ ABSL_FLAG(std::string, csv, "", "also write the CSV here");
 ABSL_FLAG(std::string, kernel_gaussians, "64,2048", "Gaussian counts of the per-kernel timings (empty: skip)");
 ABSL_FLAG(bool, flush_rows, true, "also time the global and alignment rows with the other accumulation variant");
 ABSL_FLAG(bool, rescore_rows, true, "also time the global rows and E-step with scores recomputed, not kept");
+ABSL_FLAG(bool, ffma_rows, true, "also time the global rows and E-step with the float32 kept-score GEMM");
 ABSL_FLAG(int64_t, max_score_mb, -1, "kept-score budget of the float32 rows in MiB (-1: the library default)");
 
 namespace gmmscore {
@@ -142,10 +146,13 @@ DiagGmmModel MakeModel(int states, int min_gaussians, int max_gaussians, int dim
 // tc: the tensor-core kernels instead (tile 64; flush is ignored).
 // kept: the LSE kernel keeps every score for the statistics kernel (all the
 // frames' scores at once: frames x gaussians floats of device memory).
+// kept_gemm: the kept-score statistics GEMM (kFfma or kFp64Mma).
 void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush, bool tc,
-                 bool kept) {
+                 bool kept, train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kFfma) {
   using namespace train_cuda;
   if (!StatsShapeSupported(dim, tile) || (tc && !TcStatsShapeSupported(dim, tile))) return;
+  const bool dmma = kept && kept_gemm == KeptStatsGemm::kFp64Mma;
+  if (dmma && !Fp64MmaShapeSupported(dim, tile)) return;
   const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
   const FloatMatrix data = DrawModelFrames(model, frames, 3);
   const StatsTiles tiles = BuildStatsTiles(model, tile);
@@ -203,7 +210,8 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
         status = tc ? LaunchTcStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
                                     d_partials->data(), nullptr)
                     : LaunchStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
-                                  d_partials->data(), nullptr, flush, scores);
+                                  d_partials->data(), nullptr, flush, scores,
+                                  dmma ? KeptStatsGemm::kFp64Mma : KeptStatsGemm::kFfma);
       }
       cudaEventRecord(marks[2]);
       if (status.ok()) {
@@ -237,10 +245,11 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
     // The statistics kernel's own FMAs: the tile GEMM's 2D, and 2D more
     // for scoring unless the scores are kept.
     const int stats_fmas = kept ? 2 * dim : 4 * dim;
-    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d kept=%d (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse "
+    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d kept=%d%s (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse "
                 "CTAs): lse %.3f ms, stats %.3f ms, reduce %.3f ms; lse %.1f%% and stats %.1f%% of fp32 peak by "
                 "their own FMA count\n",
-                dim, gaussians, static_cast<long long>(frames), tile, flush, kept ? 1 : 0, *ctas, per_cta,
+                dim, gaussians, static_cast<long long>(frames), tile, flush, kept ? 1 : 0, dmma ? " gemm=fp64mma" : "",
+                *ctas, per_cta,
                 batch.items.size(), plan.lse_items.size(), ms[0], ms[1], ms[2],
                 ms[0] > 0 ? 100.0 * flops_per * 4 * dim / (ms[0] * 1e-3) / device.peak_flops : 0.0,
                 100.0 * flops_per * 2 * stats_fmas / (ms[1] * 1e-3) / device.peak_flops);
@@ -250,17 +259,22 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
 }
 
 int Main() {
-  CudaStatsOptions fp32_options, alt_options, tc_options, rescore_options;
-  fp32_options.kernel = alt_options.kernel = rescore_options.kernel = train_cuda::StatsKernelChoice::kFp32;
+  CudaStatsOptions fp32_options, alt_options, tc_options, rescore_options, ffma_options;
+  fp32_options.kernel = alt_options.kernel = rescore_options.kernel = ffma_options.kernel =
+      train_cuda::StatsKernelChoice::kFp32;
+  ffma_options.kept_gemm = train_cuda::KeptStatsGemm::kFfma;
   rescore_options.max_score_bytes = 0;
-  if (const int64_t mb = absl::GetFlag(FLAGS_max_score_mb); mb >= 0) fp32_options.max_score_bytes = mb << 20;
+  if (const int64_t mb = absl::GetFlag(FLAGS_max_score_mb); mb >= 0) {
+    fp32_options.max_score_bytes = ffma_options.max_score_bytes = mb << 20;
+  }
   alt_options.flush_tiles = train_cuda::kStatsOtherFlushTiles;
   tc_options.kernel = train_cuda::StatsKernelChoice::kTf32x3;
   auto created = CreateCudaStatsBackend(0, fp32_options);
   auto created_alt = CreateCudaStatsBackend(0, alt_options);
   auto created_tc = CreateCudaStatsBackend(0, tc_options);
   auto created_rescore = CreateCudaStatsBackend(0, rescore_options);
-  if (!created.ok() || !created_alt.ok() || !created_tc.ok() || !created_rescore.ok()) {
+  auto created_ffma = CreateCudaStatsBackend(0, ffma_options);
+  if (!created.ok() || !created_alt.ok() || !created_tc.ok() || !created_rescore.ok() || !created_ffma.ok()) {
     std::fprintf(stderr, "%s\n", created.status().ToString().c_str());
     return 1;
   }
@@ -268,6 +282,8 @@ int Main() {
   StatsBackend& alt = **created_alt;
   StatsBackend& tc = **created_tc;
   StatsBackend& rescore = **created_rescore;
+  StatsBackend& ffma = **created_ffma;
+  const bool ffma_rows = absl::GetFlag(FLAGS_ffma_rows);
   const bool flush_rows = absl::GetFlag(FLAGS_flush_rows);
   const bool rescore_rows = absl::GetFlag(FLAGS_rescore_rows);
   const bool tc_rows = train_cuda::TcStatsShapeSupported(absl::GetFlag(FLAGS_dim), train_cuda::kTcTile);
@@ -302,6 +318,13 @@ int Main() {
     auto block = backend.LoadFrames(data.view());
     if (!block.ok()) return 1;
     emit({"global", dim, gaussians, 1, frames, TimeAccumulate(backend, **block, {}, model, 1)});
+    if (ffma_rows) {
+      block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
+      if (!ffma.SetModel(model).ok()) return 1;
+      auto ffma_block = ffma.LoadFrames(data.view());
+      if (!ffma_block.ok()) return 1;
+      emit({"global_ffma", dim, gaussians, 1, frames, TimeAccumulate(ffma, **ffma_block, {}, model, 1)});
+    }
     if (rescore_rows) {
       block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
       if (!rescore.SetModel(model).ok()) return 1;
@@ -367,15 +390,17 @@ int Main() {
   // of several GPUs) the float32 kernels on every GPU, frames sharded.
   int devices = 0;
   cudaGetDeviceCount(&devices);
-  for (const std::string suffix : {std::string(""), std::string("_rescore"), std::string("_tf32x3"),
+  for (const std::string suffix : {std::string(""), std::string("_ffma"), std::string("_rescore"), std::string("_tf32x3"),
                                    "_fp32_" + std::to_string(devices) + "gpus"}) {
     if (!absl::GetFlag(FLAGS_estep)) break;
     const bool sharded = suffix.find("gpus") != std::string::npos;
     if (sharded && devices < 2) continue;
     if (suffix == "_rescore" && !rescore_rows) continue;
+    if (suffix == "_ffma" && !ffma_rows) continue;
     CudaStatsOptions estep_options;
     if (suffix == "_rescore") estep_options.max_score_bytes = 0;
-    if (suffix.empty() || sharded) estep_options.max_score_bytes = fp32_options.max_score_bytes;
+    if (suffix.empty() || sharded || suffix == "_ffma") estep_options.max_score_bytes = fp32_options.max_score_bytes;
+    if (suffix == "_ffma") estep_options.kept_gemm = train_cuda::KeptStatsGemm::kFfma;
     estep_options.kernel =
         suffix == "_tf32x3" ? train_cuda::StatsKernelChoice::kTf32x3 : train_cuda::StatsKernelChoice::kFp32;
     constexpr int64_t kFrames = 3'125'506;
@@ -429,6 +454,7 @@ int Main() {
         for (bool kept : {false, true}) TimeKernels(device, dim, gaussians, frames, tile, flush, false, kept);
       }
     }
+    TimeKernels(device, dim, gaussians, frames, 64, 0, false, true, train_cuda::KeptStatsGemm::kFp64Mma);
     TimeKernels(device, dim, gaussians, frames, 64, 0, true, false);
   }
 

@@ -49,6 +49,9 @@ std::unique_ptr<float4[]> shared;
 std::unique_ptr<std::barrier<>> block_barrier;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
 float warp_values[8][32];
+double warp_doubles[8][32];
+double mma_f64_a[8][32][2];
+double mma_f64_b[8][32];
 }  // namespace emulation
 
 inline float EmulatedExp(float x) { return std::exp2(x); }
@@ -114,11 +117,41 @@ inline void EmulatedMmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, 
   emulation::warp_barriers[warp]->arrive_and_wait();
 }
 
+inline double EmulatedShuffleXorDouble(double value, int mask) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  emulation::warp_doubles[warp][lane] = value;
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  const double other = emulation::warp_doubles[warp][lane ^ mask];
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  return other;
+}
+// mma.sync m16n8k4 .f64 for the calling lane (fragments as in
+// stats_dmma_kernel.cuh): the warp's operands gathered, each lane's four
+// outputs computed in float64, k in order.
+inline void EmulatedMmaF64(double (&d)[4], double a0, double a1, double b) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  emulation::mma_f64_a[warp][lane][0] = a0;
+  emulation::mma_f64_a[warp][lane][1] = a1;
+  emulation::mma_f64_b[warp][lane] = b;
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  const int group = lane >> 2, thread = lane & 3;
+  for (int c = 0; c < 4; ++c) {
+    const int row = group + (c >> 1) * 8, col = 2 * thread + (c & 1);
+    double sum = d[c];
+    for (int k = 0; k < 4; ++k) {
+      sum += emulation::mma_f64_a[warp][(row % 8) * 4 + k][row >= 8 ? 1 : 0] * emulation::mma_f64_b[warp][col * 4 + k];
+    }
+    d[c] = sum;
+  }
+  emulation::warp_barriers[warp]->arrive_and_wait();
+}
+
 }  // namespace train_cuda
 }  // namespace gmmscore
 
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/train/cuda/stats_dmma_kernel.cuh"
 #include "kernels/train/cuda/stats_kernels.cuh"
 #include "kernels/train/cuda/stats_tc_kernels.cuh"
 #include "kernels/train/cuda/stats_plan.h"
@@ -181,6 +214,21 @@ void DispatchEmulated(int dim, int tile, F&& f) {
   FAIL() << "dimension " << dim << " tile " << tile << " not instantiated in the emulation";
 }
 
+// The float64 tensor-core kernel's instance of `dim`.
+void LaunchEmulatedDmma(int dim, int items, const StatsModelView& view, const PairsView& pv, const StatsItem* work,
+                        const float* lse_max, const float* lse_log, double* partials, const ScoresView& scores) {
+  auto launch = [&](auto kernel, int x_tiles) {
+    Launch(items, 4 * stats_dmma_detail::SharedFloats(x_tiles), kernel, view, pv, work, lse_max, lse_log, partials,
+           scores);
+  };
+  switch (stats_dmma_detail::XTiles(dim)) {
+    case 1: return launch(KeptStatsDmmaKernel<1>, 1);
+    case 2: return launch(KeptStatsDmmaKernel<2>, 2);
+    case 5: return launch(KeptStatsDmmaKernel<5>, 5);
+  }
+  FAIL() << "dimension " << dim << " not instantiated in the float64 tensor-core emulation";
+}
+
 struct Bounds {
   int64_t chunk = int64_t{1} << 22;
   int64_t target_items = 16;
@@ -188,6 +236,7 @@ struct Bounds {
   int flush_tiles = 0;  // the statistics kernel's accumulation variant
   bool tensor_cores = false;  // stats_tc_kernels.cuh instead (tile 64)
   bool keep_scores = false;   // the LSE kernel keeps the scores, the statistics kernel reads them
+  bool fp64_mma = false;      // kept-score items on the float64 tensor-core kernel (stats_dmma_kernel.cuh)
 };
 
 // The backend's Accumulate, with emulated launches.
@@ -255,7 +304,11 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
         if (bounds.flush_tiles == 0) {
           Launch(items, bytes, StatsKernel<kTile, kColumns, 0>, view, pv, batch.items.data(), lse_max.data(),
                  lse_log.data(), partials.data(), scores);
-          if (scores.data != nullptr) {
+          if (scores.data != nullptr && bounds.fp64_mma) {
+            ASSERT_TRUE(Fp64MmaShapeSupported(dim, kTile));
+            LaunchEmulatedDmma(dim, items, view, pv, batch.items.data(), lse_max.data(), lse_log.data(),
+                               partials.data(), scores);
+          } else if (scores.data != nullptr) {
             Launch(items, kept_bytes, KeptStatsKernel<kTile, kColumns, 0>, view, pv, batch.items.data(),
                    static_cast<const float*>(lse_max.data()), static_cast<const float*>(lse_log.data()),
                    partials.data(), scores);
@@ -433,6 +486,28 @@ TEST(StatsEmulationTest, KeptScoresGiveTheSameStatistics) {
   const std::vector<StatsPair> pairs = WeightedPairsOfTwoSets(200, 5, 6, 6, 3);
   Check("kept_pairs_D13_S6_K2", model, hmm_frames, pairs, 2, 64,
         {.chunk = 100, .target_items = 3, .max_items = 4, .keep_scores = true});
+}
+
+// The float64 tensor-core kernel of kept-score items: x tiles of 1, 2 and 5
+// (D = 1, 13, 39; D = 39 leaves a zero column in the last), states of 2 and
+// 3 tiles (the last mostly padding), pair tiles cut short at an item's and a
+// chunk's end, items of many pair tiles (both buffers many times over),
+// alignments with zero weights, two sets and single-tile states beside.
+TEST(StatsEmulationTest, Fp64TensorCoreKernel) {
+  // (Each emulated MMA is two warp barriers: the shapes are few and small.)
+  for (const auto& [dim, gaussians] : {std::pair{1, 130}, std::pair{13, 70}, std::pair{39, 70}}) {
+    const DiagGmmModel model = Model(1, gaussians, gaussians, dim, dim + gaussians);
+    Check("dmma_global_D" + std::to_string(dim) + "_M" + std::to_string(gaussians), model,
+          DrawModelFrames(model, 150, 3), {}, 1, 64, {.chunk = 130, .keep_scores = true, .fp64_mma = true});
+  }
+  const DiagGmmModel narrow = Model(1, 100, 100, 5, 12);  // 9 pair tiles per item
+  Check("dmma_long_items_D5", narrow, DrawModelFrames(narrow, 550, 5), {}, 1, 64,
+        {.target_items = 1, .keep_scores = true, .fp64_mma = true});
+  const DiagGmmModel model = Model(6, 1, 140, 13, 9);
+  const FloatMatrix frames = DrawModelFrames(model, 200, 4);
+  const std::vector<StatsPair> pairs = WeightedPairsOfTwoSets(200, 5, 6, 6, 3);
+  Check("dmma_pairs_D13_S6_K2", model, frames, pairs, 2, 64,
+        {.chunk = 100, .target_items = 3, .max_items = 4, .keep_scores = true, .fp64_mma = true});
 }
 
 // The tensor-core kernels: every instance (4, 8, 11 k-steps), single- and

@@ -116,13 +116,19 @@ absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, cons
 
 absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                          int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
-                         int flush_tiles, ScoresView scores) {
+                         int flush_tiles, ScoresView scores, KeptStatsGemm kept_gemm) {
   if (num_items == 0) return absl::OkStatus();
   if (scores.data != nullptr && model.tile_in_state == nullptr) {
     return absl::InvalidArgumentError("kept scores need the model's tile_in_state");
   }
+  if (kept_gemm == KeptStatsGemm::kAuto) return absl::InvalidArgumentError("LaunchStats needs a resolved kept_gemm");
+  const bool dmma = scores.data != nullptr && kept_gemm == KeptStatsGemm::kFp64Mma;
+  if (dmma) {
+    GMM_RETURN_IF_ERROR(LaunchKeptStatsDmma(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores));
+    if (!model.has_single_tiles) return absl::OkStatus();
+  }
   return DispatchStats(model.dim, model.tile, flush_tiles, [&](auto tile, auto columns, auto flush) -> absl::Status {
-    if (scores.data != nullptr) {  // items of multi-tile states
+    if (scores.data != nullptr && !dmma) {  // items of multi-tile states
       GMM_ASSIGN_OR_RETURN(const size_t kept_bytes, (PrepareKeptStats<GMM_STATS_INSTANCE>()));
       KeptStatsKernel<GMM_STATS_INSTANCE><<<num_items, kStatsThreads, kept_bytes, stream>>>(
           model, pairs, items, lse_max, lse_log, partials, scores);

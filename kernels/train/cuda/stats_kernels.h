@@ -84,9 +84,19 @@ absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, cons
 // each item; reads lse_max/lse_log of pairs of multi-tile states (and with
 // scores.data their scores, as LaunchLse wrote them), writes them for
 // single-tile states.
+// kept_gemm (kFfma or kFp64Mma, not kAuto) picks the kept-score items'
+// kernel; kFp64Mma needs Fp64MmaShapeSupported and an sm_90 device
+// (FAILED_PRECONDITION on another).
 absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                          int num_items, float* lse_max, float* lse_log, double* partials, cudaStream_t stream,
-                         int flush_tiles = kStatsFlushTiles, ScoresView scores = {});
+                         int flush_tiles = kStatsFlushTiles, ScoresView scores = {},
+                         KeptStatsGemm kept_gemm = KeptStatsGemm::kFfma);
+
+// The float64 tensor-core kernel of kept-score items alone
+// (stats_dmma_kernel.cuh); LaunchStats calls it for kFp64Mma.
+absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
+                                 int num_items, const float* lse_max, const float* lse_log, double* partials,
+                                 cudaStream_t stream, ScoresView scores);
 
 // For each output o: rows [out_row, out_row + rows) of `out` (row_doubles
 // each) = the sum over slots ranges[o] (in order) of the partials' first

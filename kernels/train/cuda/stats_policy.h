@@ -137,6 +137,33 @@ constexpr StatsKernelChoice ChooseStatsKernel(int /*compute_major*/, int /*dim*/
   return StatsKernelChoice::kFp32;
 }
 
+// The statistics GEMM of kept-score items (CudaStatsOptions::kept_gemm):
+// float32 FFMAs (KeptStatsKernel, stats_kernels.cuh) or Hopper's float64
+// tensor cores (KeptStatsDmmaKernel, stats_dmma_kernel.cuh: mma.sync
+// m16n8k4 .f64, exact products, float64 sums). Measured on an H100
+// (2026-11-27, tmp microbenchmark of independent MMAs, 132 SMs at 1.98 GHz):
+// m16n8k4 and m16n8k16 .f64 at 66.5 TFLOP/s, FFMAs at 65.1, m8n8k4 .f64 at
+// 33.3: on sm_90 the float64 MMA runs at the float32 FFMA rate, with one
+// instruction per 512 FMAs and its operands from registers. Elsewhere the
+// float64 rate is a fraction of the float32 one (sm_80 19.5 of 19.5 TFLOP/s
+// but only m8n8k4; sm_86/89 1/64; sm_100 half): float32 there.
+enum class KeptStatsGemm {
+  kAuto,     // ChooseKeptStatsGemm
+  kFfma,     // KeptStatsKernel
+  kFp64Mma,  // KeptStatsDmmaKernel: tiles of 64, D <= kFp64MmaMaxDim, sm_90
+};
+// x tiles of 8 columns (and their squares) per lane: 2 ceil(D / 8) x 4
+// float64 accumulators, 80 registers at D = 40; the kernel fits the 128
+// registers of two 256-thread CTAs per SM without spills up to there
+// (D = 48 spills, CUDA 13.0, sm_90).
+inline constexpr int kFp64MmaMaxDim = 40;
+constexpr bool Fp64MmaShapeSupported(int dim, int tile) {
+  return tile == 64 && dim >= 1 && dim <= kFp64MmaMaxDim;
+}
+constexpr KeptStatsGemm ChooseKeptStatsGemm(int compute_major, int dim, int tile) {
+  return compute_major == 9 && Fp64MmaShapeSupported(dim, tile) ? KeptStatsGemm::kFp64Mma : KeptStatsGemm::kFfma;
+}
+
 // Defaults of the backend's scratch bounds (CudaStatsOptions).
 inline constexpr int64_t kDefaultMaxChunkPairs = int64_t{1} << 22;      // 64 MB of pair arrays
 inline constexpr int64_t kDefaultMaxPartialBytes = int64_t{64} << 20;  // float64 partials
