@@ -148,7 +148,8 @@ DiagGmmModel MakeModel(int states, int min_gaussians, int max_gaussians, int dim
 // frames' scores at once: frames x gaussians floats of device memory).
 // kept_gemm: the kept-score statistics GEMM (kFfma or kFp64Mma).
 void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, int tile, int flush, bool tc,
-                 bool kept, train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kFfma) {
+                 bool kept, train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kFfma,
+                 int dmma_unroll = train_cuda::kFp64MmaStepUnroll) {
   using namespace train_cuda;
   if (!StatsShapeSupported(dim, tile) || (tc && !TcStatsShapeSupported(dim, tile))) return;
   const bool dmma = kept && kept_gemm == KeptStatsGemm::kFp64Mma;
@@ -207,11 +208,12 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
       cudaEventRecord(marks[1]);
       if (status.ok()) {
         const int items = static_cast<int>(batch.items.size());
-        status = tc ? LaunchTcStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
-                                    d_partials->data(), nullptr)
-                    : LaunchStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
-                                  d_partials->data(), nullptr, flush, scores,
-                                  dmma ? KeptStatsGemm::kFp64Mma : KeptStatsGemm::kFfma);
+        status = tc     ? LaunchTcStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
+                                        d_partials->data(), nullptr)
+                 : dmma ? LaunchKeptStatsDmma(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
+                                              d_partials->data(), nullptr, scores, dmma_unroll)
+                        : LaunchStats(view, pairs, d_items->data(), items, d_max->data(), d_log->data(),
+                                      d_partials->data(), nullptr, flush, scores);
       }
       cudaEventRecord(marks[2]);
       if (status.ok()) {
@@ -245,10 +247,11 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
     // The statistics kernel's own FMAs: the tile GEMM's 2D, and 2D more
     // for scoring unless the scores are kept.
     const int stats_fmas = kept ? 2 * dim : 4 * dim;
-    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d kept=%d%s (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse "
+    std::printf("# kernels D=%d M=%d T=%lld tile=%d flush=%d kept=%d%s%s (%d CTAs/SM) items/CTA=%d (%zu items, %zu lse "
                 "CTAs): lse %.3f ms, stats %.3f ms, reduce %.3f ms; lse %.1f%% and stats %.1f%% of fp32 peak by "
                 "their own FMA count\n",
                 dim, gaussians, static_cast<long long>(frames), tile, flush, kept ? 1 : 0, dmma ? " gemm=fp64mma" : "",
+                dmma ? (" unroll=" + std::to_string(dmma_unroll)).c_str() : "",
                 *ctas, per_cta,
                 batch.items.size(), plan.lse_items.size(), ms[0], ms[1], ms[2],
                 ms[0] > 0 ? 100.0 * flops_per * 4 * dim / (ms[0] * 1e-3) / device.peak_flops : 0.0,
@@ -454,7 +457,9 @@ int Main() {
         for (bool kept : {false, true}) TimeKernels(device, dim, gaussians, frames, tile, flush, false, kept);
       }
     }
-    TimeKernels(device, dim, gaussians, frames, 64, 0, false, true, train_cuda::KeptStatsGemm::kFp64Mma);
+    for (int unroll : {train_cuda::kFp64MmaStepUnroll, train_cuda::kFp64MmaStepUnrollAlt}) {
+      TimeKernels(device, dim, gaussians, frames, 64, 0, false, true, train_cuda::KeptStatsGemm::kFp64Mma, unroll);
+    }
     TimeKernels(device, dim, gaussians, frames, 64, 0, true, false);
   }
 

@@ -142,23 +142,25 @@ __device__ __forceinline__ void PrefetchPairTile(const ScoresView& scores, const
   CommitAsync();
 }
 
-// The warp's products over its pair half of one buffered tile of n pairs.
-template <int kXTiles>
+// The warp's products over its pair half of one buffered tile of n pairs,
+// kUnroll k4 steps at a time (stats_policy.h).
+template <int kXTiles, int kUnroll>
 __device__ __forceinline__ void MultiplyPairHalf(const PairTileBuffer& b, int n, int row0, int half, int lane,
-                                                 double (&acc)[2 * kXTiles][4], double (&occ)[2]) {
+                                                 double (&acc)[2 * kXTiles][4], float (&occ)[2]) {
   using stats_detail::FastExp;
   const int group = lane >> 2, thread = lane & 3;
-#pragma unroll 2
+#pragma unroll(kUnroll)
   for (int step = 0; step < kHalfPairs / 4; ++step) {
     const int p = half * kHalfPairs + 4 * step + thread;
     const float m = b.max[p], l = b.log[p], w = b.records[p].weight;
     const float s0 = b.scores[p * kScorePitch + row0 + group];
     const float s1 = b.scores[p * kScorePitch + row0 + group + 8];
     // Select, not multiply: what lies past n was never copied.
-    const double a0 = p < n ? static_cast<double>(w * FastExp((s0 - m) - l)) : 0.0;
-    const double a1 = p < n ? static_cast<double>(w * FastExp((s1 - m) - l)) : 0.0;
-    occ[0] += a0;
-    occ[1] += a1;
+    const float g0 = p < n ? w * FastExp((s0 - m) - l) : 0.0f;
+    const float g1 = p < n ? w * FastExp((s1 - m) - l) : 0.0f;
+    occ[0] += g0;  // float32 over one tile's 8 steps (the FP64 pipe is the MMAs')
+    occ[1] += g1;
+    const double a0 = g0, a1 = g1;
 #pragma unroll
     for (int j = 0; j < kXTiles; ++j) {
       const double x = b.x[(8 * j + group) * kPairPitch + p];
@@ -172,8 +174,8 @@ __device__ __forceinline__ void MultiplyPairHalf(const PairTileBuffer& b, int n,
 
 // One CTA per StatsItem of a multi-tile state whose scores the LSE kernel
 // kept, tiles of 64 Gaussians (CTAs of single-tile items return at once:
-// StatsKernel's). kXTiles = XTiles(dim), 1 .. 5.
-template <int kXTiles>
+// StatsKernel's). kXTiles = XTiles(dim), 1 .. 5; kUnroll: MultiplyPairHalf.
+template <int kXTiles, int kUnroll>
 __global__ void __launch_bounds__(kStatsThreads, 2)
     KeptStatsDmmaKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
                         const float* __restrict__ lse_max, const float* __restrict__ lse_log,
@@ -211,7 +213,10 @@ __global__ void __launch_bounds__(kStatsThreads, 2)
       stats_detail::WaitAsync<0>();
     }
     __syncthreads();  // tile i visible to all
-    MultiplyPairHalf<kXTiles>(buffer(i & 1), n, row0, half, lane, acc, occ);
+    float tile_occ[2] = {0.0f, 0.0f};
+    MultiplyPairHalf<kXTiles, kUnroll>(buffer(i & 1), n, row0, half, lane, acc, tile_occ);
+    occ[0] += tile_occ[0];
+    occ[1] += tile_occ[1];
     __syncthreads();  // all done with buffer i & 1 before it is refilled
   }
 

@@ -14,13 +14,13 @@ namespace gmmscore {
 namespace train_cuda {
 namespace {
 
-template <int kXTiles>
+template <int kXTiles, int kUnroll>
 absl::Status Launch(const StatsModelView& model, const PairsView& pairs, const StatsItem* items, int num_items,
                     const float* lse_max, const float* lse_log, double* partials, cudaStream_t stream,
                     ScoresView scores) {
   const size_t bytes = sizeof(float) * stats_dmma_detail::SharedFloats(kXTiles);
-  GMM_RETURN_IF_ERROR(AllowDynamicSharedMemory(reinterpret_cast<const void*>(&KeptStatsDmmaKernel<kXTiles>), bytes));
-  KeptStatsDmmaKernel<kXTiles><<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max, lse_log,
+  GMM_RETURN_IF_ERROR(AllowDynamicSharedMemory(reinterpret_cast<const void*>(&KeptStatsDmmaKernel<kXTiles, kUnroll>), bytes));
+  KeptStatsDmmaKernel<kXTiles, kUnroll><<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max, lse_log,
                                                                            partials, scores);
   GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch float64 tensor-core statistics kernel");
   return absl::OkStatus();
@@ -30,8 +30,11 @@ absl::Status Launch(const StatsModelView& model, const PairsView& pairs, const S
 
 absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                                  int num_items, const float* lse_max, const float* lse_log, double* partials,
-                                 cudaStream_t stream, ScoresView scores) {
+                                 cudaStream_t stream, ScoresView scores, int step_unroll) {
   if (num_items == 0) return absl::OkStatus();
+  if (step_unroll != kFp64MmaStepUnroll && step_unroll != kFp64MmaStepUnrollAlt) {
+    return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics unroll ", step_unroll, " is not built"));
+  }
   if (scores.data == nullptr || model.tile_in_state == nullptr) {
     return absl::InvalidArgumentError("the float64 tensor-core statistics kernel reads kept scores");
   }
@@ -45,12 +48,20 @@ absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& p
     return absl::FailedPreconditionError(absl::StrCat(
         "float64 tensor-core statistics (mma m16n8k4 .f64) need sm_90 or newer, not sm_", info.major, info.minor));
   }
+  auto launch = [&](auto x_tiles) -> absl::Status {
+    constexpr int kXTiles = decltype(x_tiles)::value;
+    return step_unroll == kFp64MmaStepUnroll
+               ? Launch<kXTiles, kFp64MmaStepUnroll>(model, pairs, items, num_items, lse_max, lse_log, partials, stream,
+                                                    scores)
+               : Launch<kXTiles, kFp64MmaStepUnrollAlt>(model, pairs, items, num_items, lse_max, lse_log, partials,
+                                                       stream, scores);
+  };
   switch (stats_dmma_detail::XTiles(model.dim)) {
-    case 1: return Launch<1>(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores);
-    case 2: return Launch<2>(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores);
-    case 3: return Launch<3>(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores);
-    case 4: return Launch<4>(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores);
-    case 5: return Launch<5>(model, pairs, items, num_items, lse_max, lse_log, partials, stream, scores);
+    case 1: return launch(std::integral_constant<int, 1>());
+    case 2: return launch(std::integral_constant<int, 2>());
+    case 3: return launch(std::integral_constant<int, 3>());
+    case 4: return launch(std::integral_constant<int, 4>());
+    case 5: return launch(std::integral_constant<int, 5>());
   }
   return absl::InternalError(absl::StrCat("no float64 tensor-core statistics kernel for dimension ", model.dim));
 }

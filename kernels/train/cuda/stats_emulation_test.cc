@@ -222,9 +222,9 @@ void LaunchEmulatedDmma(int dim, int items, const StatsModelView& view, const Pa
            scores);
   };
   switch (stats_dmma_detail::XTiles(dim)) {
-    case 1: return launch(KeptStatsDmmaKernel<1>, 1);
-    case 2: return launch(KeptStatsDmmaKernel<2>, 2);
-    case 5: return launch(KeptStatsDmmaKernel<5>, 5);
+    case 1: return launch(KeptStatsDmmaKernel<1, kFp64MmaStepUnroll>, 1);
+    case 2: return launch(KeptStatsDmmaKernel<2, kFp64MmaStepUnroll>, 2);
+    case 5: return launch(KeptStatsDmmaKernel<5, kFp64MmaStepUnroll>, 5);
   }
   FAIL() << "dimension " << dim << " not instantiated in the float64 tensor-core emulation";
 }

@@ -96,7 +96,7 @@ absl::Status LaunchStats(const StatsModelView& model, const PairsView& pairs, co
 // (stats_dmma_kernel.cuh); LaunchStats calls it for kFp64Mma.
 absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
                                  int num_items, const float* lse_max, const float* lse_log, double* partials,
-                                 cudaStream_t stream, ScoresView scores);
+                                 cudaStream_t stream, ScoresView scores, int step_unroll = kFp64MmaStepUnroll);
 
 // For each output o: rows [out_row, out_row + rows) of `out` (row_doubles
 // each) = the sum over slots ranges[o] (in order) of the partials' first

@@ -157,6 +157,11 @@ enum class KeptStatsGemm {
 // registers of two 256-thread CTAs per SM without spills up to there
 // (D = 48 spills, CUDA 13.0, sm_90).
 inline constexpr int kFp64MmaMaxDim = 40;
+// k4 steps the float64 kernel's inner loop unrolls (its registers are at
+// the 128 cap: 2 steps spill 16 bytes at D = 40, 1 none); the other one is
+// built for the benchmark beside it.
+inline constexpr int kFp64MmaStepUnroll = 2;
+inline constexpr int kFp64MmaStepUnrollAlt = 1;
 constexpr bool Fp64MmaShapeSupported(int dim, int tile) {
   return tile == 64 && dim >= 1 && dim <= kFp64MmaMaxDim;
 }
