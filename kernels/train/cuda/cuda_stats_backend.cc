@@ -204,7 +204,7 @@ class CudaStatsBackend : public StatsBackend {
   absl::Status PrepareKernels(const DiagGmmModel& model, const DeviceInfo& info) {
     const int dim = model.dim();
     tc_tiles_device_ = DeviceBuffer<float>();
-    kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;
+    kept_gemm_ = lse_gemm_ = train_cuda::KeptStatsGemm::kFfma;
     if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return ChooseKeptGemm(dim, info);
     if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
@@ -224,6 +224,11 @@ class CudaStatsBackend : public StatsBackend {
     kept_gemm_ = options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto
                      ? train_cuda::ChooseKeptStatsGemm(info.major, dim, tiles_.tile_gaussians)
                      : options_.kept_gemm;
+    const int min_tiles = options_.lse_min_tiles < 0 ? train_cuda::kFp64MmaLseMinTiles : options_.lse_min_tiles;
+    const int64_t most_tiles = train_cuda::KeptScoreRowFloats(tiles_) / std::max(1, tiles_.tile_gaussians);
+    lse_gemm_ = kept_gemm_ == train_cuda::KeptStatsGemm::kFp64Mma && most_tiles >= min_tiles
+                    ? train_cuda::KeptStatsGemm::kFp64Mma
+                    : train_cuda::KeptStatsGemm::kFfma;
     if (kept_gemm_ != train_cuda::KeptStatsGemm::kFp64Mma) return absl::OkStatus();
     if (!train_cuda::Fp64MmaShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -271,7 +276,7 @@ class CudaStatsBackend : public StatsBackend {
                                      lse_log_.data(), stream);
     }
     return train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(), lse_log_.data(),
-                                 stream, scores);
+                                 stream, scores, lse_gemm_);
   }
 
   // One batch's statistics kernel.
@@ -407,6 +412,7 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<float> center_device_;
   train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
   train_cuda::KeptStatsGemm kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;       // never kAuto
+  train_cuda::KeptStatsGemm lse_gemm_ = train_cuda::KeptStatsGemm::kFfma;        // the log-sum-exp pass's
   DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
   int64_t target_items_ = 1;
   int row_doubles_ = 0;

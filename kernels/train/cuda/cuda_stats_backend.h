@@ -13,11 +13,12 @@
 //   GMM_RETURN_IF_ERROR(cuda->Accumulate(*block, pairs, &stats));
 //
 // Results: per pair the log-sum-exp and posteriors in float32 from the
-// centred scoring form, each 64-pair tile's moments (of raw features) in
-// float32, everything beyond in float64, added in an order fixed by the
-// request and the device (the same bits every run on one device; the
-// chunks, and so the order, depend on the device's memory size through the
-// kept-score budget). Pairs are processed in device chunks of at most
+// centred scoring form (scored in float64 on the float64 tensor-core path),
+// each 64-pair tile's moments (of raw features) in float32 (float64, from
+// exact products, on that path), everything beyond in float64, added in an
+// order fixed by the request and the device (the same bits every run on one
+// device; the chunks, and so the order, depend on the device's memory size
+// through the kept-score budget). Pairs are processed in device chunks of at most
 // options.max_chunk_pairs (fewer where the chunk's kept scores must fit
 // options.max_score_bytes), so device scratch stays bounded whatever the
 // request's size; statistics are added to *stats only once the whole
@@ -70,6 +71,10 @@ struct CudaStatsOptions {
   // model or device it does not serve makes SetModel fail
   // (INVALID_ARGUMENT / FAILED_PRECONDITION).
   train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kAuto;
+  // Where the float64 GEMM is used, the fewest tiles of the model's largest
+  // state for which the log-sum-exp pass uses it too; -1 =
+  // kFp64MmaLseMinTiles (tests set 2: every state that keeps scores).
+  int lse_min_tiles = -1;
 };
 
 absl::StatusOr<std::unique_ptr<StatsBackend>> CreateCudaStatsBackend(int device,

@@ -448,6 +448,7 @@ CudaStatsOptions Fp64MmaOptions() {
   CudaStatsOptions options;
   options.kernel = train_cuda::StatsKernelChoice::kFp32;
   options.kept_gemm = train_cuda::KeptStatsGemm::kFp64Mma;
+  options.lse_min_tiles = 2;  // the float64 log-sum-exp kernel for every multi-tile state
   return options;
 }
 

@@ -204,7 +204,8 @@ void TimeKernels(const Device& device, int dim, int gaussians, int64_t frames, i
       const int lse_items = static_cast<int>(plan.lse_items.size());
       absl::Status status =
           tc ? LaunchTcLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr)
-             : LaunchLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr, scores);
+             : LaunchLse(view, pairs, d_lse_items->data(), lse_items, d_max->data(), d_log->data(), nullptr, scores,
+                         dmma ? KeptStatsGemm::kFp64Mma : KeptStatsGemm::kFfma);
       cudaEventRecord(marks[1]);
       if (status.ok()) {
         const int items = static_cast<int>(batch.items.size());

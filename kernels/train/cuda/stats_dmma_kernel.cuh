@@ -27,6 +27,19 @@
 //   the x and x^2 sums, as the other statistics kernels lay it out.
 // Pairs past the item's end get gamma = 0 by select and x = 0 (never
 // 0 x NaN); x rows past the dimension are zero.
+//
+// The log-sum-exp kernel of the same path (LseDmmaKernel) scores on the
+// same tensor cores: per LseItem (up to 64 pairs of one target against
+// every 64-Gaussian tile of its state), score[g][p] = sum_k W[g][k] Y[k][p]
+// with W = [K, u, v] (the float32 parameter tiles, double-buffered through
+// cp.async, widened as their fragments load) and Y = [1, y, y^2] of the
+// pairs (y = x - centre in float64, staged once per item): products exact,
+// sums float64, then rounded to float32 for the kept scores and the running
+// log-sum-exp. Warp w owns Gaussian rows 16 (w % 4) .. + 15 and pairs
+// 32 (w / 4) .. + 31 (4 n8 tiles); per k4 step 2 float + 4 float64 shared
+// loads feed 4 MMAs. (Its scores are not the float32 kernels' bits; a
+// statistics kernel only reads the scores and log-sum-exps of the one LSE
+// kernel that ran, so either statistics kernel works with either.)
 #ifndef GMMSCORE_KERNELS_TRAIN_CUDA_STATS_DMMA_KERNEL_CUH_
 #define GMMSCORE_KERNELS_TRAIN_CUDA_STATS_DMMA_KERNEL_CUH_
 
@@ -83,9 +96,12 @@ __device__ __forceinline__ void MmaF64(double (&d)[4], double a0, double a1, dou
 #endif
 }
 __device__ __forceinline__ double ShuffleXor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+// A kept score, written once and read once (evict-first, as StreamStore).
+__device__ __forceinline__ void StoreScore(float* p, float v) { __stcs(p, v); }
 #else
 inline void MmaF64(double (&d)[4], double a0, double a1, double b) { EmulatedMmaF64(d, a0, a1, b); }
 inline double ShuffleXor(double v, int mask) { return EmulatedShuffleXorDouble(v, mask); }
+inline void StoreScore(float* p, float v) { *p = v; }
 #endif
 
 // The views of one pair-tile buffer.
@@ -170,7 +186,155 @@ __device__ __forceinline__ void MultiplyPairHalf(const PairTileBuffer& b, int n,
   }
 }
 
+// --- The log-sum-exp kernel. --------------------------------------------
+
+// Rows of W and Y: [1, y (dim), y^2 (dim)] padded with zero rows to whole k4 steps.
+__host__ __device__ constexpr int LseSteps(int dim) { return (2 * dim + 1 + 3) / 4; }
+// W rows [k][Gaussian] at pitch 72 floats: a warp's A loads (4 k x 8
+// Gaussians) fall in 32 different banks. Y rows [k][pair] at pitch 68
+// doubles: a half-warp's B loads (4 k x 4 pairs) in 16 different bank pairs.
+inline constexpr int kWPitch = kTile + 8;
+inline constexpr int kYPitch = kPairsPerTile + 4;
+__host__ __device__ constexpr int64_t LseSharedFloats(int dim) {
+  return 2 * 4 * LseSteps(dim) * kWPitch + 2 * 4 * LseSteps(dim) * kYPitch + 2 * 4 * kPairsPerTile;
+}
+
+// Copies parameter tile `from` (2 dim + 1 rows of 64 floats) into rows of
+// pitch kWPitch, 16 bytes per cp.async, one commit group.
+__device__ __forceinline__ void CopyParameterTile(float* to, const float* from, int dim, int thread) {
+  const int chunks = (2 * dim + 1) * (kTile / 4);
+  for (int c = thread; c < chunks; c += kStatsThreads) {
+    const int row = c / (kTile / 4), q = c % (kTile / 4);
+    stats_detail::CopyAsyncBytes<16>(to + row * kWPitch + 4 * q, from + row * kTile + 4 * q);
+  }
+  stats_detail::CommitAsync();
+}
+
+// Merges (max, sum) pairs of e^(score - max) sums.
+__device__ __forceinline__ void MergeLogSum(float other_max, float other_sum, float& max, float& sum) {
+  using stats_detail::FastExp;
+  const float larger = fmaxf(max, other_max);
+  sum = sum * FastExp(max - larger) + other_sum * FastExp(other_max - larger);
+  max = larger;
+}
+
 }  // namespace stats_dmma_detail
+
+// One CTA per LseItem (see the file comment); writes every score of the
+// item's pairs to `scores` and their log-sum-exps to lse_max / lse_log.
+// (static: not a template, and the header may be included by several files.)
+static __global__ void __launch_bounds__(kStatsThreads, 2)
+    LseDmmaKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
+                  float* __restrict__ lse_max, float* __restrict__ lse_log, const ScoresView scores) {
+  using namespace stats_dmma_detail;
+  using stats_detail::FastExp;
+  const LseItem item = items[blockIdx.x];
+  float* shared = stats_detail::DynamicShared();
+  const int dim = model.dim, steps = LseSteps(dim), rows = 4 * steps;
+  float* w_buffers = shared;                                                // [2][rows][kWPitch]
+  double* y = reinterpret_cast<double*>(w_buffers + 2 * rows * kWPitch);  // [rows][kYPitch]
+  float* red_max = reinterpret_cast<float*>(y + rows * kYPitch);           // [4][64]
+  float* red_sum = red_max + 4 * kPairsPerTile;
+  const int t = threadIdx.x, warp = t >> 5, lane = t & 31, group = lane >> 2, thread = lane & 3;
+  const int block = warp & 3, half = warp >> 2;
+  const int n = item.pair_end - item.pair_begin;
+  const int tile_floats = kTile * (2 * dim + 1);
+  const float* first = model.tiles + static_cast<int64_t>(item.first_tile) * tile_floats;
+  CopyParameterTile(w_buffers, first, dim, t);
+  for (int b = 0; b < 2; ++b) {  // W rows past 2 dim + 1: zero for good
+    for (int i = (2 * dim + 1) * kWPitch + t; i < rows * kWPitch; i += kStatsThreads) w_buffers[b * rows * kWPitch + i] = 0.0f;
+  }
+  // Y = [1, y, y^2] of the item's pairs, zero columns past n and zero rows past 2 dim.
+  for (int i = t; i < rows * kPairsPerTile; i += kStatsThreads) {
+    const int k = i / kPairsPerTile, p = i % kPairsPerTile;
+    double value = 0.0;
+    if (p < n && k <= 2 * dim) {
+      if (k == 0) {
+        value = 1.0;
+      } else {
+        const int d = k <= dim ? k - 1 : k - 1 - dim;
+        const int64_t frame = stats_detail::RecordOf(pairs, item.pair_begin + p).frame;
+        const double centred = static_cast<double>(pairs.frames[frame * dim + d]) - model.center[d];
+        value = k <= dim ? centred : centred * centred;
+      }
+    }
+    y[k * kYPitch + p] = value;
+  }
+
+  float run_max[4][2], run_sum[4][2];  // per n8 tile and pair of the lane's two
+#pragma unroll
+  for (int j = 0; j < 4; ++j) run_max[j][0] = run_max[j][1] = -FLT_MAX, run_sum[j][0] = run_sum[j][1] = 0.0f;
+  for (int j = 0; j < item.num_tiles; ++j) {
+    if (j + 1 < item.num_tiles) {
+      CopyParameterTile(w_buffers + ((j + 1) & 1) * rows * kWPitch, first + static_cast<int64_t>(j + 1) * tile_floats,
+                        dim, t);
+      stats_detail::WaitAsync<1>();  // tile j has landed (tile j + 1 may still be in flight)
+    } else {
+      stats_detail::WaitAsync<0>();
+    }
+    __syncthreads();  // tile j (and at j = 0 the staged Y) visible to all
+    const float* w = w_buffers + (j & 1) * rows * kWPitch + 16 * block + group;
+    const double* yb = y + 32 * half + group;
+    double acc[4][4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc[q][0] = acc[q][1] = acc[q][2] = acc[q][3] = 0.0;
+#pragma unroll 4
+    for (int s = 0; s < steps; ++s) {
+      const int k = 4 * s + thread;
+      const double a0 = w[k * kWPitch], a1 = w[k * kWPitch + 8];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) MmaF64(acc[q], a0, a1, yb[k * kYPitch + 8 * q]);
+    }
+    // The tile's scores: kept, and into the lane's running log-sums.
+    const int64_t column = int64_t{j} * kTile + 16 * block + group;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int p = 32 * half + 8 * q + 2 * thread + e;
+        const float s0 = static_cast<float>(acc[q][e]), s1 = static_cast<float>(acc[q][2 + e]);
+        if (p < n) {
+          float* row = scores.data + (item.pair_begin + p) * scores.row_floats + column;
+          StoreScore(row, s0);
+          StoreScore(row + 8, s1);
+        }
+        const float larger = fmaxf(run_max[q][e], fmaxf(s0, s1));
+        run_sum[q][e] = run_sum[q][e] * FastExp(run_max[q][e] - larger) + (FastExp(s0 - larger) + FastExp(s1 - larger));
+        run_max[q][e] = larger;
+      }
+    }
+    __syncthreads();  // all done with buffer j & 1 before iteration j + 1 refills it
+  }
+
+  // Merge over the 8 lane groups (same pairs, other Gaussians), then over
+  // the 4 Gaussian blocks, in a fixed order.
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float m = run_max[q][e], sum = run_sum[q][e];
+#pragma unroll
+      for (int mask = 4; mask < 32; mask <<= 1) {
+        const float other_max = __shfl_xor_sync(0xffffffffu, m, mask);
+        const float other_sum = __shfl_xor_sync(0xffffffffu, sum, mask);
+        MergeLogSum(other_max, other_sum, m, sum);
+      }
+      if (group == 0) {
+        const int p = 32 * half + 8 * q + 2 * thread + e;
+        red_max[block * kPairsPerTile + p] = m;
+        red_sum[block * kPairsPerTile + p] = sum;
+      }
+    }
+  }
+  __syncthreads();
+  if (t < n) {
+    float m = red_max[t], sum = red_sum[t];
+#pragma unroll
+    for (int b = 1; b < 4; ++b) MergeLogSum(red_max[b * kPairsPerTile + t], red_sum[b * kPairsPerTile + t], m, sum);
+    lse_max[item.pair_begin + t] = m;
+    lse_log[item.pair_begin + t] = sum > 0.0f ? __logf(sum) : 0.0f;
+  }
+}
 
 // One CTA per StatsItem of a multi-tile state whose scores the LSE kernel
 // kept, tiles of 64 Gaussians (CTAs of single-tile items return at once:

@@ -1,6 +1,6 @@
-// Launcher of the float64 tensor-core statistics kernel of kept-score items
-// (stats_dmma_kernel.cuh): the instance of ceil(D / 8) x tiles, its shared
-// memory allowed, sm_90 checked.
+// Launchers of the float64 tensor-core kernels (stats_dmma_kernel.cuh): the
+// log-sum-exp kernel, and the statistics kernel of kept-score items in the
+// instance of ceil(D / 8) x tiles; shared memory allowed, sm_90 checked.
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -26,17 +26,10 @@ absl::Status Launch(const StatsModelView& model, const PairsView& pairs, const S
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
-                                 int num_items, const float* lse_max, const float* lse_log, double* partials,
-                                 cudaStream_t stream, ScoresView scores, int step_unroll) {
-  if (num_items == 0) return absl::OkStatus();
-  if (step_unroll != kFp64MmaStepUnroll && step_unroll != kFp64MmaStepUnrollAlt) {
-    return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics unroll ", step_unroll, " is not built"));
-  }
+// The checks both float64 kernels' launches share.
+absl::Status CheckDmmaLaunch(const StatsModelView& model, const ScoresView& scores) {
   if (scores.data == nullptr || model.tile_in_state == nullptr) {
-    return absl::InvalidArgumentError("the float64 tensor-core statistics kernel reads kept scores");
+    return absl::InvalidArgumentError("the float64 tensor-core statistics kernels work on kept scores");
   }
   if (!Fp64MmaShapeSupported(model.dim, model.tile)) {
     return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics support tiles of 64 Gaussians "
@@ -48,6 +41,30 @@ absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& p
     return absl::FailedPreconditionError(absl::StrCat(
         "float64 tensor-core statistics (mma m16n8k4 .f64) need sm_90 or newer, not sm_", info.major, info.minor));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items, int num_items,
+                           float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores) {
+  if (num_items == 0) return absl::OkStatus();
+  GMM_RETURN_IF_ERROR(CheckDmmaLaunch(model, scores));
+  const size_t bytes = sizeof(float) * stats_dmma_detail::LseSharedFloats(model.dim);
+  GMM_RETURN_IF_ERROR(AllowDynamicSharedMemory(reinterpret_cast<const void*>(&LseDmmaKernel), bytes));
+  LseDmmaKernel<<<num_items, kStatsThreads, bytes, stream>>>(model, pairs, items, lse_max, lse_log, scores);
+  GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch float64 tensor-core log-sum-exp kernel");
+  return absl::OkStatus();
+}
+
+absl::Status LaunchKeptStatsDmma(const StatsModelView& model, const PairsView& pairs, const StatsItem* items,
+                                 int num_items, const float* lse_max, const float* lse_log, double* partials,
+                                 cudaStream_t stream, ScoresView scores, int step_unroll) {
+  if (num_items == 0) return absl::OkStatus();
+  if (step_unroll != kFp64MmaStepUnroll && step_unroll != kFp64MmaStepUnrollAlt) {
+    return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics unroll ", step_unroll, " is not built"));
+  }
+  GMM_RETURN_IF_ERROR(CheckDmmaLaunch(model, scores));
   auto launch = [&](auto x_tiles) -> absl::Status {
     constexpr int kXTiles = decltype(x_tiles)::value;
     return step_unroll == kFp64MmaStepUnroll

@@ -272,6 +272,9 @@ GmmStats EmulatedStats(const DiagGmmModel& model, const FloatMatrix& frames, con
     if (bounds.tensor_cores) {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_tc_detail::TcLseSharedFloats(dim), TcLseKernel,
              view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data());
+    } else if (bounds.fp64_mma && scores.data != nullptr) {
+      Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_dmma_detail::LseSharedFloats(dim), LseDmmaKernel,
+             view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data(), scores);
     } else if (tile == 64) {
       Launch(static_cast<int>(plan.lse_items.size()), 4 * stats_detail::LseSharedFloats(dim, 64), LseKernel<64>,
              view, pv, plan.lse_items.data(), lse_max.data(), lse_log.data(), scores);

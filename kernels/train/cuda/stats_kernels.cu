@@ -100,9 +100,14 @@ absl::StatusOr<int> StatsCtasPerSm(int dim, int tile_gaussians, int flush_tiles)
 }
 
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
-                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores) {
+                       int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores,
+                       KeptStatsGemm kept_gemm) {
   if (num_items == 0) return absl::OkStatus();
   if (scores.data != nullptr && scores.row_floats <= 0) return absl::InvalidArgumentError("kept scores without rows");
+  if (kept_gemm == KeptStatsGemm::kAuto) return absl::InvalidArgumentError("LaunchLse needs a resolved kept_gemm");
+  if (scores.data != nullptr && kept_gemm == KeptStatsGemm::kFp64Mma) {
+    return LaunchLseDmma(model, pairs, items, num_items, lse_max, lse_log, stream, scores);
+  }
   if (!StatsShapeSupported(model.dim, model.tile)) return absl::InvalidArgumentError("unsupported statistics shape");
   auto launch = [&](auto kernel, int tile) -> absl::Status {
     const size_t bytes = sizeof(float) * stats_detail::LseSharedFloats(model.dim, tile);

@@ -76,9 +76,15 @@ absl::Status LaunchTcStats(const StatsModelView& model, const PairsView& pairs, 
 
 // lse_max[p], lse_log[p] (lse = max + log) of every pair of `items`, and
 // with scores.data every score of those pairs (the statistics kernel's).
+// kept_gemm (resolved) kFp64Mma with scores.data: the float64 tensor-core
+// kernel (LaunchLseDmma). Either statistics kernel of kept scores reads
+// either LSE kernel's scores (each item's scores and log-sum-exps come from
+// the same one).
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
                        int num_items, float* lse_max, float* lse_log, cudaStream_t stream,
-                       ScoresView scores = {});
+                       ScoresView scores = {}, KeptStatsGemm kept_gemm = KeptStatsGemm::kFfma);
+absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
+                           int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores);
 
 // partials[item.slot] = the float64 sums (tile x StatsRowDoubles(dim)) of
 // each item; reads lse_max/lse_log of pairs of multi-tile states (and with

@@ -157,6 +157,18 @@ enum class KeptStatsGemm {
 // registers of two 256-thread CTAs per SM without spills up to there
 // (D = 48 spills, CUDA 13.0, sm_90).
 inline constexpr int kFp64MmaMaxDim = 40;
+// With kFp64Mma, the log-sum-exp pass runs on the float64 tensor cores too
+// (LseDmmaKernel) for models whose largest state has at least this many
+// tiles, and on float32 FFMAs (LseKernel) below: the float64 kernel stages
+// its 64 pairs' [1, y, y^2] once per item, which only pays over many tiles.
+// Measured on an H100 in one call (train_stats_bench kernel rows, D = 39,
+// 2M frames, 2026-11-27): float64 / float32 log-sum-exp kernel 2.60 /
+// 2.41 ms at M = 256 (4 tiles), 15.9 / 17.2 ms at M = 2048 (32 tiles); whole
+// passes over calls that day, float64 / float32 log-sum-exp with the float64
+// statistics kernel: M = 128 617M / 672M frames/s, 512 213M / 213-219M,
+// 1024 112M / 109-110M, 4096 27.3M / 26.2-26.6M.
+// CudaStatsOptions::lse_min_tiles overrides it (tests).
+inline constexpr int kFp64MmaLseMinTiles = 16;
 // k4 steps the float64 kernel's inner loop unrolls (its registers are at
 // the 128 cap: 2 steps spill 16 bytes at D = 40, 1 none); the other one is
 // built for the benchmark beside it.
