@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -204,7 +205,8 @@ class CudaStatsBackend : public StatsBackend {
   absl::Status PrepareKernels(const DiagGmmModel& model, const DeviceInfo& info) {
     const int dim = model.dim();
     tc_tiles_device_ = DeviceBuffer<float>();
-    kept_gemm_ = lse_gemm_ = train_cuda::KeptStatsGemm::kFfma;
+    kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;
+    lse_dmma_min_tiles_ = std::numeric_limits<int>::max();
     if (kernel_ == train_cuda::StatsKernelChoice::kFp32) return ChooseKeptGemm(dim, info);
     if (!train_cuda::TcStatsShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat("tensor-core statistics support feature dimensions 1 to ",
@@ -224,20 +226,21 @@ class CudaStatsBackend : public StatsBackend {
     kept_gemm_ = options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto
                      ? train_cuda::ChooseKeptStatsGemm(info.major, dim, tiles_.tile_gaussians)
                      : options_.kept_gemm;
-    const int min_tiles = options_.lse_min_tiles < 0 ? train_cuda::kFp64MmaLseMinTiles : options_.lse_min_tiles;
-    const int64_t most_tiles = train_cuda::KeptScoreRowFloats(tiles_) / std::max(1, tiles_.tile_gaussians);
-    lse_gemm_ = kept_gemm_ == train_cuda::KeptStatsGemm::kFp64Mma && most_tiles >= min_tiles
-                    ? train_cuda::KeptStatsGemm::kFp64Mma
-                    : train_cuda::KeptStatsGemm::kFfma;
+    if (options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto && kept_gemm_ == train_cuda::KeptStatsGemm::kFp64Mma &&
+        !train_cuda::Fp64MmaKernelsBuiltFor(info.major)) {
+      kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;  // a build without sm_90 code: float32 instead
+    }
     if (kept_gemm_ != train_cuda::KeptStatsGemm::kFp64Mma) return absl::OkStatus();
+    lse_dmma_min_tiles_ = options_.lse_min_tiles < 0 ? train_cuda::kFp64MmaLseMinTiles : options_.lse_min_tiles;
     if (!train_cuda::Fp64MmaShapeSupported(dim, tiles_.tile_gaussians)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "float64 tensor-core statistics support tiles of 64 Gaussians and feature dimensions 1 to ",
           train_cuda::kFp64MmaMaxDim, "; the model has dimension ", dim, " in tiles of ", tiles_.tile_gaussians));
     }
-    if (info.major < 9) {
+    if (info.major < 9 || !train_cuda::Fp64MmaKernelsBuiltFor(info.major)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "float64 tensor-core statistics need sm_90 or newer, not sm_", info.major, info.minor));
+          "float64 tensor-core statistics need sm_90 or newer and a build with sm_90 code; the device is sm_",
+          info.major, info.minor));
     }
     return absl::OkStatus();
   }
@@ -261,22 +264,47 @@ class CudaStatsBackend : public StatsBackend {
     return absl::OkStatus();
   }
 
+  // Resident CTAs per SM the planner's item target is a multiple of. The
+  // float32 statistics kernel's (3 at D <= 40) also for the float64 one,
+  // which fits 2: the finer items balance better. Measured on an H100
+  // (train_stats_bench, 2026-11-27): planning by the float64 kernel's own 2
+  // gave Machlica's EM iteration 59.0-59.4 ms against 57.4-57.5 ms, M = 256
+  // 381M against 396M frames/s. (Kept and rescored passes also get the same
+  // items, so that they sum in the same order.)
   absl::StatusOr<int> CtasPerSm(int dim) const {
     return kernel_ == train_cuda::StatsKernelChoice::kTf32x3
                ? train_cuda::TcStatsCtasPerSm(dim)
                : train_cuda::StatsCtasPerSm(dim, tiles_.tile_gaussians, flush_tiles());
   }
 
-  // The log-sum-exp of every pair of the chunk's multi-tile states.
+  // The chunk's LSE items in launch order: those the float64 kernel takes
+  // (states of at least lse_dmma_min_tiles_ tiles) first, in plan order,
+  // then the rest; *dmma_items = how many of the first.
+  std::vector<train_cuda::LseItem> OrderLseItems(const ChunkPlan& plan, int* dmma_items) const {
+    std::vector<train_cuda::LseItem> items = plan.lse_items;
+    auto first_rest = std::stable_partition(items.begin(), items.end(), [this](const train_cuda::LseItem& item) {
+      return item.num_tiles >= lse_dmma_min_tiles_;
+    });
+    *dmma_items = static_cast<int>(first_rest - items.begin());
+    return items;
+  }
+
+  // The log-sum-exp of every pair of the chunk's multi-tile states: the
+  // uploaded items (OrderLseItems), the first dmma_items of them on the
+  // float64 kernel where scores are kept (each item's scores and
+  // log-sum-exps come from one kernel, which is all a statistics kernel
+  // needs), the rest on the float32 one.
   absl::Status LaunchLogSums(const train_cuda::StatsModelView& model, const train_cuda::PairsView& pairs,
-                             const ChunkPlan& plan, train_cuda::ScoresView scores, cudaStream_t stream) {
-    const int num_lse_items = static_cast<int>(plan.lse_items.size());
+                             int num_lse_items, int dmma_items, train_cuda::ScoresView scores, cudaStream_t stream) {
     if (kernel_ == train_cuda::StatsKernelChoice::kTf32x3) {
       return train_cuda::LaunchTcLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(),
                                      lse_log_.data(), stream);
     }
-    return train_cuda::LaunchLse(model, pairs, lse_items_.data(), num_lse_items, lse_max_.data(), lse_log_.data(),
-                                 stream, scores, lse_gemm_);
+    if (scores.data == nullptr) dmma_items = 0;
+    GMM_RETURN_IF_ERROR(train_cuda::LaunchLse(model, pairs, lse_items_.data(), dmma_items, lse_max_.data(),
+                                              lse_log_.data(), stream, scores, train_cuda::KeptStatsGemm::kFp64Mma));
+    return train_cuda::LaunchLse(model, pairs, lse_items_.data() + dmma_items, num_lse_items - dmma_items,
+                                 lse_max_.data(), lse_log_.data(), stream, scores, train_cuda::KeptStatsGemm::kFfma);
   }
 
   // One batch's statistics kernel.
@@ -352,8 +380,11 @@ class CudaStatsBackend : public StatsBackend {
     model.dim = shape_.dim;
     model.tile = tiles_.tile_gaussians;
 
-    GMM_RETURN_IF_ERROR(Upload(lse_items_, plan.lse_items.data(), plan.lse_items.size(), stream));
-    GMM_RETURN_IF_ERROR(LaunchLogSums(model, pairs, plan, scores, stream));
+    int dmma_items = 0;
+    lse_order_ = OrderLseItems(plan, &dmma_items);  // a member: the upload reads it after this call returns
+    GMM_RETURN_IF_ERROR(Upload(lse_items_, lse_order_.data(), lse_order_.size(), stream));
+    GMM_RETURN_IF_ERROR(
+        LaunchLogSums(model, pairs, static_cast<int>(lse_order_.size()), dmma_items, scores, stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -412,7 +443,10 @@ class CudaStatsBackend : public StatsBackend {
   DeviceBuffer<float> center_device_;
   train_cuda::StatsKernelChoice kernel_ = train_cuda::StatsKernelChoice::kFp32;  // never kAuto
   train_cuda::KeptStatsGemm kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;       // never kAuto
-  train_cuda::KeptStatsGemm lse_gemm_ = train_cuda::KeptStatsGemm::kFfma;        // the log-sum-exp pass's
+  // With the float64 GEMM, LSE items of states of at least this many tiles
+  // run on the float64 kernel too (kFp64MmaLseMinTiles); INT_MAX otherwise.
+  int lse_dmma_min_tiles_ = std::numeric_limits<int>::max();
+  std::vector<train_cuda::LseItem> lse_order_;  // the chunk's LSE items as uploaded (OrderLseItems)
   DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
   int64_t target_items_ = 1;
   int row_doubles_ = 0;

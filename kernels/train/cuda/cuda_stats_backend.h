@@ -67,13 +67,14 @@ struct CudaStatsOptions {
   // serve makes SetModel fail (INVALID_ARGUMENT / FAILED_PRECONDITION).
   train_cuda::StatsKernelChoice kernel = train_cuda::StatsKernelChoice::kAuto;
   // The float32 kernels' statistics GEMM over kept scores (stats_policy.h):
-  // kAuto = ChooseKeptStatsGemm for the model and device; kFp64Mma on a
-  // model or device it does not serve makes SetModel fail
-  // (INVALID_ARGUMENT / FAILED_PRECONDITION).
+  // kAuto = ChooseKeptStatsGemm for the model and device (and float32 where
+  // the build has no sm_90 code); kFp64Mma on a model, device or build it
+  // does not serve makes SetModel fail (INVALID_ARGUMENT /
+  // FAILED_PRECONDITION).
   train_cuda::KeptStatsGemm kept_gemm = train_cuda::KeptStatsGemm::kAuto;
-  // Where the float64 GEMM is used, the fewest tiles of the model's largest
-  // state for which the log-sum-exp pass uses it too; -1 =
-  // kFp64MmaLseMinTiles (tests set 2: every state that keeps scores).
+  // Where the float64 GEMM is used, the fewest tiles of a state for whose
+  // pairs the log-sum-exp pass uses it too; -1 = kFp64MmaLseMinTiles (tests
+  // set 2: every state that keeps scores).
   int lse_min_tiles = -1;
 };
 

@@ -164,6 +164,10 @@ void CheckAgainstReference(const std::string& name, const DiagGmmModel& model, c
     GmmStats got = GmmStats::ForModel(model, num_sets);
     const absl::Status status = cuda->Accumulate(**block, pairs, &got);
     ASSERT_TRUE(status.ok()) << status;
+    if (variant.kept_gemm == train_cuda::KeptStatsGemm::kFp64Mma && model.max_gaussians_per_state() > 64 &&
+        options.max_score_bytes < 0) {  // (a budget set by the test may keep none: the float32 rescoring then)
+      EXPECT_GT(KeptScoreChunks(*cuda), 0) << name << ": the float64 kernels read kept scores";
+    }
     ExpectClose(name + VariantSuffix(variant), got, *want, tol);
   }
 }
@@ -453,7 +457,8 @@ CudaStatsOptions Fp64MmaOptions() {
 }
 
 // States of 4 tiles, the last mostly padding, over chunks cut mid-tile by
-// the pair bound; every instance's dimensions (x tiles 1 to 5); an
+// the pair bound; every instance's dimensions (x tiles 1 to 5: D = 1, 8, 9,
+// 17, 25, 33, and 40 above); an
 // alignment of single- and multi-tile states with weights 0 to 1.
 TEST(CudaStatsBackendTest, Fp64MmaMatchesFloat64Reference) {
   SKIP_WITHOUT_GPU();
@@ -464,7 +469,7 @@ TEST(CudaStatsBackendTest, Fp64MmaMatchesFloat64Reference) {
   CudaStatsOptions cut = Fp64MmaOptions();
   cut.max_chunk_pairs = 10000;
   CheckAgainstReference("fp64mma_global_D40_M200_chunks", odd, odd_frames, {}, 1, cut);
-  for (int dim : {1, 8, 9, 17, 33}) {
+  for (int dim : {1, 8, 9, 17, 25, 33}) {
     const DiagGmmModel model = Model(1, 128, 128, dim, 300 + dim);
     CheckAgainstReference("fp64mma_dim_D" + std::to_string(dim) + "_M128", model, DrawModelFrames(model, 777, 41), {},
                           1, Fp64MmaOptions());
@@ -473,8 +478,13 @@ TEST(CudaStatsBackendTest, Fp64MmaMatchesFloat64Reference) {
   std::vector<StatsPair> pairs = Alignment(20000, 30, {5}, 43);
   std::mt19937 random(44);
   for (StatsPair& pair : pairs) pair.weight = random() % 4 == 0 ? 0.0f : static_cast<float>(random() % 1000) / 1000.0f;
-  CheckAgainstReference("fp64mma_alignment_D39_S30", hmm, DrawModelFrames(hmm, 20000, 45), pairs, 1,
-                        Fp64MmaOptions());
+  const FloatMatrix hmm_frames = DrawModelFrames(hmm, 20000, 45);
+  CheckAgainstReference("fp64mma_alignment_D39_S30", hmm, hmm_frames, pairs, 1, Fp64MmaOptions());
+  // One chunk's LSE items split over both log-sum-exp kernels: states of 3
+  // to 5 tiles on the float64 one, of 2 on the float32 one.
+  CudaStatsOptions mixed = Fp64MmaOptions();
+  mixed.lse_min_tiles = 3;
+  CheckAgainstReference("fp64mma_alignment_mixed_lse_D39_S30", hmm, hmm_frames, pairs, 1, mixed);
 }
 
 // The same bits twice, and over 10^7 frames no drift from the float64 sums.
@@ -489,8 +499,8 @@ TEST(CudaStatsBackendTest, Fp64MmaDeterministicAndDriftFree) {
   ASSERT_TRUE(block.ok()) << block.status();
   GmmStats a = GmmStats::ForModel(model), b = GmmStats::ForModel(model);
   ASSERT_TRUE(cuda->Accumulate(**block, {}, &a).ok());
+  EXPECT_GE(KeptScoreChunks(*cuda), 2);  // 10^7 pairs of 128 scores: more than one chunk
   ASSERT_TRUE(cuda->Accumulate(**block, {}, &b).ok());
-  EXPECT_GE(KeptScoreChunks(*cuda), 2);
   ExpectBitIdentical(a, b);
   auto want = ParallelReferenceStats(model, frames, {}, 1);
   ASSERT_TRUE(want.ok());

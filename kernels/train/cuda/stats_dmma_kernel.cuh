@@ -6,8 +6,9 @@
 // run at the float32 FFMA rate (measured on an H100: 66.5 TFLOP/s against
 // 65 for FFMAs, stats_policy.h), but one instruction does 512 FMAs, reads
 // its operands from registers, and the products and sums are float64:
-// gamma and x are float32 values, so gamma x and gamma x^2 (x^2 = x x, exact
-// in float64) are exact, and every sum is float64 from the first product.
+// gamma and x are float32 values, so gamma x and x^2 are exact, gamma x^2
+// is rounded once in float64, and every sum is float64 from the first
+// product.
 //
 // Per CTA (256 threads, 8 warps), one item: pairs [pair_begin, pair_end) of
 // one target against one 64-Gaussian tile of its state.
@@ -33,8 +34,8 @@
 // every 64-Gaussian tile of its state), score[g][p] = sum_k W[g][k] Y[k][p]
 // with W = [K, u, v] (the float32 parameter tiles, double-buffered through
 // cp.async, widened as their fragments load) and Y = [1, y, y^2] of the
-// pairs (y = x - centre in float64, staged once per item): products exact,
-// sums float64, then rounded to float32 for the kept scores and the running
+// pairs (y = x - centre in float64, staged once per item): float64 products
+// and sums, then rounded to float32 for the kept scores and the running
 // log-sum-exp. Warp w owns Gaussian rows 16 (w % 4) .. + 15 and pairs
 // 32 (w / 4) .. + 31 (4 n8 tiles); per k4 step 2 float + 4 float64 shared
 // loads feed 4 MMAs. (Its scores are not the float32 kernels' bits; a
@@ -85,7 +86,8 @@ __host__ __device__ constexpr int64_t SharedFloats(int x_tiles) {
 //   C (16 x 8): c0 (group, 2 thread), c1 (group, 2 thread + 1),
 //               c2 (group + 8, 2 thread), c3 (group + 8, 2 thread + 1)
 // with group = lane / 4, thread = lane % 4. sm_90 and later (the shape is
-// new in Hopper); older builds trap, and the launcher refuses their devices.
+// new in Hopper); builds for older architectures trap, and the launchers
+// refuse them (Fp64MmaKernelsBuiltFor).
 __device__ __forceinline__ void MmaF64(double (&d)[4], double a0, double a1, double b) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"

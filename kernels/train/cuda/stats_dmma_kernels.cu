@@ -36,15 +36,32 @@ absl::Status CheckDmmaLaunch(const StatsModelView& model, const ScoresView& scor
                                                    "and feature dimensions 1 to ", kFp64MmaMaxDim, ", not ",
                                                    model.dim, " with tiles of ", model.tile));
   }
+  if (scores.row_floats % 4 != 0 || scores.row_floats < stats_dmma_detail::kTile) {
+    return absl::InvalidArgumentError(absl::StrCat("kept-score rows of ", scores.row_floats,
+                                                   " floats: the float64 kernels copy whole 16-byte runs of 64"));
+  }
   GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
-  if (info.major < 9) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "float64 tensor-core statistics (mma m16n8k4 .f64) need sm_90 or newer, not sm_", info.major, info.minor));
+  if (info.major < 9 || !Fp64MmaKernelsBuiltFor(info.major)) {
+    return absl::FailedPreconditionError(absl::StrCat("float64 tensor-core statistics (mma m16n8k4 .f64) need sm_90 "
+                                                      "or newer and a build with sm_90 code; the device is sm_",
+                                                      info.major, info.minor));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+bool Fp64MmaKernelsBuiltFor(int major) {
+  if (major < 9) return false;
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, &LseDmmaKernel) != cudaSuccess) {
+    cudaGetLastError();  // no image for this device: clear the error, answer no
+    return false;
+  }
+  // ptxVersion is the virtual architecture the code was compiled for
+  // (__CUDA_ARCH__): below 90 the MMAs are a trap, whatever it was JIT-ed to.
+  return attributes.binaryVersion >= 90 && attributes.ptxVersion >= 90;
+}
 
 absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items, int num_items,
                            float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores) {

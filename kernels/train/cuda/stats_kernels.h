@@ -83,6 +83,10 @@ absl::Status LaunchTcStats(const StatsModelView& model, const PairsView& pairs, 
 absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
                        int num_items, float* lse_max, float* lse_log, cudaStream_t stream,
                        ScoresView scores = {}, KeptStatsGemm kept_gemm = KeptStatsGemm::kFfma);
+// Whether the float64 tensor-core kernels of this build run on the current
+// device (of compute capability `major`): sm_90 machine code or PTX in the
+// binary (a build for other architectures compiles them to a trap).
+bool Fp64MmaKernelsBuiltFor(int major);
 absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
                            int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores);
 

@@ -140,7 +140,7 @@ constexpr StatsKernelChoice ChooseStatsKernel(int /*compute_major*/, int /*dim*/
 // The statistics GEMM of kept-score items (CudaStatsOptions::kept_gemm):
 // float32 FFMAs (KeptStatsKernel, stats_kernels.cuh) or Hopper's float64
 // tensor cores (KeptStatsDmmaKernel, stats_dmma_kernel.cuh: mma.sync
-// m16n8k4 .f64, exact products, float64 sums). Measured on an H100
+// m16n8k4 .f64, float64 products and sums). Measured on an H100
 // (2026-11-27, tmp microbenchmark of independent MMAs, 132 SMs at 1.98 GHz):
 // m16n8k4 and m16n8k16 .f64 at 66.5 TFLOP/s, FFMAs at 65.1, m8n8k4 .f64 at
 // 33.3: on sm_90 the float64 MMA runs at the float32 FFMA rate, with one
@@ -158,8 +158,8 @@ enum class KeptStatsGemm {
 // (D = 48 spills, CUDA 13.0, sm_90).
 inline constexpr int kFp64MmaMaxDim = 40;
 // With kFp64Mma, the log-sum-exp pass runs on the float64 tensor cores too
-// (LseDmmaKernel) for models whose largest state has at least this many
-// tiles, and on float32 FFMAs (LseKernel) below: the float64 kernel stages
+// (LseDmmaKernel) for the pairs of states of at least this many tiles, and
+// on float32 FFMAs (LseKernel) for the others (two launches per chunk): the float64 kernel stages
 // its 64 pairs' [1, y, y^2] once per item, which only pays over many tiles.
 // Measured on an H100 in one call (train_stats_bench kernel rows, D = 39,
 // 2M frames, 2026-11-27): float64 / float32 log-sum-exp kernel 2.60 /
