@@ -381,7 +381,7 @@ class CudaStatsBackend : public StatsBackend {
     model.tile = tiles_.tile_gaussians;
 
     int dmma_items = 0;
-    lse_order_ = OrderLseItems(plan, &dmma_items);  // a member: the upload reads it after this call returns
+    lse_order_ = OrderLseItems(plan, &dmma_items);  // a member, so its storage is reused chunk to chunk
     GMM_RETURN_IF_ERROR(Upload(lse_items_, lse_order_.data(), lse_order_.size(), stream));
     GMM_RETURN_IF_ERROR(
         LaunchLogSums(model, pairs, static_cast<int>(lse_order_.size()), dmma_items, scores, stream));
