@@ -279,14 +279,16 @@ class CudaStatsBackend : public StatsBackend {
 
   // The chunk's LSE items in launch order: those the float64 kernel takes
   // (states of at least lse_dmma_min_tiles_ tiles) first, in plan order,
-  // then the rest; *dmma_items = how many of the first.
-  std::vector<train_cuda::LseItem> OrderLseItems(const ChunkPlan& plan, int* dmma_items) const {
-    std::vector<train_cuda::LseItem> items = plan.lse_items;
-    auto first_rest = std::stable_partition(items.begin(), items.end(), [this](const train_cuda::LseItem& item) {
-      return item.num_tiles >= lse_dmma_min_tiles_;
-    });
-    *dmma_items = static_cast<int>(first_rest - items.begin());
-    return items;
+  // then the rest; *dmma_items = how many of the first. Where all go to one
+  // kernel (every global GMM), the plan's own items, not a copy.
+  const std::vector<train_cuda::LseItem>& OrderLseItems(const ChunkPlan& plan, int* dmma_items) {
+    auto to_dmma = [this](const train_cuda::LseItem& item) { return item.num_tiles >= lse_dmma_min_tiles_; };
+    const int64_t count = std::count_if(plan.lse_items.begin(), plan.lse_items.end(), to_dmma);
+    *dmma_items = static_cast<int>(count);
+    if (count == 0 || count == static_cast<int64_t>(plan.lse_items.size())) return plan.lse_items;
+    lse_order_ = plan.lse_items;
+    std::stable_partition(lse_order_.begin(), lse_order_.end(), to_dmma);
+    return lse_order_;
   }
 
   // The log-sum-exp of every pair of the chunk's multi-tile states: the
@@ -381,10 +383,9 @@ class CudaStatsBackend : public StatsBackend {
     model.tile = tiles_.tile_gaussians;
 
     int dmma_items = 0;
-    lse_order_ = OrderLseItems(plan, &dmma_items);  // a member, so its storage is reused chunk to chunk
-    GMM_RETURN_IF_ERROR(Upload(lse_items_, lse_order_.data(), lse_order_.size(), stream));
-    GMM_RETURN_IF_ERROR(
-        LaunchLogSums(model, pairs, static_cast<int>(lse_order_.size()), dmma_items, scores, stream));
+    const std::vector<train_cuda::LseItem>& lse_items = OrderLseItems(plan, &dmma_items);
+    GMM_RETURN_IF_ERROR(Upload(lse_items_, lse_items.data(), lse_items.size(), stream));
+    GMM_RETURN_IF_ERROR(LaunchLogSums(model, pairs, static_cast<int>(lse_items.size()), dmma_items, scores, stream));
     for (const StatsBatch& batch : plan.batches) {
       GMM_RETURN_IF_ERROR(Upload(items_, batch.items.data(), batch.items.size(), stream));
       GMM_RETURN_IF_ERROR(Upload(ranges_, batch.ranges.data(), batch.ranges.size(), stream));
@@ -446,7 +447,7 @@ class CudaStatsBackend : public StatsBackend {
   // With the float64 GEMM, LSE items of states of at least this many tiles
   // run on the float64 kernel too (kFp64MmaLseMinTiles); INT_MAX otherwise.
   int lse_dmma_min_tiles_ = std::numeric_limits<int>::max();
-  std::vector<train_cuda::LseItem> lse_order_;  // the chunk's LSE items as uploaded (OrderLseItems)
+  std::vector<train_cuda::LseItem> lse_order_;  // OrderLseItems' reordered copy, its storage reused
   DeviceBuffer<float> tc_tiles_device_;  // BuildTcTiles(tiles_), for the tf32x3 kernels
   int64_t target_items_ = 1;
   int row_doubles_ = 0;

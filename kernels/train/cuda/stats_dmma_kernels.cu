@@ -1,6 +1,8 @@
 // Launchers of the float64 tensor-core kernels (stats_dmma_kernel.cuh): the
 // log-sum-exp kernel, and the statistics kernel of kept-score items in the
 // instance of ceil(D / 8) x tiles; shared memory allowed, sm_90 checked.
+#include <array>
+#include <atomic>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -53,14 +55,23 @@ absl::Status CheckDmmaLaunch(const StatsModelView& model, const ScoresView& scor
 
 bool Fp64MmaKernelsBuiltFor(int major) {
   if (major < 9) return false;
+  // Asked at every launch: the driver is asked once per device.
+  constexpr int kDevices = 64;
+  static std::array<std::atomic<int>, kDevices> known{};  // 0 not asked yet, 1 built, 2 not
+  int device = 0;
+  const bool cacheable = cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kDevices;
+  if (cacheable && known[device].load(std::memory_order_acquire) != 0) return known[device].load() == 1;
   cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, &LseDmmaKernel) != cudaSuccess) {
+  bool built = false;
+  if (cudaFuncGetAttributes(&attributes, &LseDmmaKernel) == cudaSuccess) {
+    // ptxVersion is the virtual architecture the code was compiled for
+    // (__CUDA_ARCH__): below 90 the MMAs are a trap, whatever it was JIT-ed to.
+    built = attributes.binaryVersion >= 90 && attributes.ptxVersion >= 90;
+  } else {
     cudaGetLastError();  // no image for this device: clear the error, answer no
-    return false;
   }
-  // ptxVersion is the virtual architecture the code was compiled for
-  // (__CUDA_ARCH__): below 90 the MMAs are a trap, whatever it was JIT-ed to.
-  return attributes.binaryVersion >= 90 && attributes.ptxVersion >= 90;
+  if (cacheable) known[device].store(built ? 1 : 2, std::memory_order_release);
+  return built;
 }
 
 absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items, int num_items,
