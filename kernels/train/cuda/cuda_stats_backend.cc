@@ -226,22 +226,14 @@ class CudaStatsBackend : public StatsBackend {
     kept_gemm_ = options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto
                      ? train_cuda::ChooseKeptStatsGemm(info.major, dim, tiles_.tile_gaussians)
                      : options_.kept_gemm;
-    if (options_.kept_gemm == train_cuda::KeptStatsGemm::kAuto && kept_gemm_ == train_cuda::KeptStatsGemm::kFp64Mma &&
-        !train_cuda::Fp64MmaKernelsBuiltFor(info.major)) {
-      kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;  // a build without sm_90 code: float32 instead
-    }
     if (kept_gemm_ != train_cuda::KeptStatsGemm::kFp64Mma) return absl::OkStatus();
+    const absl::Status serves = train_cuda::CheckFp64MmaServes(dim, tiles_.tile_gaussians, info);
+    if (!serves.ok()) {
+      if (options_.kept_gemm != train_cuda::KeptStatsGemm::kAuto) return serves;
+      kept_gemm_ = train_cuda::KeptStatsGemm::kFfma;  // the policy's choice, but a build without sm_90 code
+      return absl::OkStatus();
+    }
     lse_dmma_min_tiles_ = options_.lse_min_tiles < 0 ? train_cuda::kFp64MmaLseMinTiles : options_.lse_min_tiles;
-    if (!train_cuda::Fp64MmaShapeSupported(dim, tiles_.tile_gaussians)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "float64 tensor-core statistics support tiles of 64 Gaussians and feature dimensions 1 to ",
-          train_cuda::kFp64MmaMaxDim, "; the model has dimension ", dim, " in tiles of ", tiles_.tile_gaussians));
-    }
-    if (info.major < 9 || !train_cuda::Fp64MmaKernelsBuiltFor(info.major)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "float64 tensor-core statistics need sm_90 or newer and a build with sm_90 code; the device is sm_",
-          info.major, info.minor));
-    }
     return absl::OkStatus();
   }
 

@@ -312,37 +312,19 @@ int Main() {
     if (!absl::SimpleAtoi(text, &gaussians)) return 1;
     const DiagGmmModel model = MakeModel(1, gaussians, gaussians, dim, 40 + gaussians);
     const FloatMatrix data = DrawModelFrames(model, frames, 3);
-    if (tc_rows) {
-      if (!tc.SetModel(model).ok()) return 1;
-      auto tc_block = tc.LoadFrames(data.view());
-      if (!tc_block.ok()) return 1;
-      emit({"global_tf32x3", dim, gaussians, 1, frames, TimeAccumulate(tc, **tc_block, {}, model, 1)});
-    }
-    if (!backend.SetModel(model).ok()) return 1;
-    auto block = backend.LoadFrames(data.view());
-    if (!block.ok()) return 1;
-    emit({"global", dim, gaussians, 1, frames, TimeAccumulate(backend, **block, {}, model, 1)});
-    if (ffma_rows) {
-      block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
-      if (!ffma.SetModel(model).ok()) return 1;
-      auto ffma_block = ffma.LoadFrames(data.view());
-      if (!ffma_block.ok()) return 1;
-      emit({"global_ffma", dim, gaussians, 1, frames, TimeAccumulate(ffma, **ffma_block, {}, model, 1)});
-    }
-    if (rescore_rows) {
-      block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
-      if (!rescore.SetModel(model).ok()) return 1;
-      auto rescore_block = rescore.LoadFrames(data.view());
-      if (!rescore_block.ok()) return 1;
-      emit({"global_rescore", dim, gaussians, 1, frames, TimeAccumulate(rescore, **rescore_block, {}, model, 1)});
-    }
-    if (flush_rows) {
-      block = absl::StatusOr<std::unique_ptr<FrameBlock>>();  // free it first
-      if (!alt.SetModel(model).ok()) return 1;
-      auto alt_block = alt.LoadFrames(data.view());
-      if (!alt_block.ok()) return 1;
-      emit({"global" + alt_suffix, dim, gaussians, 1, frames, TimeAccumulate(alt, **alt_block, {}, model, 1)});
-    }
+    // One row on `on`, its frames freed before the next row's are loaded.
+    auto row = [&](StatsBackend& on, const std::string& kind) {
+      if (!on.SetModel(model).ok()) return false;
+      auto block = on.LoadFrames(data.view());
+      if (!block.ok()) return false;
+      emit({kind, dim, gaussians, 1, frames, TimeAccumulate(on, **block, {}, model, 1)});
+      return true;
+    };
+    if (tc_rows && !row(tc, "global_tf32x3")) return 1;
+    if (!row(backend, "global")) return 1;
+    if (ffma_rows && !row(ffma, "global_ffma")) return 1;
+    if (rescore_rows && !row(rescore, "global_rescore")) return 1;
+    if (flush_rows && !row(alt, "global" + alt_suffix)) return 1;
   }
 
   if (const int states = absl::GetFlag(FLAGS_states); states > 0) {

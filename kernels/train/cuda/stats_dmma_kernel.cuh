@@ -212,14 +212,6 @@ __device__ __forceinline__ void CopyParameterTile(float* to, const float* from, 
   stats_detail::CommitAsync();
 }
 
-// Merges (max, sum) pairs of e^(score - max) sums.
-__device__ __forceinline__ void MergeLogSum(float other_max, float other_sum, float& max, float& sum) {
-  using stats_detail::FastExp;
-  const float larger = fmaxf(max, other_max);
-  sum = sum * FastExp(max - larger) + other_sum * FastExp(other_max - larger);
-  max = larger;
-}
-
 }  // namespace stats_dmma_detail
 
 // One CTA per LseItem (see the file comment); writes every score of the
@@ -229,7 +221,7 @@ static __global__ void __launch_bounds__(kStatsThreads, 2)
     LseDmmaKernel(const StatsModelView model, const PairsView pairs, const LseItem* __restrict__ items,
                   float* __restrict__ lse_max, float* __restrict__ lse_log, const ScoresView scores) {
   using namespace stats_dmma_detail;
-  using stats_detail::FastExp;
+  using stats_detail::MergeLogSum;
   const LseItem item = items[blockIdx.x];
   float* shared = stats_detail::DynamicShared();
   const int dim = model.dim, steps = LseSteps(dim), rows = 4 * steps;
@@ -246,21 +238,21 @@ static __global__ void __launch_bounds__(kStatsThreads, 2)
   for (int b = 0; b < 2; ++b) {  // W rows past 2 dim + 1: zero for good
     for (int i = (2 * dim + 1) * kWPitch + t; i < rows * kWPitch; i += kStatsThreads) w_buffers[b * rows * kWPitch + i] = 0.0f;
   }
-  // Y = [1, y, y^2] of the item's pairs, zero columns past n and zero rows past 2 dim.
-  for (int i = t; i < rows * kPairsPerTile; i += kStatsThreads) {
-    const int k = i / kPairsPerTile, p = i % kPairsPerTile;
-    double value = 0.0;
-    if (p < n && k <= 2 * dim) {
-      if (k == 0) {
-        value = 1.0;
-      } else {
-        const int d = k <= dim ? k - 1 : k - 1 - dim;
-        const int64_t frame = stats_detail::RecordOf(pairs, item.pair_begin + p).frame;
-        const double centred = static_cast<double>(pairs.frames[frame * dim + d]) - model.center[d];
-        value = k <= dim ? centred : centred * centred;
-      }
+  // Y = [1, y, y^2] of the item's pairs (four threads per pair, each x read
+  // once for its y and y^2 rows), zero columns past n and zero rows past 2 dim.
+  static_assert(kStatsThreads == 4 * kPairsPerTile, "four staging threads per pair");
+  {
+    const int p = t >> 2;
+    const int64_t frame = p < n ? stats_detail::RecordOf(pairs, item.pair_begin + p).frame : -1;
+    if ((t & 3) == 0) y[p] = frame >= 0 ? 1.0 : 0.0;
+    for (int d = t & 3; d < dim; d += 4) {
+      const double centred = frame >= 0 ? static_cast<double>(pairs.frames[frame * dim + d]) - model.center[d] : 0.0;
+      y[(1 + d) * kYPitch + p] = centred;
+      y[(1 + dim + d) * kYPitch + p] = centred * centred;
     }
-    y[k * kYPitch + p] = value;
+    for (int i = (2 * dim + 1) * kPairsPerTile + t; i < rows * kPairsPerTile; i += kStatsThreads) {
+      y[(i / kPairsPerTile) * kYPitch + i % kPairsPerTile] = 0.0;
+    }
   }
 
   float run_max[4][2], run_sum[4][2];  // per n8 tile and pair of the lane's two
@@ -300,9 +292,8 @@ static __global__ void __launch_bounds__(kStatsThreads, 2)
           StoreScore(row, s0);
           StoreScore(row + 8, s1);
         }
-        const float larger = fmaxf(run_max[q][e], fmaxf(s0, s1));
-        run_sum[q][e] = run_sum[q][e] * FastExp(run_max[q][e] - larger) + (FastExp(s0 - larger) + FastExp(s1 - larger));
-        run_max[q][e] = larger;
+        const float pair_scores[2] = {s0, s1};
+        stats_detail::AddToLogSum(pair_scores, run_max[q][e], run_sum[q][e]);
       }
     }
     __syncthreads();  // all done with buffer j & 1 before iteration j + 1 refills it

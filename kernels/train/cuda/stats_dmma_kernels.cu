@@ -33,16 +33,22 @@ absl::Status CheckDmmaLaunch(const StatsModelView& model, const ScoresView& scor
   if (scores.data == nullptr || model.tile_in_state == nullptr) {
     return absl::InvalidArgumentError("the float64 tensor-core statistics kernels work on kept scores");
   }
-  if (!Fp64MmaShapeSupported(model.dim, model.tile)) {
-    return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics support tiles of 64 Gaussians "
-                                                   "and feature dimensions 1 to ", kFp64MmaMaxDim, ", not ",
-                                                   model.dim, " with tiles of ", model.tile));
-  }
   if (scores.row_floats % 4 != 0 || scores.row_floats < stats_dmma_detail::kTile) {
     return absl::InvalidArgumentError(absl::StrCat("kept-score rows of ", scores.row_floats,
                                                    " floats: the float64 kernels copy whole 16-byte runs of 64"));
   }
   GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
+  return CheckFp64MmaServes(model.dim, model.tile, info);
+}
+
+}  // namespace
+
+absl::Status CheckFp64MmaServes(int dim, int tile, const DeviceInfo& info) {
+  if (!Fp64MmaShapeSupported(dim, tile)) {
+    return absl::InvalidArgumentError(absl::StrCat("float64 tensor-core statistics support tiles of 64 Gaussians "
+                                                   "and feature dimensions 1 to ", kFp64MmaMaxDim, ", not ", dim,
+                                                   " with tiles of ", tile));
+  }
   if (info.major < 9 || !Fp64MmaKernelsBuiltFor(info.major)) {
     return absl::FailedPreconditionError(absl::StrCat("float64 tensor-core statistics (mma m16n8k4 .f64) need sm_90 "
                                                       "or newer and a build with sm_90 code; the device is sm_",
@@ -50,8 +56,6 @@ absl::Status CheckDmmaLaunch(const StatsModelView& model, const ScoresView& scor
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 bool Fp64MmaKernelsBuiltFor(int major) {
   if (major < 9) return false;

@@ -48,8 +48,7 @@ uint32_t mma_b[8][32][2];
 std::unique_ptr<float4[]> shared;
 std::unique_ptr<std::barrier<>> block_barrier;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
-float warp_values[8][32];
-double warp_doubles[8][32];
+double warp_values[8][32];
 double mma_f64_a[8][32][2];
 double mma_f64_b[8][32];
 }  // namespace emulation
@@ -65,13 +64,18 @@ template <typename T>
 inline T __ldg(const T* p) {
   return *p;
 }
-inline float __shfl_xor_sync(unsigned, float value, int mask) {
+// A shuffle's exchange among the warp's lanes, of floats (exact as
+// doubles) and doubles.
+inline double EmulatedShuffleXorDouble(double value, int mask) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   emulation::warp_values[warp][lane] = value;
   emulation::warp_barriers[warp]->arrive_and_wait();
-  const float other = emulation::warp_values[warp][lane ^ mask];
+  const double other = emulation::warp_values[warp][lane ^ mask];
   emulation::warp_barriers[warp]->arrive_and_wait();
   return other;
+}
+inline float __shfl_xor_sync(unsigned, float value, int mask) {
+  return static_cast<float>(EmulatedShuffleXorDouble(value, mask));
 }
 using std::min;
 
@@ -117,14 +121,6 @@ inline void EmulatedMmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, 
   emulation::warp_barriers[warp]->arrive_and_wait();
 }
 
-inline double EmulatedShuffleXorDouble(double value, int mask) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  emulation::warp_doubles[warp][lane] = value;
-  emulation::warp_barriers[warp]->arrive_and_wait();
-  const double other = emulation::warp_doubles[warp][lane ^ mask];
-  emulation::warp_barriers[warp]->arrive_and_wait();
-  return other;
-}
 // mma.sync m16n8k4 .f64 for the calling lane (fragments as in
 // stats_dmma_kernel.cuh): the warp's operands gathered, each lane's four
 // outputs computed in float64, k in order.

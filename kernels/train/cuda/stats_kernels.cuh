@@ -271,6 +271,14 @@ __device__ __forceinline__ void AddToLogSum(const float (&score)[N], float& max,
   max = larger;
 }
 
+// Merges another running (max, sum) into (max, sum): both rescaled to the
+// larger maximum.
+__device__ __forceinline__ void MergeLogSum(float other_max, float other_sum, float& max, float& sum) {
+  const float larger = fmaxf(max, other_max);
+  sum = sum * FastExp(max - larger) + other_sum * FastExp(other_max - larger);
+  max = larger;
+}
+
 // Kept scores (ScoresView) of a thread's 4 pairs x S Gaussians: pairs
 // first_pair + 4 pg + q of the chunk, columns `column` + S sgg + i of their
 // rows; pairs at or beyond `n` (past the tile's end) are skipped.

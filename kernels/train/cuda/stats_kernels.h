@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/train/cuda/stats_policy.h"
 #include "kernels/train/cuda/stats_work.h"
 
@@ -87,6 +88,10 @@ absl::Status LaunchLse(const StatsModelView& model, const PairsView& pairs, cons
 // device (of compute capability `major`): sm_90 machine code or PTX in the
 // binary (a build for other architectures compiles them to a trap).
 bool Fp64MmaKernelsBuiltFor(int major);
+// OK where the float64 tensor-core kernels serve a model of `dim` in tiles
+// of `tile` on the current device `info`: INVALID_ARGUMENT for a shape
+// (Fp64MmaShapeSupported), FAILED_PRECONDITION for a device or build.
+absl::Status CheckFp64MmaServes(int dim, int tile, const DeviceInfo& info);
 absl::Status LaunchLseDmma(const StatsModelView& model, const PairsView& pairs, const LseItem* items,
                            int num_items, float* lse_max, float* lse_log, cudaStream_t stream, ScoresView scores);
 

@@ -199,9 +199,7 @@ __device__ __forceinline__ void StoreQuadLogSum(float max, float sum, int half, 
   for (int offset = 1; offset <= 2; offset <<= 1) {
     const float other_max = __shfl_xor_sync(0xffffffffu, max, offset);
     const float other_sum = __shfl_xor_sync(0xffffffffu, sum, offset);
-    const float larger = fmaxf(max, other_max);
-    sum = sum * stats_detail::FastExp(max - larger) + other_sum * stats_detail::FastExp(other_max - larger);
-    max = larger;
+    stats_detail::MergeLogSum(other_max, other_sum, max, sum);
   }
   if (thread == 0) {
     red[half * kPairsPerTile + pair] = max;
