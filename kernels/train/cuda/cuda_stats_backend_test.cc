@@ -507,6 +507,41 @@ TEST(CudaStatsBackendTest, Fp64MmaDeterministicAndDriftFree) {
   ExpectClose("fp64mma_drift_D39_M128_T1e7", a, *want, {.normwise = 2e-6, .elementwise = 1e-4, .loglike = 1e-6});
 }
 
+// Posteriors far below 1 but not zero in float32 (faint twins of every 7th
+// Gaussian, e^-60 of their siblings' posteriors) are counted by both kept-score GEMMs: the float64 kernel
+// skips only pairs whose posteriors are zero in float32 (PosteriorsInPlace). M =
+// 2048 runs the float64 log-sum-exp kernel too, on states of 32 tiles.
+TEST(CudaStatsBackendTest, FaintPosteriorsAreCounted) {
+  SKIP_WITHOUT_GPU();
+  const int stride = 7;
+  for (int gaussians : {200, 2048}) {
+    const DiagGmmModel drawn = Model(1, gaussians, gaussians, 39, 50 + gaussians);
+    const DiagGmmModel model = WithFaintGaussians(drawn, stride, -60.0);
+    const FloatMatrix frames = DrawModelFrames(drawn, 40000, 51);
+    auto want = ParallelReferenceStats(model, frames, {}, 1);
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_GT(want->occupancy[0], 1e-30);  // faint, not vanished
+    EXPECT_LT(want->occupancy[0], 1e-12);
+    for (train_cuda::KeptStatsGemm gemm : {train_cuda::KeptStatsGemm::kFfma, train_cuda::KeptStatsGemm::kFp64Mma}) {
+      CudaStatsOptions options = Fp64MmaOptions();
+      options.kept_gemm = gemm;
+      if (gemm == train_cuda::KeptStatsGemm::kFp64Mma && !Fp64MmaServes(model)) continue;
+      auto cuda = NewCuda(options);
+      ASSERT_TRUE(cuda->SetModel(model).ok());
+      auto block = cuda->LoadFrames(frames.view());
+      ASSERT_TRUE(block.ok()) << block.status();
+      GmmStats got = GmmStats::ForModel(model);
+      ASSERT_TRUE(cuda->Accumulate(**block, {}, &got).ok());
+      EXPECT_GE(KeptScoreChunks(*cuda), 1);
+      const double error = FaintGaussianError(got, *want, stride);
+      const bool fp64 = gemm == train_cuda::KeptStatsGemm::kFp64Mma;
+      std::printf("stats_error faint_D39_M%d%s faint_rows %.3g\n", gaussians, fp64 ? "_fp64mma" : "", error);
+      EXPECT_LE(error, 1e-4) << gaussians << (fp64 ? " fp64mma" : " ffma");
+      ExpectClose("faint_D39_M" + std::to_string(gaussians) + (fp64 ? "_fp64mma" : ""), got, *want);
+    }
+  }
+}
+
 // Models the kernel does not serve are refused when it is asked for by name
 // (kAuto takes the float32 GEMM for them instead).
 TEST(CudaStatsBackendTest, Fp64MmaRefusesShapesItDoesNotServe) {

@@ -89,9 +89,9 @@ if [ -z "${SKIP_NCU:-}" ] && command -v ncu >/dev/null; then
   echo "=== ncu"
   # By default the kept-score kernel the policy picks on sm_90,
   # KeptStatsDmmaKernel, on a global GMM (the first match); NCU_KERNEL=
-  # 'StatsKernel<\(int\)64, \(int\)5, \(int\)8>' for the float32 one.
+  # 'StatsKernel<\(int\)64, \(int\)5, \(int\)8>' for the float32 one; NCU_COUNT launches (1).
   timeout ${NCU_LIMIT:-60} ncu --clock-control none --kernel-name-base demangled \
-    -k "regex:${NCU_KERNEL:-KeptStatsDmmaKernel}" -c 1 \
+    -k "regex:${NCU_KERNEL:-KeptStatsDmmaKernel}" -c ${NCU_COUNT:-1} \
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
     --section LaunchStats --section Occupancy --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum \
     $bin/train_stats_bench --gaussians=2048 --frames=500000 --states=0 --estep=false --kernel_gaussians= \

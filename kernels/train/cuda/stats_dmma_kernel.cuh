@@ -13,21 +13,31 @@
 // Per CTA (256 threads, 8 warps), one item: pairs [pair_begin, pair_end) of
 // one target against one 64-Gaussian tile of its state.
 //   Warp w owns Gaussian rows 16 (w % 4) .. + 15 (one m16 tile) and the
-//   pair half w / 4 of every 64-pair tile (8 k4 steps of 4 pairs); each
-//   lane holds the tile's 2 kXTiles accumulators of 8 columns (the x
+//   pair half w / 4 of every 64-pair tile (up to 8 k4 steps of 4 pairs);
+//   each lane holds the tile's 2 kXTiles accumulators of 8 columns (the x
 //   columns 8j .. 8j + 7 and their squares).
-//   Per k4 step a lane computes its two A elements, gamma = w e^(s - lse) of
-//   (Gaussian group / group + 8, pair thread) from the kept score, and
-//   loads one x per x tile for its B element (pair thread, column group),
-//   squaring it for the x^2 tile: 2 + kXTiles shared loads per 2 kXTiles MMAs.
+//   Per k4 step a lane computes its two A elements, gamma = w e^(s - lse)
+//   of (Gaussian group / group + 8, its pair) from the kept score, and loads
+//   one x per x tile for its B element (that pair, column group), squaring
+//   it for the x^2 tile.
+//   Only live pairs need their MMAs: those with a nonzero posterior (in
+//   float32) for one of the warp's 16 Gaussians; a dead pair's would add
+//   exact zeros. In a large mixture most posteriors underflow (bench data,
+//   M = 2048: 18 nonzero of 2048 per frame, so about 1 live pair in 8 per
+//   warp), so a warp whose previous tile had few live pairs finds this
+//   tile's first and packs them four to a k4 step (MultiplyLivePairs); one
+//   whose previous tile had many multiplies every pair in order
+//   (MultiplyAllPairs). Both give the same sums up to the float64 rounding
+//   of the regrouped steps.
 //   Pair tiles are double-buffered: tile i + 1's scores, log-sum-exps,
 //   records and frames land (cp.async) while tile i is multiplied.
 //   At the end the second pair half's warps hand their sums to the first
 //   through shared memory; those add them (a fixed order) and write the
 //   item's float64 partial: occupancy (summed from the A elements), then
 //   the x and x^2 sums, as the other statistics kernels lay it out.
-// Pairs past the item's end get gamma = 0 by select and x = 0 (never
-// 0 x NaN); x rows past the dimension are zero.
+// Pairs past the item's end and idle lanes of a packed step short of four
+// live pairs get gamma = 0 by select and a finite x (never 0 x NaN); x
+// rows past the dimension are zero.
 //
 // The log-sum-exp kernel of the same path (LseDmmaKernel) scores on the
 // same tensor cores: per LseItem (up to 64 pairs of one target against
@@ -98,11 +108,19 @@ __device__ __forceinline__ void MmaF64(double (&d)[4], double a0, double a1, dou
 #endif
 }
 __device__ __forceinline__ double ShuffleXor(double v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+__device__ __forceinline__ uint32_t Ballot(bool v) { return __ballot_sync(0xffffffffu, v); }
+__device__ __forceinline__ int Popcount(uint32_t v) { return __popc(v); }
+__device__ __forceinline__ int LowestBit(uint32_t v) { return __ffs(v) - 1; }
+__device__ __forceinline__ void SyncWarp() { __syncwarp(); }
 // A kept score, written once and read once (evict-first, as StreamStore).
 __device__ __forceinline__ void StoreScore(float* p, float v) { __stcs(p, v); }
 #else
 inline void MmaF64(double (&d)[4], double a0, double a1, double b) { EmulatedMmaF64(d, a0, a1, b); }
 inline double ShuffleXor(double v, int mask) { return EmulatedShuffleXorDouble(v, mask); }
+inline uint32_t Ballot(bool v) { return EmulatedBallot(v); }
+inline int Popcount(uint32_t v) { return __builtin_popcount(v); }
+inline int LowestBit(uint32_t v) { return __builtin_ctz(v); }
+inline void SyncWarp() { EmulatedSyncWarp(); }
 inline void StoreScore(float* p, float v) { *p = v; }
 #endif
 
@@ -160,32 +178,110 @@ __device__ __forceinline__ void PrefetchPairTile(const ScoresView& scores, const
   CommitAsync();
 }
 
-// The warp's products over its pair half of one buffered tile of n pairs,
-// kUnroll k4 steps at a time (stats_policy.h).
-template <int kXTiles, int kUnroll>
-__device__ __forceinline__ void MultiplyPairHalf(const PairTileBuffer& b, int n, int row0, int half, int lane,
-                                                 double (&acc)[2 * kXTiles][4], float (&occ)[2]) {
+// The posteriors gamma = w e^(s - lse) of lane (group, thread) for pair p
+// of a buffered tile of n pairs: Gaussians row0 + group and + 8. Pairs at or
+// past n get 0 by select (what lies there was never copied).
+__device__ __forceinline__ void LanePosteriors(const PairTileBuffer& b, int n, int row0, int group, int p,
+                                               float& g0, float& g1) {
   using stats_detail::FastExp;
+  const float m = b.max[p], l = b.log[p], w = b.records[p].weight;
+  const float* s = b.scores + p * kScorePitch + row0 + group;
+  g0 = p < n ? w * FastExp((s[0] - m) - l) : 0.0f;
+  g1 = p < n ? w * FastExp((s[8] - m) - l) : 0.0f;
+}
+
+// The warp's vote on 4 pairs (4 step + thread): bit thread of the result is
+// set when some lane of that pair has a nonzero (or NaN) posterior.
+__device__ __forceinline__ uint32_t LiveOfStep(float g0, float g1) {
+  uint32_t votes = Ballot(g0 != 0.0f || g1 != 0.0f);  // bit 4 group + thread
+  votes |= votes >> 16;
+  votes |= votes >> 8;
+  votes |= votes >> 4;
+  return votes & 0xFu;
+}
+
+// d += gamma x~ of one pair per lane: the 2 kXTiles MMAs of one k4 step.
+template <int kXTiles>
+__device__ __forceinline__ void MultiplyStep(const PairTileBuffer& b, double a0, double a1, int p, int group,
+                                             double (&acc)[2 * kXTiles][4]) {
+#pragma unroll
+  for (int j = 0; j < kXTiles; ++j) {
+    const double x = b.x[(8 * j + group) * kPairPitch + p];
+    MmaF64(acc[j], a0, a1, x);
+    MmaF64(acc[kXTiles + j], a0, a1, x * x);
+  }
+}
+
+// The warp's products over its pair half of one buffered tile of n pairs,
+// two ways with the same sums up to float64 rounding (a dead pair, with no
+// nonzero posterior for the warp's 16 Gaussians, adds exact zeros:
+// 0 x finite x). Each returns how many of the 32 pairs were live, which
+// picks the way for the warp's next tile (stats_policy.h,
+// kFp64MmaPackedLivePairs): the tiles of an item are the same Gaussians
+// over more frames.
+//
+// All pairs: k4 steps of 4 pairs in order, kUnroll at a time, each lane's
+// posteriors computed as its MMAs need them, the live pairs counted on the
+// way.
+template <int kXTiles, int kUnroll>
+__device__ __forceinline__ int MultiplyAllPairs(const PairTileBuffer& b, int n, int row0, int half, int lane,
+                                                double (&acc)[2 * kXTiles][4], float (&occ)[2]) {
   const int group = lane >> 2, thread = lane & 3;
+  int live = 0;
 #pragma unroll(kUnroll)
   for (int step = 0; step < kHalfPairs / 4; ++step) {
     const int p = half * kHalfPairs + 4 * step + thread;
-    const float m = b.max[p], l = b.log[p], w = b.records[p].weight;
-    const float s0 = b.scores[p * kScorePitch + row0 + group];
-    const float s1 = b.scores[p * kScorePitch + row0 + group + 8];
-    // Select, not multiply: what lies past n was never copied.
-    const float g0 = p < n ? w * FastExp((s0 - m) - l) : 0.0f;
-    const float g1 = p < n ? w * FastExp((s1 - m) - l) : 0.0f;
-    occ[0] += g0;  // float32 over one tile's 8 steps (the FP64 pipe is the MMAs')
+    float g0, g1;
+    LanePosteriors(b, n, row0, group, p, g0, g1);
+    occ[0] += g0;  // float32 over one tile (the FP64 pipe is the MMAs')
     occ[1] += g1;
-    const double a0 = g0, a1 = g1;
-#pragma unroll
-    for (int j = 0; j < kXTiles; ++j) {
-      const double x = b.x[(8 * j + group) * kPairPitch + p];
-      MmaF64(acc[j], a0, a1, x);
-      MmaF64(acc[kXTiles + j], a0, a1, x * x);
-    }
+    live += Popcount(LiveOfStep(g0, g1));
+    MultiplyStep<kXTiles>(b, g0, g1, p, group, acc);
   }
+  return live;
+}
+
+// Live pairs only: pass 1 turns each lane's 16 scores into posteriors in
+// place (each score is read and written by exactly one lane) and the warp
+// votes which pairs are live; pass 2 packs those four to a k4 step in pair
+// order, kUnroll steps at a time: lane (group, thread) takes the step's
+// (thread + 1)-th live pair, and a step short of four gives its idle lanes
+// gamma = 0 by select (their x, pair half * 32's, is finite).
+template <int kXTiles, int kUnroll>
+__device__ __forceinline__ int MultiplyLivePairs(const PairTileBuffer& b, int n, int row0, int half, int lane,
+                                                 double (&acc)[2 * kXTiles][4], float (&occ)[2]) {
+  const int group = lane >> 2, thread = lane & 3;
+  float* gamma = b.scores + row0 + group;
+  uint32_t live = 0;
+#pragma unroll
+  for (int step = 0; step < kHalfPairs / 4; ++step) {
+    const int p = half * kHalfPairs + 4 * step + thread;
+    float g0, g1;
+    LanePosteriors(b, n, row0, group, p, g0, g1);
+    gamma[p * kScorePitch] = g0;
+    gamma[p * kScorePitch + 8] = g1;
+    occ[0] += g0;
+    occ[1] += g1;
+    live |= LiveOfStep(g0, g1) << (4 * step);
+  }
+  SyncWarp();  // the lanes' posteriors visible to the warp
+  const int live_pairs = Popcount(live);
+  const int steps = (live_pairs + 3) / 4;
+#pragma unroll(kUnroll)
+  for (int step = 0; step < steps; ++step) {
+    uint32_t mine = live;
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      if (k < thread) mine &= mine - 1;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) live &= live - 1;  // the next step's pairs
+    const bool used = mine != 0;
+    const int p = half * kHalfPairs + (used ? LowestBit(mine) : 0);
+    const double a0 = used ? gamma[p * kScorePitch] : 0.0f, a1 = used ? gamma[p * kScorePitch + 8] : 0.0f;
+    MultiplyStep<kXTiles>(b, a0, a1, p, group, acc);
+  }
+  return live_pairs;
 }
 
 // --- The log-sum-exp kernel. --------------------------------------------
@@ -331,7 +427,8 @@ static __global__ void __launch_bounds__(kStatsThreads, 2)
 
 // One CTA per StatsItem of a multi-tile state whose scores the LSE kernel
 // kept, tiles of 64 Gaussians (CTAs of single-tile items return at once:
-// StatsKernel's). kXTiles = XTiles(dim), 1 .. 5; kUnroll: MultiplyPairHalf.
+// StatsKernel's). kXTiles = XTiles(dim), 1 .. 5; kUnroll: the k4 steps
+// MultiplyAllPairs and MultiplyLivePairs unroll.
 template <int kXTiles, int kUnroll>
 __global__ void __launch_bounds__(kStatsThreads, 2)
     KeptStatsDmmaKernel(const StatsModelView model, const PairsView pairs, const StatsItem* __restrict__ items,
@@ -359,6 +456,7 @@ __global__ void __launch_bounds__(kStatsThreads, 2)
   double occ[2] = {0.0, 0.0};
 #pragma unroll
   for (int j = 0; j < 2 * kXTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0;
+  bool packed = true;  // the warp's way for its next tile (MultiplyAllPairs)
   int i = 0;
   for (int pb = item.pair_begin; pb < item.pair_end; pb += kPairsPerTile, ++i) {
     const int n = min(kPairsPerTile, item.pair_end - pb);
@@ -371,7 +469,9 @@ __global__ void __launch_bounds__(kStatsThreads, 2)
     }
     __syncthreads();  // tile i visible to all
     float tile_occ[2] = {0.0f, 0.0f};
-    MultiplyPairHalf<kXTiles, kUnroll>(buffer(i & 1), n, row0, half, lane, acc, tile_occ);
+    const int live = packed ? MultiplyLivePairs<kXTiles, kUnroll>(buffer(i & 1), n, row0, half, lane, acc, tile_occ)
+                            : MultiplyAllPairs<kXTiles, kUnroll>(buffer(i & 1), n, row0, half, lane, acc, tile_occ);
+    packed = live <= kFp64MmaPackedLivePairs;
     occ[0] += tile_occ[0];
     occ[1] += tile_occ[1];
     __syncthreads();  // all done with buffer i & 1 before it is refilled

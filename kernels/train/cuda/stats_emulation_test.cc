@@ -74,6 +74,17 @@ inline double EmulatedShuffleXorDouble(double value, int mask) {
   emulation::warp_barriers[warp]->arrive_and_wait();
   return other;
 }
+inline void EmulatedSyncWarp() { emulation::warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+// __ballot_sync over the whole warp.
+inline uint32_t EmulatedBallot(bool vote) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  emulation::warp_values[warp][lane] = vote ? 1.0 : 0.0;
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  uint32_t votes = 0;
+  for (int i = 0; i < 32; ++i) votes |= emulation::warp_values[warp][i] != 0.0 ? 1u << i : 0u;
+  emulation::warp_barriers[warp]->arrive_and_wait();
+  return votes;
+}
 inline float __shfl_xor_sync(unsigned, float value, int mask) {
   return static_cast<float>(EmulatedShuffleXorDouble(value, mask));
 }
@@ -507,6 +518,29 @@ TEST(StatsEmulationTest, Fp64TensorCoreKernel) {
   const std::vector<StatsPair> pairs = WeightedPairsOfTwoSets(200, 5, 6, 6, 3);
   Check("dmma_pairs_D13_S6_K2", model, frames, pairs, 2, 64,
         {.chunk = 100, .target_items = 3, .max_items = 4, .keep_scores = true, .fp64_mma = true});
+}
+
+// Posteriors far below 1 but not zero in float32 (faint twins of every 5th
+// Gaussian, e^-60 of their siblings' posteriors) are counted: the float64
+// kernel's skip of dead pairs (stats_dmma_kernel.cuh, PosteriorsInPlace)
+// drops only exact zeros. Counting posteriors below e^-20 as dead fails this; the normwise
+// checks would not see it.
+TEST(StatsEmulationTest, FaintPosteriorsAreCounted) {
+  const int stride = 5;
+  const DiagGmmModel drawn = Model(1, 128, 128, 13, 21);
+  const DiagGmmModel model = WithFaintGaussians(drawn, stride, -60.0);
+  const FloatMatrix frames = DrawModelFrames(drawn, 300, 8);
+  auto want = ParallelReferenceStats(model, frames, {}, 1);
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_GT(want->occupancy[0], 1e-30);  // faint, not vanished
+  EXPECT_LT(want->occupancy[0], 1e-12);
+  for (bool fp64_mma : {false, true}) {
+    const GmmStats got = EmulatedStats(model, frames, {}, 1, 64,
+                                       {.chunk = 300, .keep_scores = true, .fp64_mma = fp64_mma});
+    const double error = FaintGaussianError(got, *want, stride);
+    std::printf("emulated_error faint_D13_M128 fp64_mma %d faint rows %.3g\n", fp64_mma ? 1 : 0, error);
+    EXPECT_LE(error, 1e-4) << fp64_mma;
+  }
 }
 
 // The tensor-core kernels: every instance (4, 8, 11 k-steps), single- and

@@ -174,6 +174,25 @@ inline constexpr int kFp64MmaLseMinTiles = 16;
 // built for the benchmark beside it.
 inline constexpr int kFp64MmaStepUnroll = 2;
 inline constexpr int kFp64MmaStepUnrollAlt = 1;
+// A warp of the float64 statistics kernel multiplies only the live pairs
+// of its half of a pair tile (a nonzero posterior for one of its 16
+// Gaussians), packed into k4 steps (MultiplyLivePairs), when at most this
+// many of its 32 pairs were live in its previous tile, and all 32 in order
+// otherwise (MultiplyAllPairs). Packing saves (32 - live) / 4 steps of MMAs
+// but needs a pass over the posteriors first, and the barrier at each tile
+// lines the warps' passes up, so the MMA pipe waits; all-pairs computes the
+// posteriors as its MMAs need them. Measured on an H100 in one call
+// (2026-11-27, train_stats_bench, D = 39, 2M frames, M = 2048, whose data
+// have 1 live pair in 8; and EM iterations 2-4 of Machlica's configuration,
+// whose updated models have broad Gaussians, live for many frames), with
+// the threshold at -1 (never pack: the kernel as it was), 8, 16, 24, 32:
+//   threshold                   -1     8      16     24     32
+//   global M = 2048, frames/s   56.2M  68.9M  72.8M  72.0M  72.5M
+//   EM iterations 2-4, ms: -1 58.3-59.3, 8 52.1-59.0, 16 50.5-62.7,
+//                          24 51.2-58.8, 32 51.4-60.6
+// (a repeat of -1 gave 60.4-64.0 and of 16 51.2-58.0: EM iterations vary
+// by a few ms from call to call).
+inline constexpr int kFp64MmaPackedLivePairs = 24;
 constexpr bool Fp64MmaShapeSupported(int dim, int tile) {
   return tile == 64 && dim >= 1 && dim <= kFp64MmaMaxDim;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <random>
 #include <thread>
@@ -70,6 +72,61 @@ FloatMatrix DrawModelFrames(const DiagGmmModel& model, int64_t frames, uint64_t 
     }
   });
   return out;
+}
+
+namespace {
+// Whether Gaussian g (counted within its state of `count`) is a faint twin.
+bool IsFaintTwin(int64_t g, int64_t count, int stride) { return g % stride == 0 && g + 1 < count; }
+}  // namespace
+
+DiagGmmModel WithFaintGaussians(const DiagGmmModel& model, int stride, double log_factor) {
+  DiagGmmModelBuilder builder(model.dim());
+  for (int s = 0; s < model.num_states(); ++s) {
+    const int64_t first = model.state_offsets()[s], count = model.state_offsets()[s + 1] - first;
+    std::vector<double> weights, means, variances;
+    for (int64_t g = 0; g < count; ++g) {
+      const bool faint = IsFaintTwin(g, count, stride);
+      const NaturalGaussian natural = model.Natural(first + g + (faint ? 1 : 0));
+      weights.push_back(natural.weight * (faint ? std::exp(log_factor) : 1.0));
+      means.insert(means.end(), natural.mean.begin(), natural.mean.end());
+      variances.insert(variances.end(), natural.variance.begin(), natural.variance.end());
+    }
+    double sum = 0.0;
+    for (double w : weights) sum += w;
+    for (double& w : weights) w /= sum;
+    const absl::Status added = builder.AddState(weights, means, variances);
+    if (!added.ok()) std::abort();  // a test helper's own model: cannot fail
+  }
+  absl::StatusOr<DiagGmmModel> built = std::move(builder).Build();
+  if (!built.ok()) std::abort();
+  return std::move(*built);
+}
+
+double FaintGaussianError(const GmmStats& got, const GmmStats& want, int stride) {
+  const int dim = want.dim;
+  auto row_error = [](const double* g, const double* w, int n) -> double {
+    double scale = 0.0, worst = 0.0;
+    for (int i = 0; i < n; ++i) {
+      if (!std::isfinite(g[i])) return std::numeric_limits<double>::infinity();
+      scale = std::max(scale, std::fabs(w[i]));
+      worst = std::max(worst, std::fabs(g[i] - w[i]));
+    }
+    return scale > 0.0 ? worst / scale : worst;
+  };
+  double error = 0.0;
+  for (int set = 0; set < want.num_sets; ++set) {
+    for (int s = 0; s < want.num_states(); ++s) {
+      const int64_t first = want.state_offsets[s], count = want.state_offsets[s + 1] - first;
+      for (int64_t g = 0; g < count; ++g) {
+        if (!IsFaintTwin(g, count, stride)) continue;
+        const int64_t row = set * want.num_gaussians() + first + g;
+        error = std::max({error, row_error(&got.occupancy[row], &want.occupancy[row], 1),
+                          row_error(&got.mean_acc[row * dim], &want.mean_acc[row * dim], dim),
+                          row_error(&got.var_acc[row * dim], &want.var_acc[row * dim], dim)});
+      }
+    }
+  }
+  return error;
 }
 
 absl::StatusOr<GmmStats> ParallelReferenceStats(const DiagGmmModel& model, const FloatMatrix& frames,

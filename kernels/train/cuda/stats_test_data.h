@@ -25,6 +25,20 @@ namespace gmmscore {
 // drawn in fixed slices, each with its own generator).
 FloatMatrix DrawModelFrames(const DiagGmmModel& model, int64_t frames, uint64_t seed);
 
+// `model` with faint twins: Gaussian g of each state with g % stride == 0
+// (g + 1 in the state) becomes a copy of Gaussian g + 1 (its mean and
+// variance) at e^log_factor (< 0) times its weight, the state's weights
+// renormalised. Every frame's posterior of a faint twin is then e^log_factor
+// times its sibling's: small in float32 (log_factor -60: about 1e-26) but
+// not zero, which a kernel that skips negligible pairs must still count.
+DiagGmmModel WithFaintGaussians(const DiagGmmModel& model, int stride, double log_factor);
+
+// The worst relative error over the faint twins' rows (WithFaintGaussians,
+// in every set): per Gaussian and array (occupancy, first and second
+// order), max |got - want| / max |want| over its row. Infinity where got
+// is not finite.
+double FaintGaussianError(const GmmStats& got, const GmmStats& want, int stride);
+
 // The float64 reference (CreateReferenceStatsBackend) over `frames` and
 // `pairs` (empty: a global GMM), computed on hardware threads over slices of
 // the pairs (or frames) and added slice by slice.
