@@ -15,20 +15,6 @@
 namespace gmmscore {
 namespace {
 
-// The served version of the request's model, if it can align.
-absl::StatusOr<std::shared_ptr<const ServedModel>> AligningModel(const std::string& name,
-                                                                 const ModelRepository& repository) {
-  GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repository.Find(name));
-  if (model->aligner == nullptr) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "model '%s' cannot align: only a CMU Sphinx model directory whose server config names a "
-        "pronunciation dictionary can (ModelConfig.dictionary, or gmmscored --align_dictionary); this "
-        "one is %s%s",
-        ClientText(name), model->format, model->format == "sphinx" ? " without a dictionary" : ""));
-  }
-  return model;
-}
-
 absl::StatusOr<std::shared_ptr<const FloatMatrix>> CheckedFeatures(const v1::FeatureMatrix& features,
                                                                    const ModelAligner& aligner,
                                                                    const AlignLimits& limits) {
@@ -102,13 +88,30 @@ void SegmentsToProto(const std::vector<AlignedSegment>& segments, double frame_s
 
 }  // namespace
 
-absl::StatusOr<AlignJob> AlignJobForRequest(const v1::AlignRequest& request, const ModelRepository& repository,
+absl::StatusOr<std::shared_ptr<const ServedModel>> AligningModel(const v1::AlignRequest& request,
+                                                                 const ModelRepository& repository) {
+  GMM_ASSIGN_OR_RETURN(std::shared_ptr<const ServedModel> model, repository.Find(request.model()));
+  if (model->aligner == nullptr) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "model '%s' cannot align: only a CMU Sphinx model directory whose server config names a "
+        "pronunciation dictionary can (ModelConfig.dictionary, or gmmscored --align_dictionary); this "
+        "one is %s%s",
+        ClientText(request.model()), model->format, model->format == "sphinx" ? " without a dictionary" : ""));
+  }
+  return model;
+}
+
+absl::StatusOr<AlignJob> AlignJobForRequest(const v1::AlignRequest& request, const ServedModel& model, int device,
                                             const AlignLimits& limits) {
-  GMM_ASSIGN_OR_RETURN(const std::shared_ptr<const ServedModel> model, AligningModel(request.model(), repository));
-  const ModelAligner& aligner = *model->aligner;
+  std::shared_ptr<ModelAligner> on_device = model.aligner_on(device);
+  if (on_device == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("model '%s' has no aligner on device %d", ClientText(model.name), device));
+  }
+  const ModelAligner& aligner = *on_device;
   const std::vector<std::string> words(request.words().begin(), request.words().end());
   GMM_RETURN_IF_ERROR(aligner.CheckWords(words));
-  AlignJob job{.aligner = model->aligner, .utterance = ClientText(request.utterance_id()), .words = words};
+  AlignJob job{.aligner = std::move(on_device), .utterance = ClientText(request.utterance_id()), .words = words};
   switch (request.input_case()) {
     case v1::AlignRequest::kFeatures: {
       GMM_ASSIGN_OR_RETURN(job.features, CheckedFeatures(request.features(), aligner, limits));

@@ -2,7 +2,8 @@
 // AlignJob for the AlignScheduler, and an alignment made into its answer.
 // No gRPC calls in here, only messages (scoring_plan.h's counterpart).
 //
-//   GMM_ASSIGN_OR_RETURN(AlignJob job, AlignJobForRequest(request, *repository,
+//   GMM_ASSIGN_OR_RETURN(auto model, AligningModel(request, *repository));
+//   GMM_ASSIGN_OR_RETURN(AlignJob job, AlignJobForRequest(request, *model, /*device=*/0,
 //                                                         {.max_frames = 100000}));
 //   job.done = ...;  job.deadline = ...;  scheduler->Submit(std::move(job));
 //   ...
@@ -11,6 +12,7 @@
 #define GMMSCORE_SERVER_ALIGN_REQUEST_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "gmmscore/v1/scorer.pb.h"
@@ -25,11 +27,17 @@ struct AlignLimits {
   int64_t max_frames = 100000;
 };
 
-// The job for `request` (without done, cancelled or deadline, which are the
-// RPC's), once it passes every check that needs no alignment:
+// The served version of the model `request` names, once it can align:
 //   NOT_FOUND            the model is not served
 //   FAILED_PRECONDITION  the model has no aligner (not a Sphinx directory, or
 //                        no dictionary configured for it)
+absl::StatusOr<std::shared_ptr<const ServedModel>> AligningModel(const v1::AlignRequest& request,
+                                                                 const ModelRepository& repository);
+
+// The job for `request` with `model`'s aligner over device `device`
+// (ServedModel::aligner_on; FAILED_PRECONDITION where it has none there),
+// without done, cancelled or deadline, which are the RPC's, once it passes
+// every check that needs no alignment:
 //   INVALID_ARGUMENT     no words or a word not in the dictionary; no input;
 //                        no frames or more than limits.max_frames; features
 //                        of another dimension than the model's, or a value
@@ -39,7 +47,7 @@ struct AlignLimits {
 //                        other utterances too short for their transcript)
 // Messages name the field, word, frame or rate. The job holds the model
 // version's aligner, so an unload or replace does not take it away.
-absl::StatusOr<AlignJob> AlignJobForRequest(const v1::AlignRequest& request, const ModelRepository& repository,
+absl::StatusOr<AlignJob> AlignJobForRequest(const v1::AlignRequest& request, const ServedModel& model, int device,
                                             const AlignLimits& limits);
 
 // Fills *response with the utterance id, the word segments (fillers

@@ -215,10 +215,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   repository_options.align.default_dictionary = absl::GetFlag(FLAGS_align_dictionary);
   repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
   // Alignment scores and decodes where the daemon scores: on a GPU backend
-  // the CUDA engine keeps a batch's scores on the device.
-  absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor(backend->name());
-  if (!engine.ok()) return engine.status();
-  repository_options.align.aligner.engine = *std::move(engine);
+  // the CUDA engine keeps a batch's scores on the device, each device's
+  // aligners on their own.
+  for (const std::unique_ptr<ScoringBackend>& device : backends) {
+    absl::StatusOr<AlignEngineFactory> engine = AlignEngineFor(device->name());
+    if (!engine.ok()) return engine.status();
+    repository_options.align.device_engines.push_back(*std::move(engine));
+  }
   if (absl::Status status = ApplyModelConfigs(config, *devices,
                                               absl::GetFlag(FLAGS_max_batch_frames),
                                               &repository_options);

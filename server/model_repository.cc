@@ -37,11 +37,12 @@ std::string ModelNameOf(const fs::directory_entry& entry) {
   return "";
 }
 
-// The aligner of the model at `path` (a `format` model) when `align` gives
-// it a dictionary; null when none applies.
+// The aligner of the model at `path` (a `format` model) over `backend`
+// when `align` gives it a dictionary; null when none applies.
 absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path, const std::string& name,
                                                          ModelFormat format, ScoringBackend* backend,
-                                                         const AlignDictionaries& align) {
+                                                         const AlignDictionaries& align,
+                                                         const ModelAlignerOptions& options) {
   bool own = false;
   const std::string dictionary = align.For(name, &own);
   if (dictionary.empty()) return nullptr;
@@ -52,10 +53,32 @@ absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path
         "model is %s",
         name, dictionary, ModelFormatName(format)));
   }
-  absl::StatusOr<std::unique_ptr<ModelAligner>> aligner =
-      ModelAligner::Create(path, dictionary, backend, align.aligner);
+  absl::StatusOr<std::unique_ptr<ModelAligner>> aligner = ModelAligner::Create(path, dictionary, backend, options);
   if (!aligner.ok()) return PrefixStatus(absl::StrFormat("aligner with dictionary %s", dictionary), aligner.status());
   return std::shared_ptr<ModelAligner>(*std::move(aligner));
+}
+
+// The model's aligners over backends[d] for every d in `devices` (null
+// elsewhere), each with device d's engine; empty when it has none. One per
+// device, so that Align goes where the router sends it, off a failing
+// device too. Each error names the device.
+absl::StatusOr<std::vector<std::shared_ptr<ModelAligner>>> AlignersFor(
+    const std::string& path, const std::string& name, ModelFormat format,
+    const std::vector<ScoringBackend*>& backends, const std::vector<int>& devices, const AlignDictionaries& align) {
+  std::vector<std::shared_ptr<ModelAligner>> aligners(backends.size());
+  for (int d : devices) {
+    ModelAlignerOptions options = align.aligner;
+    if (d < static_cast<int>(align.device_engines.size()) && align.device_engines[d]) {
+      options.engine = align.device_engines[d];
+    }
+    absl::StatusOr<std::shared_ptr<ModelAligner>> aligner = AlignerFor(path, name, format, backends[d], align, options);
+    if (!aligner.ok()) {
+      return backends.size() == 1 ? aligner.status() : PrefixStatus(backends[d]->name(), aligner.status());
+    }
+    if (*aligner == nullptr) return std::vector<std::shared_ptr<ModelAligner>>();
+    aligners[d] = *std::move(aligner);
+  }
+  return aligners;
 }
 
 // `model` prepared on backends[d] for every d in `devices`: replicas[d],
@@ -85,8 +108,8 @@ std::shared_ptr<const PreparedModel> FirstReplica(
 }
 
 // Reads and prepares the model at `path`, to be served as `name`, on
-// backends[d] for each d in `devices`, with its aligner (over the first of
-// them) if `align` gives it a dictionary. `fits(host_bytes)` is asked before
+// backends[d] for each d in `devices`, with an aligner over each of them
+// if `align` gives it a dictionary. `fits(host_bytes)` is asked before
 // preparing, with the host size as the estimate of what each backend will
 // hold.
 absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
@@ -109,9 +132,9 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
       PrepareReplicas(*model, backends, devices);
   if (!replicas.ok()) return WithPath(replicas.status(), path);
   std::shared_ptr<const PreparedModel> prepared = FirstReplica(*replicas);
-  absl::StatusOr<std::shared_ptr<ModelAligner>> aligner =
-      AlignerFor(path, name, *format, backends[devices.front()], align);
-  if (!aligner.ok()) return WithPath(aligner.status(), path);
+  absl::StatusOr<std::vector<std::shared_ptr<ModelAligner>>> aligners =
+      AlignersFor(path, name, *format, backends, devices, align);
+  if (!aligners.ok()) return WithPath(aligners.status(), path);
   const auto configured = front_ends.find(name);
   absl::StatusOr<ModelFrontEnd> front_end =
       FrontEndForModel(path, *format, static_cast<int>(prepared->dim()),
@@ -123,7 +146,8 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
                      .load_time = absl::Now() - start,
                      .prepared = std::move(prepared),
                      .replicas = *std::move(replicas),
-                     .aligner = *std::move(aligner),
+                     .aligner = aligners->empty() ? nullptr : (*aligners)[devices.front()],
+                     .aligners = *std::move(aligners),
                      .front_end = std::move(front_end->pipeline),
                      .no_front_end = std::move(front_end->missing)};
 }
@@ -237,6 +261,11 @@ std::string AlignDictionaries::For(const std::string& name, bool* own) const {
 std::shared_ptr<const PreparedModel> ServedModel::replica(int device) const {
   if (replicas.empty()) return device == 0 ? prepared : nullptr;
   return device >= 0 && device < static_cast<int>(replicas.size()) ? replicas[device] : nullptr;
+}
+
+std::shared_ptr<ModelAligner> ServedModel::aligner_on(int device) const {
+  if (aligners.empty()) return device == 0 ? aligner : nullptr;
+  return device >= 0 && device < static_cast<int>(aligners.size()) ? aligners[device] : nullptr;
 }
 
 std::vector<int> ServedModel::devices() const {

@@ -75,9 +75,15 @@ struct ServedModel {
   Precision precision = Precision::kExact;
   // Forced alignment with this version (the Align RPC): set for a CMU
   // Sphinx model directory loaded with a pronunciation dictionary, null
-  // otherwise. Built over the repository's backend with the version, and
-  // released with it (by the last request still aligning with it).
+  // otherwise; the aligner over the first device it is placed on (its
+  // checks and rates are the same on every device). Built with the
+  // version, and released with it (by the last request still aligning with
+  // it).
   std::shared_ptr<ModelAligner> aligner;
+  // aligners[d]: its aligner over the repository's device d (scoring
+  // there), null where it is not placed. Empty when `aligner` is null or
+  // the model was made outside a repository.
+  std::vector<std::shared_ptr<ModelAligner>> aligners;
   // The front end of audio streams (model_front_end.h); null: none, and
   // no_front_end says why.
   std::shared_ptr<const FeaturePipeline> front_end;
@@ -89,6 +95,9 @@ struct ServedModel {
   const DiagGmmModel& model() const { return prepared->model(); }
   // The replica on device `device`; null when it is not placed there.
   std::shared_ptr<const PreparedModel> replica(int device) const;
+  // Its aligner over device `device` (aligners[device], or `aligner` on
+  // device 0 when aligners is empty); null when it cannot align there.
+  std::shared_ptr<ModelAligner> aligner_on(int device) const;
   // The devices it is placed on, ascending.
   std::vector<int> devices() const;
   // Bytes the backends hold for it, all replicas together: device bytes on
@@ -107,6 +116,9 @@ struct AlignDictionaries {
   // For every Sphinx model directory without its own; empty: none.
   std::string default_dictionary;
   ModelAlignerOptions aligner;
+  // device_engines[d]: the engine of the aligners over device d (a GPU's
+  // own, align_engine_factory.h); where absent or empty, aligner.engine.
+  std::vector<AlignEngineFactory> device_engines;
 
   // The dictionary for `name` ("" for none); *own: whether it is the
   // model's own (per_model) rather than the default.

@@ -260,16 +260,29 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
   std::optional<FusedScores> results_fused_;
 };
 
-// One Align RPC in flight: its utterance waits in the align queue; answers
-// when the job completes and deletes itself once the RPC is done too.
+// One Align RPC in flight: its utterance waits in the align queue, for the
+// aligner over the device the router placed it on; answers when the job
+// completes and deletes itself once the RPC is done too. A job that fails
+// there with a device fault is aligned again on a healthy device that holds
+// the model and was not tried yet (DeviceRouter::Move), as a Score request
+// is scored again; with none, the client gets the device's error.
 class AlignCall final : public grpc::ServerUnaryReactor {
  public:
   // `request` and `response` are the RPC's; gRPC keeps them until OnDone.
-  AlignCall(AlignScheduler* scheduler, const v1::AlignRequest* request, v1::AlignResponse* response)
-      : scheduler_(scheduler), request_(request), response_(response) {}
+  AlignCall(AlignScheduler* scheduler, DeviceRouter* router, std::shared_ptr<const ServedModel> model,
+            DeviceAssignment placement, AlignLimits limits, const v1::AlignRequest* request,
+            v1::AlignResponse* response)
+      : scheduler_(scheduler),
+        router_(router),
+        model_(std::move(model)),
+        placement_(std::move(placement)),
+        limits_(limits),
+        request_(request),
+        response_(response) {}
 
   void Submit(AlignJob job, absl::Time deadline) {
     frame_seconds_ = job.aligner->frame_seconds();
+    deadline_ = deadline;
     job.cancelled = cancelled_;
     job.deadline = deadline;
     job.done = [this](absl::StatusOr<AlignOutcome> outcome) { OnAligned(std::move(outcome)); };
@@ -284,9 +297,24 @@ class AlignCall final : public grpc::ServerUnaryReactor {
 
  private:
   void OnAligned(absl::StatusOr<AlignOutcome> outcome) {
+    if (!outcome.ok() && AlignElsewhere(outcome.status())) return;  // the new job holds the reference
     if (outcome.ok()) FillAlignResponse(*request_, *outcome, frame_seconds_, response_);
     Finish(ToGrpcStatus(outcome.status()));
     Unref();
+  }
+
+  // After the job failed with `status`: whether it went to another device,
+  // a job made again from the request (which gRPC keeps until OnDone).
+  bool AlignElsewhere(const absl::Status& status) {
+    if (!IsDeviceFault(status) || cancelled_->load(std::memory_order_acquire)) return false;
+    failed_on_.push_back(placement_.device());
+    absl::StatusOr<DeviceAssignment> moved = router_->Move({model_}, failed_on_);
+    if (!moved.ok()) return false;
+    absl::StatusOr<AlignJob> job = AlignJobForRequest(*request_, *model_, moved->device(), limits_);
+    if (!job.ok()) return false;
+    placement_ = *std::move(moved);
+    Submit(*std::move(job), deadline_);
+    return true;
   }
 
   void Unref() {
@@ -294,10 +322,19 @@ class AlignCall final : public grpc::ServerUnaryReactor {
   }
 
   AlignScheduler* const scheduler_;
+  DeviceRouter* const router_;
+  const std::shared_ptr<const ServedModel> model_;
+  // Where the job is aligned now (counted in that device's load), and every
+  // device it failed on. Touched only by the job's completions, one at a
+  // time.
+  DeviceAssignment placement_;
+  std::vector<int> failed_on_;
+  const AlignLimits limits_;
   const v1::AlignRequest* const request_;
   v1::AlignResponse* const response_;
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   double frame_seconds_ = 0.01;  // set by Submit, before the job can complete
+  absl::Time deadline_ = absl::InfiniteFuture();
   std::atomic<int> refs_{2};     // the job, and the RPC until OnDone
 };
 
@@ -461,10 +498,16 @@ grpc::ServerUnaryReactor* ScorerService::Align(grpc::CallbackServerContext* cont
   if (aligner_ == nullptr) {
     return Refuse(context, absl::UnimplementedError("this server was started without an align queue"));
   }
-  absl::StatusOr<AlignJob> job =
-      AlignJobForRequest(decoded->message, *repository_, {.max_frames = limits_.max_request_frames});
+  absl::StatusOr<std::shared_ptr<const ServedModel>> model = AligningModel(decoded->message, *repository_);
+  if (!model.ok()) return Refuse(context, model.status());
+  // The least loaded healthy device holding the model, as for Score.
+  absl::StatusOr<DeviceAssignment> placement = router_->Assign({*model});
+  if (!placement.ok()) return Refuse(context, placement.status());
+  const AlignLimits limits{.max_frames = limits_.max_request_frames};
+  absl::StatusOr<AlignJob> job = AlignJobForRequest(decoded->message, **model, placement->device(), limits);
   if (!job.ok()) return Refuse(context, job.status());
-  auto* call = new AlignCall(aligner_, &decoded->message, response);
+  auto* call = new AlignCall(aligner_, router_, *std::move(model), *std::move(placement), limits, &decoded->message,
+                             response);
   call->Submit(*std::move(job), DeadlineOf(*context));
   return call;
 }

@@ -21,6 +21,7 @@
 #include "kernels/backends/backend_factory.h"
 #include "server/server_config.h"
 #include "tests/align_test_util.h"
+#include "tests/faulty_backend.h"
 #include "tests/ops_test_util.h"
 #include "tests/test_daemon.h"
 
@@ -90,6 +91,48 @@ TEST_F(AlignDaemonTest, FeaturesAnswerEqualsTheOfflineAligner) {
   const AlignSchedulerStats stats = daemon->align_stats();
   EXPECT_EQ(stats.aligned, 10);
   EXPECT_GT(stats.frames_aligned, 2000);
+}
+
+// On two devices each holds the model's aligner, and Align goes where the
+// router sends it. With device 0's backend failing (FaultyBackend), a
+// request placed there is aligned again on device 1: every answer equals
+// the offline aligner's, and each move is counted. (Align outcomes do not
+// judge device health, so with no scoring traffic device 0 stays healthy
+// and, as the lower index of two idle devices, gets every request first.)
+// Mended, it aligns them itself. A model placed only on the failing device
+// gets the device's error: there is no peer to move to.
+TEST_F(AlignDaemonTest, RequestsMoveOffADeviceThatFailsThem) {
+  auto broken = std::make_shared<std::atomic<bool>>(true);
+  auto wrap = [broken](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+    if (d == 1) return inner;
+    return std::make_unique<FaultyBackend>(std::move(inner), broken);
+  };
+  {
+    auto daemon = repository_.StartDaemon({}, {.count = 2, .wrap = wrap});
+    ASSERT_NE(daemon, nullptr);
+    auto client = Connect(*daemon);
+    ASSERT_NE(client, nullptr);
+    for (size_t u = 0; u < speech_->size(); ++u) {
+      auto answer = client->Align(FeaturesRequest("en-us", Speech(u), /*phones=*/true));
+      ASSERT_TRUE(answer.ok()) << Speech(u).id << ": " << answer.status();
+      EXPECT_EQ(CompareAlignment(*answer, Offline(u), true), "") << Speech(u).id;
+    }
+    EXPECT_EQ(daemon->devices().moves_from(0), static_cast<int64_t>(speech_->size()));
+    EXPECT_EQ(daemon->devices().moves_from(1), 0);
+    broken->store(false);
+    auto answer = client->Align(AudioRequest("en-us", Speech(0)));
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(daemon->devices().moves_from(0), static_cast<int64_t>(speech_->size()));
+    broken->store(true);
+  }
+  auto daemon = repository_.StartDaemon({}, {.count = 2, .placement = {{"en-us", {0}}}, .wrap = wrap});
+  ASSERT_NE(daemon, nullptr);
+  auto client = Connect(*daemon);
+  ASSERT_NE(client, nullptr);
+  auto answer = client->Align(FeaturesRequest("en-us", Speech(1)));
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kInternal) << answer.status();
+  EXPECT_THAT(answer.status().message(), HasSubstr(FaultyBackend::kError));
+  EXPECT_EQ(daemon->devices().moves_from(0), 0);
 }
 
 TEST_F(AlignDaemonTest, AudioAnswerEqualsFeaturesAnswer) {

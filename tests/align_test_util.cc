@@ -104,19 +104,28 @@ RepositoryOptions AlignRepository::Options() const {
   return options;
 }
 
-std::unique_ptr<Daemon> AlignRepository::StartDaemon(DaemonOptions options) const {
-  auto backend = CreateBackend(TestBackendName());
-  if (!backend.ok()) {
-    ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
-    return nullptr;
+std::unique_ptr<Daemon> AlignRepository::StartDaemon(DaemonOptions options, const TestDevices& devices) const {
+  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  std::vector<ScoringBackend*> pointers;
+  for (int d = 0; d < devices.count; ++d) {
+    auto backend = CreateBackend(TestBackendName());
+    if (!backend.ok()) {
+      ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
+      return nullptr;
+    }
+    if (devices.wrap) *backend = devices.wrap(d, *std::move(backend));
+    pointers.push_back(backend->get());
+    backends.push_back(*std::move(backend));
   }
-  auto repository = ModelRepository::LoadDirectory(directory_, backend->get(), Options());
+  RepositoryOptions repository_options = Options();
+  repository_options.placement = devices.placement;
+  auto repository = ModelRepository::LoadDirectory(directory_, pointers, repository_options);
   if (!repository.ok()) {
     ADD_FAILURE() << repository.status();
     return nullptr;
   }
   options.listen_address = "127.0.0.1:0";
-  auto daemon = Daemon::Start(*std::move(backend), *std::move(repository), options);
+  auto daemon = Daemon::Start(std::move(backends), *std::move(repository), options);
   if (!daemon.ok()) {
     ADD_FAILURE() << daemon.status();
     return nullptr;

@@ -21,6 +21,7 @@
 #include "kernels/hmm/alignment.h"
 #include "kernels/io/wav_reader.h"
 #include "server/daemon.h"
+#include "tests/test_daemon.h"
 
 namespace gmmscore {
 
@@ -60,8 +61,9 @@ class AlignRepository {
   // The repository options that give "en-us" its dictionary.
   RepositoryOptions Options() const;
   // A daemon on 127.0.0.1:<free port> serving the directory on the test
-  // backend. Fails the test and returns null on error.
-  std::unique_ptr<Daemon> StartDaemon(DaemonOptions options) const;
+  // backend, on `devices` (test_daemon.h: count, placement and wrapping).
+  // Fails the test and returns null on error.
+  std::unique_ptr<Daemon> StartDaemon(DaemonOptions options, const TestDevices& devices = {}) const;
 
  private:
   std::string directory_;
