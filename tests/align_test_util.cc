@@ -105,18 +105,10 @@ RepositoryOptions AlignRepository::Options() const {
 }
 
 std::unique_ptr<Daemon> AlignRepository::StartDaemon(DaemonOptions options, const TestDevices& devices) const {
-  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  std::vector<std::unique_ptr<ScoringBackend>> backends = MakeTestBackends(devices);
+  if (backends.empty()) return nullptr;
   std::vector<ScoringBackend*> pointers;
-  for (int d = 0; d < devices.count; ++d) {
-    auto backend = CreateBackend(TestBackendName());
-    if (!backend.ok()) {
-      ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
-      return nullptr;
-    }
-    if (devices.wrap) *backend = devices.wrap(d, *std::move(backend));
-    pointers.push_back(backend->get());
-    backends.push_back(*std::move(backend));
-  }
+  for (const auto& backend : backends) pointers.push_back(backend.get());
   RepositoryOptions repository_options = Options();
   repository_options.placement = devices.placement;
   auto repository = ModelRepository::LoadDirectory(directory_, pointers, repository_options);

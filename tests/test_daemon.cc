@@ -17,23 +17,29 @@ std::string TestBackendName() {
   return name != nullptr && *name != '\0' ? name : "auto";
 }
 
+std::vector<std::unique_ptr<ScoringBackend>> MakeTestBackends(const TestDevices& devices) {
+  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  for (int d = 0; d < devices.count; ++d) {
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(TestBackendName());
+    if (!backend.ok()) {
+      ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
+      return {};
+    }
+    if (devices.wrap) *backend = devices.wrap(d, *std::move(backend));
+    backends.push_back(*std::move(backend));
+  }
+  return backends;
+}
+
 std::unique_ptr<TestDaemon> TestDaemon::Start(
     const std::vector<std::pair<std::string, SyntheticModelSpec>>& specs, DaemonOptions options,
     const TestDevices& devices) {
   SetInfoLogging(false);
   auto test = std::unique_ptr<TestDaemon>(new TestDaemon());
-  std::vector<std::unique_ptr<ScoringBackend>> backends;
+  std::vector<std::unique_ptr<ScoringBackend>> backends = MakeTestBackends(devices);
+  if (backends.empty()) return nullptr;
   std::vector<ScoringBackend*> backend_pointers;
-  for (int d = 0; d < devices.count; ++d) {
-    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(TestBackendName());
-    if (!backend.ok()) {
-      ADD_FAILURE() << "backend " << TestBackendName() << ": " << backend.status();
-      return nullptr;
-    }
-    if (devices.wrap) *backend = devices.wrap(d, *std::move(backend));
-    backend_pointers.push_back(backend->get());
-    backends.push_back(*std::move(backend));
-  }
+  for (const auto& backend : backends) backend_pointers.push_back(backend.get());
   absl::StatusOr<std::unique_ptr<ScoringBackend>> offline = CreateBackend(TestBackendName());
   if (!offline.ok()) {
     ADD_FAILURE() << "backend " << TestBackendName() << ": " << offline.status();

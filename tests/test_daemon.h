@@ -37,6 +37,10 @@ struct TestDevices {
   std::function<std::unique_ptr<ScoringBackend>(int d, std::unique_ptr<ScoringBackend>)> wrap;
 };
 
+// `devices.count` backends of the test kind, each through devices.wrap.
+// Fails the current test (and returns none) if one cannot be made.
+std::vector<std::unique_ptr<ScoringBackend>> MakeTestBackends(const TestDevices& devices);
+
 class TestDaemon {
  public:
   // Fails the current test (and returns null) if anything does not start.
