@@ -39,7 +39,7 @@ absl::StatusOr<DeviceList> ParseDeviceList(absl::string_view devices, absl::stri
   if (devices.empty()) {
     int ordinal = 0;
     if (absl::StartsWith(backend, "cuda:")) (void)absl::SimpleAtoi(backend.substr(5), &ordinal);
-    return DeviceList{.backends = {std::string(backend)}, .ordinals = {ordinal}, .memories = {ordinal}};
+    return DeviceList{.backends = {std::string(backend)}, .ordinals = {ordinal}};
   }
   absl::StatusOr<std::string> kind = KindOf(backend, gpu_count);
   if (!kind.ok()) return kind.status();
@@ -54,7 +54,6 @@ absl::StatusOr<DeviceList> ParseDeviceList(absl::string_view devices, absl::stri
     for (int d = 0; d < gpu_count; ++d) {
       list.backends.push_back(absl::StrCat("cuda:", d));
       list.ordinals.push_back(d);
-      list.memories.push_back(d);
     }
     return list;
   }
@@ -72,7 +71,6 @@ absl::StatusOr<DeviceList> ParseDeviceList(absl::string_view devices, absl::stri
     }
     list.backends.push_back(cuda ? absl::StrCat("cuda:", ordinal) : "cpu");
     list.ordinals.push_back(ordinal);
-    list.memories.push_back(cuda ? ordinal : DeviceList::kHostMemory);
   }
   return list;
 }

@@ -28,11 +28,6 @@ struct DeviceList {
   std::vector<std::string> backends;
   // The number each was given by (the GPU ordinal; for "cpu", the entry).
   std::vector<int> ordinals;
-  // The memory each one's models are held in (RepositoryOptions::memory_of,
-  // one model memory budget each): its GPU's ordinal, so that 0,0 shares
-  // GPU 0; every CPU backend the one host memory (kHostMemory).
-  std::vector<int> memories;
-  static constexpr int kHostMemory = -1;
 
   // The schedulers (indexes into backends) whose ordinal is `ordinal`.
   std::vector<int> IndexesOf(int ordinal) const;

@@ -14,7 +14,6 @@ TEST(DeviceListTest, NoListIsTheOneDeviceOfTheBackend) {
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->backends, (std::vector<std::string>{"cuda:3"}));
   EXPECT_EQ(list->ordinals, (std::vector<int>{3}));
-  EXPECT_EQ(list->memories, (std::vector<int>{3}));
   list = ParseDeviceList("", "auto", 0);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->backends, (std::vector<std::string>{"auto"}));
@@ -28,15 +27,12 @@ TEST(DeviceListTest, AllIsEveryGpuAndListsMayRepeat) {
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->backends, (std::vector<std::string>{"cuda:2", "cuda:0", "cuda:2"}));
   EXPECT_EQ(list->ordinals, (std::vector<int>{2, 0, 2}));
-  EXPECT_EQ(list->memories, (std::vector<int>{2, 0, 2}));  // GPU 2's budget shared by its two schedulers
   EXPECT_EQ(list->IndexesOf(2), (std::vector<int>{0, 2}));
   EXPECT_TRUE(list->IndexesOf(1).empty());
   // Several CPU backends, for the multi-scheduler daemon without a GPU.
   list = ParseDeviceList("0,1", "cpu", 0);
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->backends, (std::vector<std::string>{"cpu", "cpu"}));
-  // One host memory, one model memory budget, whatever the numbers.
-  EXPECT_EQ(list->memories, (std::vector<int>{DeviceList::kHostMemory, DeviceList::kHostMemory}));
   list = ParseDeviceList("0,1", "auto", 0);
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_EQ(list->backends, (std::vector<std::string>{"cpu", "cpu"}));

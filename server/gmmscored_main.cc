@@ -210,9 +210,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
 
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20,
-      // Schedulers over one GPU (--devices 0,0) share its budget; CPU
-      // backends (--backend cpu --devices 0,1) the host's.
-      .memory_of = devices->memories};
+      // Schedulers over one GPU (--devices 0,0) share its budget.
+      .memory_of = devices->ordinals};
   repository_options.align.default_dictionary = absl::GetFlag(FLAGS_align_dictionary);
   repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
   // Alignment scores and decodes where the daemon scores: on a GPU backend
