@@ -36,6 +36,11 @@ AlignScheduler::AlignScheduler(AlignSchedulerOptions options) : options_(std::mo
 
 AlignScheduler::~AlignScheduler() { Stop(); }
 
+bool AlignScheduler::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
 void AlignScheduler::Submit(AlignJob job) {
   std::vector<std::pair<AlignJob, absl::Status>> dead;
   absl::Status refused;

@@ -150,6 +150,8 @@ class AlignScheduler {
   // Aligns what is queued (dead requests complete unaligned), then joins
   // the workers. Idempotent.
   void Stop();
+  // Whether Stop() began: Submit refuses with UNAVAILABLE from then on.
+  bool stopping() const;
 
   AlignSchedulerStats stats() const;
   const AlignSchedulerOptions& options() const { return options_; }

@@ -155,9 +155,9 @@ ABSL_FLAG(int64_t, align_queue_delay_us, 2000,
 ABSL_FLAG(int64_t, max_align_queued_frames, 262144,
           "Align: most frames (sent, or audio at the model's frame rate) waiting in the align "
           "queue; more: RESOURCE_EXHAUSTED at once.");
-ABSL_FLAG(int32_t, align_workers, 1,
-          "Align: threads running batches (one model's batches run one at a time; more workers "
-          "align several models at once).");
+ABSL_FLAG(int32_t, align_workers, 0,
+          "Align: threads running batches (one aligner's batches run one at a time; more workers "
+          "align on several models or devices at once); 0: one per device of --devices.");
 ABSL_FLAG(int32_t, align_threads, 0,
           "Align: threads of each aligner's graph building and Viterbi; 0: all cores.");
 ABSL_FLAG(int32_t, adaptation_workers, 2,
@@ -267,7 +267,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.align.max_batch = absl::GetFlag(FLAGS_align_max_batch);
   options.align.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_align_queue_delay_us));
   options.align.max_queued_frames = absl::GetFlag(FLAGS_max_align_queued_frames);
-  options.align.num_workers = absl::GetFlag(FLAGS_align_workers);
+  // Each device has its own aligners (a request goes to one device), so
+  // one worker per device keeps them all aligning.
+  const int align_workers = absl::GetFlag(FLAGS_align_workers);
+  options.align.num_workers = align_workers == 0 ? static_cast<int>(backends.size()) : align_workers;
   options.adaptation.workers = absl::GetFlag(FLAGS_adaptation_workers);
   options.adaptation.max_backlog_frames = absl::GetFlag(FLAGS_adaptation_backlog_frames);
   options.adaptation.gather_on_device = absl::GetFlag(FLAGS_adaptation_gather_on_device);

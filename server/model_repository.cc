@@ -60,13 +60,22 @@ absl::StatusOr<std::shared_ptr<ModelAligner>> AlignerFor(const std::string& path
 
 // The model's aligners over backends[d] for every d in `devices` (null
 // elsewhere), each with device d's engine; empty when it has none. One per
-// device, so that Align goes where the router sends it, off a failing
-// device too. Each error names the device.
+// device memory (memory_of: schedulers over one GPU share it), so that
+// Align goes where the router sends it, off a failing device too. Each
+// error names the device.
 absl::StatusOr<std::vector<std::shared_ptr<ModelAligner>>> AlignersFor(
     const std::string& path, const std::string& name, ModelFormat format,
-    const std::vector<ScoringBackend*>& backends, const std::vector<int>& devices, const AlignDictionaries& align) {
+    const std::vector<ScoringBackend*>& backends, const std::vector<int>& devices, const std::vector<int>& memory_of,
+    const AlignDictionaries& align) {
   std::vector<std::shared_ptr<ModelAligner>> aligners(backends.size());
   for (int d : devices) {
+    const auto same_memory = std::find_if(devices.begin(), devices.end(), [&](int e) {
+      return e < d && aligners[e] != nullptr && memory_of[e] == memory_of[d];
+    });
+    if (same_memory != devices.end()) {
+      aligners[d] = aligners[*same_memory];
+      continue;
+    }
     ModelAlignerOptions options = align.aligner;
     if (d < static_cast<int>(align.device_engines.size()) && align.device_engines[d]) {
       options.engine = align.device_engines[d];
@@ -108,13 +117,14 @@ std::shared_ptr<const PreparedModel> FirstReplica(
 }
 
 // Reads and prepares the model at `path`, to be served as `name`, on
-// backends[d] for each d in `devices`, with an aligner over each of them
-// if `align` gives it a dictionary. `fits(host_bytes)` is asked before
+// backends[d] for each d in `devices`, with an aligner over each of their
+// memories (memory_of) if `align` gives it a dictionary. `fits(host_bytes)` is asked before
 // preparing, with the host size as the estimate of what each backend will
 // hold.
 absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::string& name,
                                            const std::vector<ScoringBackend*>& backends,
-                                           const std::vector<int>& devices, const AlignDictionaries& align,
+                                           const std::vector<int>& devices, const std::vector<int>& memory_of,
+                                           const AlignDictionaries& align,
                                            const std::map<std::string, FrontEndSource>& front_ends,
                                            const std::function<absl::Status(int64_t)>& fits) {
   const absl::Time start = absl::Now();
@@ -133,7 +143,7 @@ absl::StatusOr<ServedModel> ReadAndPrepare(const std::string& path, const std::s
   if (!replicas.ok()) return WithPath(replicas.status(), path);
   std::shared_ptr<const PreparedModel> prepared = FirstReplica(*replicas);
   absl::StatusOr<std::vector<std::shared_ptr<ModelAligner>>> aligners =
-      AlignersFor(path, name, *format, backends, devices, align);
+      AlignersFor(path, name, *format, backends, devices, memory_of, align);
   if (!aligners.ok()) return WithPath(aligners.status(), path);
   const auto configured = front_ends.find(name);
   absl::StatusOr<ModelFrontEnd> front_end =
@@ -403,11 +413,13 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::LoadDirectory(
   }
   std::sort(files.begin(), files.end());
 
+  absl::StatusOr<std::vector<int>> memory_of = MemoriesOf(options, backends.size());
+  if (!memory_of.ok()) return memory_of.status();
   std::vector<ServedModel> models;
   for (const auto& [file, name] : files) {
     const std::vector<int> devices = DevicesOf(name, options.placement, static_cast<int>(backends.size()));
-    absl::StatusOr<ServedModel> served =
-        ReadAndPrepare(file.string(), name, backends, devices, options.align, options.front_ends, nullptr);
+    absl::StatusOr<ServedModel> served = ReadAndPrepare(file.string(), name, backends, devices, *memory_of,
+                                                        options.align, options.front_ends, nullptr);
     if (!served.ok()) return served.status();
     models.push_back(*std::move(served));
   }
@@ -561,7 +573,8 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
   // serialised, so only releases (which make room) happen meanwhile.
   const std::vector<int> devices = PlacementOf(name);
   auto fits = [&](int64_t adding) ABSL_NO_THREAD_SAFETY_ANALYSIS { return FitsLocked(OnEach(devices, adding)); };
-  absl::StatusOr<ServedModel> served = ReadAndPrepare(path, name, backends_, devices, align_, front_ends_, fits);
+  absl::StatusOr<ServedModel> served =
+      ReadAndPrepare(path, name, backends_, devices, memory_of_, align_, front_ends_, fits);
   if (!served.ok()) return served.status();
   // The backends' real sizes may differ from the host estimate.
   std::vector<int64_t> resident(backends_.size(), 0);

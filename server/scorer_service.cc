@@ -262,10 +262,13 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
 
 // One Align RPC in flight: its utterance waits in the align queue, for the
 // aligner over the device the router placed it on; answers when the job
-// completes and deletes itself once the RPC is done too. A job that fails
-// there with a device fault is aligned again on a healthy device that holds
-// the model and was not tried yet (DeviceRouter::Move), as a Score request
-// is scored again; with none, the client gets the device's error.
+// completes and deletes itself once the RPC is done too. Its outcome
+// judges the device's health as a scoring dispatch does (an alignment is
+// scored there). A job that fails there with a device fault is aligned
+// again on a healthy device that holds the model and was not tried yet
+// (DeviceRouter::Move), as a Score request is scored again; with none, the
+// client gets the device's error. A stopping scheduler's refusal
+// (UNAVAILABLE) is not the device's.
 class AlignCall final : public grpc::ServerUnaryReactor {
  public:
   // `request` and `response` are the RPC's; gRPC keeps them until OnDone.
@@ -297,16 +300,20 @@ class AlignCall final : public grpc::ServerUnaryReactor {
 
  private:
   void OnAligned(absl::StatusOr<AlignOutcome> outcome) {
-    if (!outcome.ok() && AlignElsewhere(outcome.status())) return;  // the new job holds the reference
+    const bool device_fault = !outcome.ok() && IsDeviceFault(outcome.status()) && !scheduler_->stopping();
+    if (outcome.ok() || device_fault) router_->ObserveBackend(placement_.device(), outcome.status());
+    if (device_fault && AlignElsewhere()) return;  // the new job holds the reference
     if (outcome.ok()) FillAlignResponse(*request_, *outcome, frame_seconds_, response_);
+    placement_ = DeviceAssignment();  // no longer the device's load
     Finish(ToGrpcStatus(outcome.status()));
     Unref();
   }
 
-  // After the job failed with `status`: whether it went to another device,
-  // a job made again from the request (which gRPC keeps until OnDone).
-  bool AlignElsewhere(const absl::Status& status) {
-    if (!IsDeviceFault(status) || cancelled_->load(std::memory_order_acquire)) return false;
+  // After the job failed with a device fault: whether it went to another
+  // device, a job made again from the request (which gRPC keeps until
+  // OnDone).
+  bool AlignElsewhere() {
+    if (cancelled_->load(std::memory_order_acquire)) return false;
     failed_on_.push_back(placement_.device());
     absl::StatusOr<DeviceAssignment> moved = router_->Move({model_}, failed_on_);
     if (!moved.ok()) return false;

@@ -96,11 +96,12 @@ TEST_F(AlignDaemonTest, FeaturesAnswerEqualsTheOfflineAligner) {
 // On two devices each holds the model's aligner, and Align goes where the
 // router sends it. With device 0's backend failing (FaultyBackend), a
 // request placed there is aligned again on device 1: every answer equals
-// the offline aligner's, and each move is counted. (Align outcomes do not
-// judge device health, so with no scoring traffic device 0 stays healthy
-// and, as the lower index of two idle devices, gets every request first.)
-// Mended, it aligns them itself. A model placed only on the failing device
-// gets the device's error: there is no peer to move to.
+// the offline aligner's, and each move is counted. Align outcomes judge
+// device health as scoring does: after kFailuresToMarkFailing faults in a
+// row device 0 is failing, and the next requests go to device 1 at once.
+// (The first ones go to device 0: the lower index of two idle devices.) A
+// model placed only on the failing device gets the device's error: there
+// is no peer to move to.
 TEST_F(AlignDaemonTest, RequestsMoveOffADeviceThatFailsThem) {
   auto broken = std::make_shared<std::atomic<bool>>(true);
   auto wrap = [broken](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
@@ -117,12 +118,15 @@ TEST_F(AlignDaemonTest, RequestsMoveOffADeviceThatFailsThem) {
       ASSERT_TRUE(answer.ok()) << Speech(u).id << ": " << answer.status();
       EXPECT_EQ(CompareAlignment(*answer, Offline(u), true), "") << Speech(u).id;
     }
-    EXPECT_EQ(daemon->devices().moves_from(0), static_cast<int64_t>(speech_->size()));
+    ASSERT_GT(speech_->size(), static_cast<size_t>(DeviceRouter::kFailuresToMarkFailing));
+    EXPECT_EQ(daemon->devices().moves_from(0), DeviceRouter::kFailuresToMarkFailing);
     EXPECT_EQ(daemon->devices().moves_from(1), 0);
+    EXPECT_TRUE(daemon->devices().failing(0));
+    EXPECT_FALSE(daemon->devices().failing(1));
     broken->store(false);
     auto answer = client->Align(AudioRequest("en-us", Speech(0)));
     ASSERT_TRUE(answer.ok()) << answer.status();
-    EXPECT_EQ(daemon->devices().moves_from(0), static_cast<int64_t>(speech_->size()));
+    EXPECT_EQ(daemon->devices().moves_from(0), DeviceRouter::kFailuresToMarkFailing);
     broken->store(true);
   }
   auto daemon = repository_.StartDaemon({}, {.count = 2, .placement = {{"en-us", {0}}}, .wrap = wrap});
@@ -449,6 +453,34 @@ TEST_F(AlignDaemonTest, DictionariesComeFromTheConfigAndBadOnesFailTheLoad) {
   auto failed = ModelRepository::LoadDirectory(repository_.directory(), backend->get(), missing);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kNotFound) << failed.status();
   EXPECT_THAT(failed.status().message(), HasSubstr("/no/such/dictionary.dict"));
+}
+
+// An aligning model has an aligner per device memory it is placed on:
+// schedulers over one GPU (memory_of 0, 0) share one, separate memories
+// each have their own, and a device it is not placed on has none.
+TEST_F(AlignDaemonTest, AlignersArePerDeviceMemory) {
+  std::vector<std::unique_ptr<ScoringBackend>> backends = MakeTestBackends({.count = 3});
+  ASSERT_EQ(backends.size(), 3u);
+  const std::vector<ScoringBackend*> devices = {backends[0].get(), backends[1].get(), backends[2].get()};
+  RepositoryOptions options = repository_.Options();
+  options.memory_of = {0, 0, 1};
+  options.placement["en-us-nodict"] = {2};
+  auto repository = ModelRepository::LoadDirectory(repository_.directory(), devices, options);
+  ASSERT_TRUE(repository.ok()) << repository.status();
+  const std::shared_ptr<const ServedModel> model = *(*repository)->Find("en-us");
+  ASSERT_NE(model->aligner_on(0), nullptr);
+  EXPECT_EQ(model->aligner_on(1), model->aligner_on(0));
+  ASSERT_NE(model->aligner_on(2), nullptr);
+  EXPECT_NE(model->aligner_on(2), model->aligner_on(0));
+  EXPECT_EQ(model->aligner, model->aligner_on(0));
+  EXPECT_EQ(model->aligner_on(3), nullptr);
+  options.placement["en-us"] = {1, 2};
+  auto placed = ModelRepository::LoadDirectory(repository_.directory(), devices, options);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  const std::shared_ptr<const ServedModel> on_two = *(*placed)->Find("en-us");
+  EXPECT_EQ(on_two->aligner_on(0), nullptr);
+  EXPECT_EQ(on_two->aligner, on_two->aligner_on(1));
+  EXPECT_NE(on_two->aligner_on(2), nullptr);
 }
 
 TEST(AlignRepositoryTest, ADictionaryForAModelThatIsNotSphinxFailsItsLoad) {

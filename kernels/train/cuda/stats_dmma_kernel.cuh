@@ -35,9 +35,9 @@
 //   through shared memory; those add them (a fixed order) and write the
 //   item's float64 partial: occupancy (summed from the A elements), then
 //   the x and x^2 sums, as the other statistics kernels lay it out.
-// Pairs past the item's end and idle lanes of a packed step short of four
-// live pairs get gamma = 0 by select and a finite x (never 0 x NaN); x
-// rows past the dimension are zero.
+// Pairs past the item's end get gamma = 0 by select and x = 0 (never
+// 0 x NaN), idle lanes of a packed step short of four live pairs gamma = 0
+// and x = 0 by select; x rows past the dimension are zero.
 //
 // The log-sum-exp kernel of the same path (LseDmmaKernel) scores on the
 // same tensor cores: per LseItem (up to 64 pairs of one target against
@@ -201,12 +201,14 @@ __device__ __forceinline__ uint32_t LiveOfStep(float g0, float g1) {
 }
 
 // d += gamma x~ of one pair per lane: the 2 kXTiles MMAs of one k4 step.
+// An idle lane (`used` false, gamma 0) multiplies x = 0: its pair's x may
+// be anything (0 x inf would be NaN).
 template <int kXTiles>
 __device__ __forceinline__ void MultiplyStep(const PairTileBuffer& b, double a0, double a1, int p, int group,
-                                             double (&acc)[2 * kXTiles][4]) {
+                                             bool used, double (&acc)[2 * kXTiles][4]) {
 #pragma unroll
   for (int j = 0; j < kXTiles; ++j) {
-    const double x = b.x[(8 * j + group) * kPairPitch + p];
+    const double x = used ? b.x[(8 * j + group) * kPairPitch + p] : 0.0f;
     MmaF64(acc[j], a0, a1, x);
     MmaF64(acc[kXTiles + j], a0, a1, x * x);
   }
@@ -236,7 +238,7 @@ __device__ __forceinline__ int MultiplyAllPairs(const PairTileBuffer& b, int n, 
     occ[0] += g0;  // float32 over one tile (the FP64 pipe is the MMAs')
     occ[1] += g1;
     live += Popcount(LiveOfStep(g0, g1));
-    MultiplyStep<kXTiles>(b, g0, g1, p, group, acc);
+    MultiplyStep<kXTiles>(b, g0, g1, p, group, /*used=*/true, acc);
   }
   return live;
 }
@@ -246,7 +248,7 @@ __device__ __forceinline__ int MultiplyAllPairs(const PairTileBuffer& b, int n, 
 // votes which pairs are live; pass 2 packs those four to a k4 step in pair
 // order, kUnroll steps at a time: lane (group, thread) takes the step's
 // (thread + 1)-th live pair, and a step short of four gives its idle lanes
-// gamma = 0 by select (their x, pair half * 32's, is finite).
+// gamma = 0 and x = 0 by select.
 template <int kXTiles, int kUnroll>
 __device__ __forceinline__ int MultiplyLivePairs(const PairTileBuffer& b, int n, int row0, int half, int lane,
                                                  double (&acc)[2 * kXTiles][4], float (&occ)[2]) {
@@ -279,7 +281,7 @@ __device__ __forceinline__ int MultiplyLivePairs(const PairTileBuffer& b, int n,
     const bool used = mine != 0;
     const int p = half * kHalfPairs + (used ? LowestBit(mine) : 0);
     const double a0 = used ? gamma[p * kScorePitch] : 0.0f, a1 = used ? gamma[p * kScorePitch + 8] : 0.0f;
-    MultiplyStep<kXTiles>(b, a0, a1, p, group, acc);
+    MultiplyStep<kXTiles>(b, a0, a1, p, group, used, acc);
   }
   return live_pairs;
 }
