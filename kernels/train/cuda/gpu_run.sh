@@ -74,14 +74,15 @@ fi
 
 if [ -z "${SKIP_SANITIZER:-}" ] && command -v compute-sanitizer >/dev/null; then
   small='Dims/*:*Alignment*:*Posteriors*:*SeveralSets*:*SmallChunks*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D13_M2048_T65'
-  for tool in memcheck racecheck; do
+  # synccheck: the warp syncs and ballots of the float64 kernel's packing.
+  for tool in memcheck racecheck synccheck; do
     echo "=== compute-sanitizer $tool"
     filter=$small
-    [ $tool = racecheck ] && filter='Dims/DimensionTest.MatchesFloat64Reference/3:*SeveralSets*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D39_M2048_T65'
+    [ $tool != memcheck ] && filter='Dims/DimensionTest.MatchesFloat64Reference/3:*SeveralSets*:Shapes/GlobalGmmTest.MatchesFloat64Reference/D39_M2048_T65'
     timeout ${SANITIZER_LIMIT:-45} compute-sanitizer --tool $tool --print-limit 20 \
       $bin/cuda_stats_backend_test --gtest_color=no --gtest_filter="$filter" > "$OUT/$tool.log" 2>&1
     echo "exit $?"
-    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race|hazard|PASSED|FAILED' "$OUT/$tool.log" | head -12
+    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Invalid|Race|hazard|Barrier|PASSED|FAILED' "$OUT/$tool.log" | head -12
   done
 fi
 
