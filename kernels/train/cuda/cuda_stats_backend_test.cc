@@ -508,9 +508,10 @@ TEST(CudaStatsBackendTest, Fp64MmaDeterministicAndDriftFree) {
 }
 
 // Posteriors far below 1 but not zero in float32 (faint twins of every 7th
-// Gaussian, e^-60 of their siblings' posteriors) are counted by both kept-score GEMMs: the float64 kernel
-// skips only pairs whose posteriors are zero in float32 (PosteriorsInPlace). M =
-// 2048 runs the float64 log-sum-exp kernel too, on states of 32 tiles.
+// Gaussian, e^-60 of their siblings' posteriors) are counted by both
+// kept-score GEMMs: the float64 kernel skips only pairs whose posteriors
+// are zero in float32 (MultiplyLivePairs). M = 2048 runs the float64
+// log-sum-exp kernel too, on states of 32 tiles.
 TEST(CudaStatsBackendTest, FaintPosteriorsAreCounted) {
   SKIP_WITHOUT_GPU();
   const int stride = 7;

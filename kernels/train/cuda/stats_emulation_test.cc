@@ -522,9 +522,9 @@ TEST(StatsEmulationTest, Fp64TensorCoreKernel) {
 
 // Posteriors far below 1 but not zero in float32 (faint twins of every 5th
 // Gaussian, e^-60 of their siblings' posteriors) are counted: the float64
-// kernel's skip of dead pairs (stats_dmma_kernel.cuh, PosteriorsInPlace)
-// drops only exact zeros. Counting posteriors below e^-20 as dead fails this; the normwise
-// checks would not see it.
+// kernel's skip of dead pairs (stats_dmma_kernel.cuh, MultiplyLivePairs)
+// drops only exact zeros. Counting posteriors below e^-20 as dead fails
+// this; the normwise checks would not see it.
 TEST(StatsEmulationTest, FaintPosteriorsAreCounted) {
   const int stride = 5;
   const DiagGmmModel drawn = Model(1, 128, 128, 13, 21);
