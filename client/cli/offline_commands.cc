@@ -33,7 +33,7 @@ ABSL_FLAG(std::string, fmllr, "",
 ABSL_FLAG(std::string, utt2spk, "",
           "utterance-to-speaker map (Kaldi's utt2spk, FILE or ark:FILE): --fmllr tables are keyed by speaker");
 ABSL_FLAG(std::string, algo, "auto",
-          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, split8, tf32x3, wgmma or gemm "
+          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, fused8x4, split8, tf32x3, wgmma or gemm "
           "(CPU ignores it)");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
@@ -293,7 +293,7 @@ std::vector<Command> OfflineCommands() {
       {"score", "score a feature archive with a model; write a Kaldi log-likelihood archive",
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
        "               [--backend cpu|cuda|auto]\n"
-       "               [--algo auto|fused8|fused16|fused32|fused8x2|split8|tf32x3|wgmma|gemm]\n"
+       "               [--algo auto|fused8|fused16|fused32|fused8x2|fused8x4|split8|tf32x3|wgmma|gemm]\n"
        "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark [--utt2spk ark:utt2spk]]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"

@@ -140,7 +140,7 @@ TEST(BatchPlanTest, AlgorithmsFollowThePolicy) {
   BatchPlan plan = PlanBatch(short_runs, {});
   EXPECT_EQ(plan.runs[0].algorithm, Algorithm::kAuto);
   EXPECT_TRUE(plan.one_launch);
-  // A long run is fused8x2's: one launch each.
+  // A long run is fused8x4's: one launch each.
   short_runs[1].rows = 300;
   plan = PlanBatch(short_runs, {});
   EXPECT_FALSE(plan.one_launch);

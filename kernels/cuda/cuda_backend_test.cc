@@ -83,8 +83,8 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
     const FloatMatrix features = GenerateSyntheticFeatures(*model, frames, seed + frames);
     const std::vector<double> reference = ReferenceLogLikelihoods(*model, features.view());
     for (Algorithm algorithm : {Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kFused8x2,
-                                Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma, Algorithm::kGemm,
-                                Algorithm::kAuto}) {
+                                Algorithm::kFused8x4, Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma,
+                                Algorithm::kGemm, Algorithm::kAuto}) {
       auto scores = LaunchPoisoned(*resident, algorithm, features, stream->get(), workspace);
       ASSERT_TRUE(scores.ok()) << scores.status();
       const double error = MaxNormalizedError(*scores, reference);
@@ -210,11 +210,13 @@ TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
   auto prepared = Prepare({.num_states = 2400, .min_gaussians = 250, .max_gaussians = 250, .dim = 36, .seed = 4});
   const DiagGmmModel& model = prepared->model();
   const FloatMatrix features = GenerateSyntheticFeatures(model, 1000, 8);
-  ScoreResult gemm, fused, blocked;
+  ScoreResult gemm, fused, blocked, blocked4;
   ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kGemm}, &gemm).ok());
   ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused16}, &fused).ok());
-  // 250 Gaussians per state: the register-blocked kernel's even count.
+  // 250 Gaussians per state: fused8x2's pairs all full, fused8x4's last
+  // group half empty.
   ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused8x2}, &blocked).ok());
+  ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = Algorithm::kFused8x4}, &blocked4).ok());
   for (int64_t t : {0, 446, 447, 448, 894, 895, 999}) {
     const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view().Rows(t, 1));
     for (int s = 0; s < model.num_states(); ++s) {
@@ -225,6 +227,8 @@ TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {
           << "frame " << t << " state " << s;
       ASSERT_NEAR(blocked.loglikes.at(t, s), reference[s], scale * ErrorBound(Algorithm::kFused8x2))
           << "fused8x2 frame " << t << " state " << s;
+      ASSERT_NEAR(blocked4.loglikes.at(t, s), reference[s], scale * ErrorBound(Algorithm::kFused8x4))
+          << "fused8x4 frame " << t << " state " << s;
     }
   }
 }
@@ -274,7 +278,8 @@ TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
   for (int w = 0; w < 64; ++w) {
     features.push_back(GenerateSyntheticFeatures(prepared->model(), 1 + random() % 50, 500 + w));
   }
-  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused8x2, Algorithm::kSplit8}) {
+  for (Algorithm algorithm :
+       {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused8x2, Algorithm::kFused8x4, Algorithm::kSplit8}) {
     std::vector<ScoreResult> results(features.size());
     std::vector<ScoreWindow> jobs;
     for (size_t w = 0; w < features.size(); ++w) {

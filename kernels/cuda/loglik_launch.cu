@@ -67,7 +67,8 @@ absl::Status LaunchFused(const DeviceModel& model, const float* features, int64_
 template <typename Policy>
 bool FitsBlocked(const DeviceModel& model) {
   const int64_t block_float4s =
-      (static_cast<int64_t>(model.max_block_gaussians) + 2) * model.dim4 * 2 * Policy::kStatesPerBlock;
+      (static_cast<int64_t>(model.max_block_gaussians) + Policy::kGaussiansPerThread) * model.dim4 * 2 *
+      Policy::kStatesPerBlock;
   return block_float4s <= int64_t{0xffffffff};
 }
 
@@ -79,8 +80,9 @@ absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int6
   const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
   GMM_RETURN_IF_ERROR(CheckFusedBlocks(model));
   if (!FitsBlocked<Policy>(model)) {
-    return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(Algorithm::kFused8x2), " supports up to ",
-                                                   int64_t{0xffffffff} / (2 * Policy::kStatesPerBlock * model.dim4) - 2,
+    return absl::InvalidArgumentError(absl::StrCat(AlgorithmName(Policy::kAlgorithm), " supports up to ",
+                                                   int64_t{0xffffffff} / (2 * Policy::kStatesPerBlock * model.dim4) -
+                                                       Policy::kGaussiansPerThread,
                                                    " Gaussians per state at dimension ", model.dim));
   }
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
@@ -217,7 +219,7 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
   if (num_frames == 0) return absl::OkStatus();
   if (algorithm == Algorithm::kAuto) {
     algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
-    if (algorithm == Algorithm::kFused8x2 && !FitsBlocked<Fused8x2Policy>(model)) algorithm = Algorithm::kFused16;
+    if (algorithm == Algorithm::kFused8x4 && !FitsBlocked<Fused8x4Policy>(model)) algorithm = Algorithm::kFused16;
   }
   switch (algorithm) {
     case Algorithm::kFused8:
@@ -228,6 +230,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kFused8x2:
       return LaunchBlocked<Fused8x2Policy>(model, features, num_frames, loglikes, stream);
+    case Algorithm::kFused8x4:
+      return LaunchBlocked<Fused8x4Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kSplit8:
       return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kTf32x3:

@@ -49,7 +49,7 @@ struct LoglikJob {
 // jobs' frame tiles and state blocks). The small job table is copied from
 // pageable memory, so the call returns once it is staged. Only split8 (and
 // kAuto where it picks split8) has a multi-model kernel; the other
-// algorithms, fused8x2 included, score a batch with one LaunchLoglik per run.
+// algorithms, fused8x4 included, score a batch with one LaunchLoglik per run.
 absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
                                     cudaStream_t stream);
 

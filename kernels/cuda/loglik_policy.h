@@ -71,17 +71,19 @@ struct SplitPolicy {
 };
 
 // The register-blocked fused kernel (blocked_loglik_kernel.cuh): the fused
-// layout and grid, one thread per state evaluating two of its Gaussians at
-// once, so each broadcast shared load of a frame quad feeds 16 FFMAs.
+// layout and grid, one thread per state evaluating kGaussiansPerThread of its
+// Gaussians at once, so each broadcast shared load of a frame quad feeds
+// 8 * kGaussiansPerThread FFMAs.
 // kMinBlocksPerSm caps the registers through __launch_bounds__ (64 threads:
 // 65536 / (64 * kMinBlocksPerSm) per thread), chosen so the kernel compiles
 // without spills (nvcc -Xptxas -v).
-template <int kFramesPerBlockIn, int kMinBlocksPerSmIn>
+template <Algorithm kAlgorithmIn, int kFramesPerBlockIn, int kGaussiansPerThreadIn, int kMinBlocksPerSmIn>
 struct BlockedPolicy {
+  static constexpr Algorithm kAlgorithm = kAlgorithmIn;
   static constexpr int kStatesPerBlock = kFusedStatesPerBlock;
   static constexpr int kFramesPerBlock = kFramesPerBlockIn;
   static constexpr int kThreads = kStatesPerBlock;
-  static constexpr int kGaussiansPerThread = 2;
+  static constexpr int kGaussiansPerThread = kGaussiansPerThreadIn;
   static constexpr int kMinBlocksPerSm = kMinBlocksPerSmIn;
   static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 };
@@ -89,9 +91,29 @@ struct BlockedPolicy {
 // fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills,
 // so 10 blocks (20 warps) per SM against fused16's 8, and twice fused16's
 // frame tiles, which spreads a T = 256 window over ~1.9 waves of blocks
-// instead of ~1.2. (BlockedPolicy<16, 8>, 16 frames, meets its 128-register
-// cap only with ~60 bytes of spills; ptxas's allocation there is fragile.)
-using Fused8x2Policy = BlockedPolicy<8, 10>;
+// instead of ~1.2.
+using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
+
+// fused8x4: four Gaussians per frame load, 8 frames per block. 168
+// registers, no spills, 6 blocks (12 warps) per SM: 128 registers (7 or 8
+// blocks) spill 124 bytes. Chosen from a sweep of frames x Gaussians per
+// thread on the H100, 2026-11-27 (docs/PERFORMANCE.md "Four Gaussians per
+// frame load"; frames/s on 5000x256x36 at T = 64 / 128 / 160 / 256 / 1024):
+//   8 x 2 (fused8x2, 96 reg)   122k 151k 149k 166k 185k
+//   8 x 4 (this, 168 reg)      127k 166k 169k 172k 185k
+//   6 x 4 (128 reg)            118k 149k 156k 170k 180k
+//   12 x 4 (168 reg)           135k 134k 147k 168k 192k
+//   16 x 2 (146 reg)           103k 141k 172k 180k 190k
+//   16 x 3 (161 reg)           106k 140k 173k 182k 193k
+//   16 x 4 (218 reg)           110k 114k 141k 153k 186k
+//   8 x 4 (179 reg, 4 blocks)   98k 135k 165k 164k 178k
+// 8 x 4 is the only one ahead of fused8x2 at every length from 64 frames,
+// on 5000x32x39 too (T = 160: 1.13M vs 1.04M), and level at T = 1024; the
+// 16-frame tiles win at T >= 160 on the big model but lose 15-20% at the
+// daemon's short batches. None reaches 200k at T = 256: Nsight Compute at
+// T = 1024 shows every form issuing in 67-70% of the cycles with 76% of
+// the instructions FFMAs (the FMA pipe 54%), at 3 to 5 warps a scheduler.
+using Fused8x4Policy = BlockedPolicy<Algorithm::kFused8x4, 8, 4, 6>;
 
 // The mma.sync 3xTF32 kernel (tc_loglik_kernel.cuh): four warps of 16
 // frames each; the model's big and small TF32 parts stream through shared
@@ -155,16 +177,18 @@ inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 // - T < 64: split8, which spreads each state's Gaussians over the chip
 //   (5000x256x36 T=8: 47k, gemm 27k, fused8x2 18k, fused8 8k; 5000x16x36
 //   T=16: 535k, fused8x2 412k).
-// - T >= 64: fused8x2, the register-blocked fused kernel, ahead of every
-//   other fp32 kernel at every size measured from T = 64 (5000x256x36 T=256
-//   166k vs split8 132k, fused16 115k; T=4096 191k vs fused16 166k;
-//   5000x16x36 T=64 1.58M vs split8 1.24M).
-// fused8x2 refuses states of more than ~300k Gaussians (32-bit offsets);
-// LaunchLoglik falls back to fused16 there.
+// - T >= 64: fused8x4, the register-blocked fused kernel with four
+//   Gaussians per frame load: ahead of fused8x2 by 3-13% from T = 64 to
+//   256 and level at T = 1024 (H100, 2026-11-27; Fused8x4Policy's sweep),
+//   and fused8x2 was ahead of every other fp32 kernel at every size from
+//   T = 64 (2026-11-23: 5000x256x36 T=256 166k vs split8 132k, fused16
+//   115k; 5000x16x36 T=64 1.58M vs split8 1.24M).
+// The blocked kernels refuse states of more than ~300k Gaussians (32-bit
+// offsets); LaunchLoglik falls back to fused16 there.
 inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
   (void)num_gaussians;
   if (num_frames < 64) return Algorithm::kSplit8;
-  return Algorithm::kFused8x2;
+  return Algorithm::kFused8x4;
 }
 
 // Algorithm for kAuto on a model of Precision::kFast: the wgmma tensor-core
@@ -186,9 +210,9 @@ inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, 
 // fused 1.5e-4, gemm 1.7e-4 -- float32 evaluation of terms |a y| ~ 100 on
 // outlier frames, not a kernel defect; the bounds add a margin.
 // The tensor-core path is "fast" precision: the issue allows 1e-3 nats.
-// fused8x2 is held to the fused bound: the same squared-distance sums in
-// float32; its base-2 log-add adds at most a float32 rounding of K' log2(e)
-// and of the result.
+// fused8x2 and fused8x4 are held to the fused bound: the same squared-
+// distance sums in float32; their base-2 log-add adds at most a float32
+// rounding of K' log2(e) and of the result.
 inline double ErrorBound(Algorithm algorithm) {
   if (algorithm == Algorithm::kTf32x3 || algorithm == Algorithm::kWgmma) return 1e-3;
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;

@@ -46,6 +46,7 @@ enum class Algorithm {
   kFused32,  // the fused kernel, 32 frames per block (beyond the paper)
   kFused8x2, // the fused kernel register-blocked: each thread evaluates two
              // Gaussians of its state per frame load, 8 frames per block
+  kFused8x4, // the same with four Gaussians per frame load
   kSplit8,   // the fused kernel with each state's Gaussians split over
              // threads and blocks, 8 frames per block: for short windows
   kTf32x3,   // tensor cores, 3xTF32 with the log-sum-exp in the epilogue
@@ -55,8 +56,8 @@ enum class Algorithm {
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
-// "auto", "fused8", "fused16", "fused32", "fused8x2", "split8", "tf32x3",
-// "wgmma", "gemm".
+// "auto", "fused8", "fused16", "fused32", "fused8x2", "fused8x4", "split8",
+// "tf32x3", "wgmma", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
