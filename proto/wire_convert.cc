@@ -63,6 +63,15 @@ void CopyTotals(absl::Span<const float> frame_totals, v1::StateScores* out) {
   }
 }
 
+// The offset a frame's halves are sent from: its best score. A frame
+// without a finite best (empty, or every state -inf) is sent as it is:
+// -inf - -inf would be NaN.
+float FrameBest(absl::Span<const float> frame) {
+  float top = -std::numeric_limits<float>::infinity();
+  for (float v : frame) top = std::max(top, v);
+  return std::isfinite(top) ? top : 0.0f;
+}
+
 // Overwrites the values of *out: `values`, frame t's being
 // [frame_starts[t], frame_starts[t + 1]), as float32 or as halves relative
 // to each frame's best.
@@ -84,11 +93,7 @@ void SetValues(absl::Span<const float> values, absl::Span<const uint32_t> frame_
   for (int64_t t = 0; t < frames; ++t) {
     const absl::Span<const float> frame =
         values.subspan(frame_starts[t], frame_starts[t + 1] - frame_starts[t]);
-    float top = -std::numeric_limits<float>::infinity();
-    for (float v : frame) top = std::max(top, v);
-    // A frame without a finite best (empty, or every state -inf) is sent
-    // as it is: -inf - -inf would be NaN.
-    if (!std::isfinite(top)) top = 0.0f;
+    const float top = FrameBest(frame);
     best->Set(static_cast<int>(t), top);
     FloatsToHalves(frame, top, halves + frame_starts[t]);
   }
@@ -124,6 +129,27 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
   }
   SetValues(absl::MakeConstSpan(loglikes.data(), count),
             DenseFrameStarts(loglikes.rows(), loglikes.cols()), encoding, out);
+}
+
+void HalfScoresToProto(absl::string_view model, const HalfScores& half,
+                       absl::Span<const float> frame_totals, v1::StateScores* out) {
+  DenseScoresShapeToProto(model, half.num_frames(), half.num_states, frame_totals, out);
+  out->mutable_frame_best()->Assign(half.frame_best.begin(), half.frame_best.end());
+  out->set_loglikes_f16(reinterpret_cast<const char*>(half.values.data()),
+                        sizeof(uint16_t) * half.values.size());
+}
+
+HalfScores HalfScoresFromFloats(const FloatMatrix& loglikes) {
+  const int64_t frames = loglikes.rows(), states = loglikes.cols();
+  HalfScores half{.num_states = states,
+                  .values = std::vector<uint16_t>(frames * states),
+                  .frame_best = std::vector<float>(frames)};
+  for (int64_t t = 0; t < frames; ++t) {
+    const absl::Span<const float> frame(loglikes.row(t), states);
+    half.frame_best[t] = FrameBest(frame);
+    FloatsToHalves(frame, half.frame_best[t], half.values.data() + t * states);
+  }
+  return half;
 }
 
 void DenseScoresShapeToProto(absl::string_view model, int64_t rows, int64_t cols,

@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "gmmscore/v1/scorer.pb.h"
 #include "kernels/core/matrix.h"
+#include "kernels/score/half_scores.h"
 #include "kernels/score/state_selection.h"
 
 namespace gmmscore {
@@ -55,6 +56,16 @@ void DenseScoresShapeToProto(absl::string_view model, int64_t rows, int64_t cols
 void SparseScoresToProto(absl::string_view model, const SparseScores& kept,
                          absl::Span<const float> frame_totals, v1::StateScores* out,
                          ValueEncoding encoding = ValueEncoding::kFloat32);
+
+// Overwrites *out with scores encoded in half precision already (on the GPU,
+// by ScoreWindow::half_from_best): the bytes ScoresToProto gives with
+// ValueEncoding::kHalfFromBest for the float32 scores they were made from.
+void HalfScoresToProto(absl::string_view model, const HalfScores& half,
+                       absl::Span<const float> frame_totals, v1::StateScores* out);
+
+// `loglikes` encoded as HalfScores on the host: what ScoresToProto sends
+// with kHalfFromBest, and what a backend encoding on its device must match.
+HalfScores HalfScoresFromFloats(const FloatMatrix& loglikes);
 
 // The loglikes of `scores` as a num_frames x num_states matrix, states a
 // sparse answer left out set to -infinity, half-precision values decoded;

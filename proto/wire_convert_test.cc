@@ -184,6 +184,37 @@ TEST(WireConvertTest, HalfPrecisionScoresRoundTripWithinTheirBound) {
   }
 }
 
+// Scores encoded before they reach the answer (on a GPU) go out as the
+// same bytes as scores encoded while the answer is built, including an
+// all -inf frame, -inf states, saturated distances and no frames at all.
+TEST(WireConvertTest, HalfScoresMadeElsewhereSendTheSameBytes) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> value(-70.0f, 25.0f);
+  for (const auto& [frames, states] : std::vector<std::pair<int, int>>{{5, 41}, {1, 1}, {0, 7}, {3, 5000}}) {
+    FloatMatrix scores(frames, states);
+    for (int64_t i = 0; i < scores.rows() * scores.cols(); ++i) scores.data()[i] = value(rng);
+    if (frames >= 3) {
+      for (int64_t s = 0; s < states; ++s) scores.at(1, s) = -kInf;
+      scores.at(0, 0) = -kInf;
+      scores.at(2, states - 1) = -1e6f;  // saturates
+    }
+    std::vector<float> totals(frames);
+    for (int t = 0; t < frames; ++t) totals[t] = value(rng);
+    v1::StateScores here, elsewhere;
+    ScoresToProto("m", scores, totals, &here, {}, ValueEncoding::kHalfFromBest);
+    const HalfScores half = HalfScoresFromFloats(scores);
+    ASSERT_EQ(half.num_frames(), frames);
+    ASSERT_EQ(half.values.size(), static_cast<size_t>(frames) * states);
+    HalfScoresToProto("m", half, totals, &elsewhere);
+    EXPECT_EQ(elsewhere.SerializeAsString(), here.SerializeAsString()) << frames << " x " << states;
+    // Overwrites whatever the message held.
+    ScoresToProto("other", scores, {}, &elsewhere);
+    HalfScoresToProto("m", half, totals, &elsewhere);
+    EXPECT_EQ(elsewhere.SerializeAsString(), here.SerializeAsString()) << frames << " x " << states;
+  }
+}
+
 TEST(WireConvertTest, MalformedHalfPrecisionScoresAreRejected) {
   v1::StateScores good;
   ScoresToProto("m", SparseExample(), {}, &good, {}, ValueEncoding::kHalfFromBest);

@@ -309,8 +309,10 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>*
     ScoreResult* result = &outcome.result;
     Precision precision = job.precision;
     StateSelection select = job.select;
+    bool half_from_best = job.half_from_best;
     if (source.model >= 0) {
       select = {};
+      half_from_best = false;
       result = &outcome.fused->models[source.model];
       precision = job.fusion->precisions[source.model];
       fusions[fusion_of_job[source.job]].windows[source.model] = static_cast<int>(windows.size());
@@ -324,7 +326,8 @@ absl::Status BatchScheduler::ScoreGroup(const Group& jobs, std::vector<Outcome>*
                        .precision = precision,
                        .select = select,
                        .gather = gathers ? job.gather.get() : nullptr,
-                       .gather_segment = job.gather_segment});
+                       .gather_segment = job.gather_segment,
+                       .half_from_best = half_from_best});
   }
   const absl::Time prepared = absl::Now();
   times->pack += prepared - start;

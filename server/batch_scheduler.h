@@ -121,6 +121,10 @@ struct ScoreJob {
   // loglikes; otherwise the answer selects. Not for a fused chunk (its
   // models' scores are fused whole).
   StateSelection select;
+  // The answer sends these scores in half precision (ScoreWindow::
+  // half_from_best): `done` may receive them as ScoreResult::half instead
+  // of the loglikes. Not for a fused chunk.
+  bool half_from_best = false;
   // Called exactly once, on a scheduler or answer thread (or inside Submit after
   // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.

@@ -119,6 +119,7 @@ class UnaryScoreCall final : public grpc::ServerUnaryReactor {
             .max_batch_frames = plan_.models[m]->max_batch_frames,
             .precision = plan_.models[m]->precision,
             .select = plan_.sparse,
+            .half_from_best = WantsHalvesFromBackend(plan_, /*adapts=*/false),
             .done = [this, m, device = plan_.device](absl::StatusOr<ScoreResult> result) {
               OnScored(m, device, std::move(result));
             }};

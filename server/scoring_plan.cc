@@ -196,13 +196,23 @@ int64_t HeldBytes(const ScoreResult& result) {
     floats += static_cast<int64_t>(result.sparse->values.size() + result.sparse->state_ids.size() +
                                    result.sparse->frame_offsets.size());
   }
-  return floats * static_cast<int64_t>(sizeof(float));
+  int64_t bytes = floats * static_cast<int64_t>(sizeof(float));
+  if (result.half.has_value()) {
+    bytes += static_cast<int64_t>(sizeof(uint16_t) * result.half->values.size() +
+                                  sizeof(float) * result.half->frame_best.size());
+  }
+  return bytes;
 }
 
 int64_t HeldBytes(const FusedScores& fused) {
   return static_cast<int64_t>(sizeof(float)) *
          (fused.loglikes.rows() * fused.loglikes.cols() +
           static_cast<int64_t>(fused.model_weights.size() + fused.frame_totals.size()));
+}
+
+bool WantsHalvesFromBackend(const ScoringPlan& plan, bool adapts) {
+  return plan.encoding == ValueEncoding::kHalfFromBest && plan.sparse.dense() && !plan.fusion.has_value() &&
+         !adapts;
 }
 
 std::shared_ptr<const PreparedModel> ReplicaOf(const ScoringPlan& plan, size_t m) {
@@ -264,6 +274,13 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
         SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
                             plan.encoding);
+        if (deferred_values != nullptr) deferred_values->emplace_back();
+      } else if (results[m].half.has_value()) {  // encoded by the backend (on a GPU)
+        if (plan.encoding != ValueEncoding::kHalfFromBest || !plan.sparse.dense()) {
+          return absl::InternalError(absl::StrCat("the backend sent '", plan.models[m]->name,
+                                                  "' in half precision, which the stream did not ask for"));
+        }
+        HalfScoresToProto(plan.models[m]->name, *results[m].half, totals, scores->Add());
         if (deferred_values != nullptr) deferred_values->emplace_back();
       } else {
         AddScores(plan, plan.models[m]->name, results[m].loglikes, totals, scores->Add(),

@@ -89,10 +89,17 @@ int ResultSets(const ScoringPlan& plan);
 int64_t ResultBytes(const ScoringPlan& plan, int64_t frames);
 
 // Bytes the scores of `result` (or `fused`) hold now: the dense matrix, or
-// the states a backend selected, and the frame totals (and fusion weights).
+// the states a backend selected, or the halves it encoded, and the frame
+// totals (and fusion weights).
 // At most ResultBytes' share, much less for states selected on a GPU.
 int64_t HeldBytes(const ScoreResult& result);
 int64_t HeldBytes(const FusedScores& fused);
+
+// Whether a job of `plan` asks its backend for half-precision scores
+// (ScoreJob::half_from_best): float16 answers of every state, scores that go
+// nowhere but the answer (not a stream that adapts: its statistics read
+// them), no fusion.
+bool WantsHalvesFromBackend(const ScoringPlan& plan, bool adapts);
 
 // The fused job spec for one chunk of `plan` (which has a fusion): every
 // model with its precision, `state` (the fusion state before the chunk),

@@ -185,6 +185,49 @@ TEST_F(ScoringPlanTest, FillsAnswersWithAndWithoutFusion) {
   EXPECT_TRUE(fused_only.has_fused());
 }
 
+// A backend's half-precision scores make the answer the host's encoding
+// makes of the float32 scores; they are asked for only where the answer
+// sends every state in half precision and nothing else reads them.
+TEST_F(ScoringPlanTest, HalvesFromTheBackendAnswerAsHalvesMadeHere) {
+  v1::StreamConfig config = Config({"c"});
+  config.mutable_output()->set_frame_totals(true);
+  config.mutable_output()->set_float16(true);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(WantsHalvesFromBackend(*plan, /*adapts=*/false));
+  EXPECT_FALSE(WantsHalvesFromBackend(*plan, /*adapts=*/true));
+  std::vector<ScoreResult> floats(1), halves(1);
+  floats[0].loglikes = FloatMatrix(3, 5);
+  for (int i = 0; i < 15; ++i) floats[0].loglikes.data()[i] = -3.25f * i + 0.1f * (i % 4);
+  floats[0].frame_totals = {1.0f, 2.0f, 3.0f};
+  halves[0].half = HalfScoresFromFloats(floats[0].loglikes);
+  halves[0].frame_totals = floats[0].frame_totals;
+  v1::StreamScoreResponse here, there;
+  ASSERT_TRUE(FillAnswer(*plan, floats, nullptr, &here).ok());
+  ASSERT_TRUE(FillAnswer(*plan, halves, nullptr, &there).ok());
+  EXPECT_FALSE(here.scores(0).loglikes_f16().empty());
+  EXPECT_EQ(there.SerializeAsString(), here.SerializeAsString());
+
+  // Not where the answer selects states, sends float32 or fuses; and an
+  // answer refuses halves it did not ask for rather than mislabel them.
+  config.mutable_output()->set_beam(5.0f);
+  auto beam = PlanForStream(config, *repo_);
+  ASSERT_TRUE(beam.ok());
+  EXPECT_FALSE(WantsHalvesFromBackend(*beam, false));
+  v1::StreamScoreResponse refused;
+  EXPECT_EQ(FillAnswer(*beam, halves, nullptr, &refused).code(), absl::StatusCode::kInternal);
+  v1::StreamConfig plain = Config({"c"});
+  auto float32 = PlanForStream(plain, *repo_);
+  ASSERT_TRUE(float32.ok());
+  EXPECT_FALSE(WantsHalvesFromBackend(*float32, false));
+  EXPECT_EQ(FillAnswer(*float32, halves, nullptr, &refused).code(), absl::StatusCode::kInternal);
+  v1::StreamConfig fusing = Config({"a", "b"});
+  fusing.mutable_output()->set_float16(true);
+  auto fused = PlanForStream(fusing, *repo_);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_FALSE(WantsHalvesFromBackend(*fused, false));
+}
+
 TEST_F(ScoringPlanTest, CountsTheBytesResultsHold) {
   v1::StreamConfig config = Config({"a", "b"});
   config.mutable_output()->set_frame_totals(true);
@@ -202,6 +245,10 @@ TEST_F(ScoringPlanTest, CountsTheBytesResultsHold) {
     selected.sparse->frame_offsets.push_back(2 * (t + 1));
   }
   EXPECT_EQ(HeldBytes(selected), (20 + 20 + 11) * 4);
+  ScoreResult halved;  // encoded in half precision by a GPU
+  halved.half = HalfScoresFromFloats(dense.loglikes);
+  halved.frame_totals.assign(10, 0.0f);
+  EXPECT_EQ(HeldBytes(halved), 40 * 2 + 10 * 4 + 10 * 4);
   FusedScores fused;
   fused.loglikes = FloatMatrix(10, 4);
   fused.model_weights.assign(20, 0.5f);

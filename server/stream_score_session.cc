@@ -267,6 +267,7 @@ ScoreJob StreamScoreSession::MakeModelJobLocked(const std::shared_ptr<Chunk>& ch
           .max_batch_frames = scoring.models[m]->max_batch_frames,
           .precision = scoring.models[m]->precision,
           .select = plan_->sparse,
+          .half_from_best = WantsHalvesFromBackend(scoring, adaptation_ != nullptr),
           .done = [this, chunk, m, device = scoring.device, gathers,
                    ref = NewRefLocked()](absl::StatusOr<ScoreResult> result) {
             OnScored(chunk, m, device, gathers, std::move(result));

@@ -106,7 +106,7 @@ void PlanCopyBack(absl::Span<const PlanWindow> windows, BatchPlan* plan) {
   };
   plan->whole.resize(windows.size());
   for (size_t j = 0; j < windows.size(); ++j) {
-    plan->whole[j] = !windows[j].selected && !windows[j].fused_only;
+    plan->whole[j] = !windows[j].selected && !windows[j].halved && !windows[j].fused_only;
     if (plan->whole[j]) {
       add(plan->scores_offset[j],
           plan->scores_offset[j] + windows[j].rows * windows[j].num_states);

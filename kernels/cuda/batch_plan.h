@@ -42,6 +42,9 @@ struct PlanWindow {
   const FeatureTransform* transform = nullptr;
   // Its top_k states are selected on the device: only they come back.
   bool selected = false;
+  // Encoded in half precision on the device (DeviceHalves): its float32
+  // scores do not come back.
+  bool halved = false;
   // In a fusion that wants no model scores: its scores never come back.
   bool fused_only = false;
 };
@@ -99,7 +102,8 @@ struct BatchPlan {
   // (asked for, or kAuto's choice for its length).
   bool one_launch = false;
 
-  // Per window: its scores come back whole (not selected, not fused only).
+  // Per window: its scores come back whole (not selected, not halved, not
+  // fused only).
   std::vector<bool> whole;
   // [first, end) of the output buffer to copy back, adjacent ranges merged:
   // every whole window's scores, then (with frame totals) every total.

@@ -31,7 +31,8 @@ TEST(BatchPlanTest, LayoutMatchesARecountOverRandomBatches) {
       const int m = static_cast<int>(rng() % 3);
       PlanWindow w = Window(models[m], rng() % 4 == 0 ? 0 : 1 + rng() % 300, 13 + m, 50 + 7 * m);
       w.selected = rng() % 5 == 0;
-      w.fused_only = !w.selected && rng() % 7 == 0;
+      w.halved = !w.selected && rng() % 4 == 0;
+      w.fused_only = !w.selected && !w.halved && rng() % 7 == 0;
       windows.push_back(w);
     }
     const bool totals = rng() % 2 == 0;
@@ -44,7 +45,7 @@ TEST(BatchPlanTest, LayoutMatchesARecountOverRandomBatches) {
       in += windows[j].rows * windows[j].dim;
       scores += windows[j].rows * windows[j].num_states;
       frames += windows[j].rows;
-      EXPECT_EQ(plan.whole[j], !windows[j].selected && !windows[j].fused_only);
+      EXPECT_EQ(plan.whole[j], !windows[j].selected && !windows[j].halved && !windows[j].fused_only);
     }
     EXPECT_EQ(plan.frame_floats, in);
     EXPECT_EQ(plan.in_floats, in);  // no transforms

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_fmllr_gather.h"
 #include "kernels/cuda/cuda_models.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/device_halves.h"
 #include "kernels/cuda/device_selection.h"
 #include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/lane_pool.h"
@@ -186,26 +187,34 @@ class CudaBackend : public ScoringBackend {
   }
 
   // Sizes the result of every window whose scores come back whole. Windows
-  // fused only, and untied windows whose states are selected on the device,
-  // are never filled whole: sizing them would zero-fill a T x S matrix each
-  // (36 MB for 18 chunks of 10 models) for nothing.
+  // fused only, and untied windows whose states are selected or encoded in
+  // half precision on the device, are never filled whole: sizing them would
+  // zero-fill a T x S matrix each (36 MB for 18 chunks of 10 models) for
+  // nothing.
   static void PrepareResults(absl::Span<const ScoreWindow> jobs,
                              absl::Span<const FusionJob> fusions, const SortedWindows& sorted) {
-    std::vector<bool> fused_only(jobs.size(), false);
+    std::vector<bool> fused_only(jobs.size(), false), fused(jobs.size(), false);
     for (const FusionJob& fusion : fusions) {
-      for (int w : fusion.windows) fused_only[w] = !fusion.model_scores;
+      for (int w : fusion.windows) {
+        fused_only[w] = !fusion.model_scores;
+        fused[w] = true;
+      }
     }
     for (size_t j = 0; j < jobs.size(); ++j) {
-      if (fused_only[j] || (sorted.untied_index[j] >= 0 && DeviceSelection::Selects(jobs[j]))) {
+      const bool untied = sorted.untied_index[j] >= 0;
+      const bool selected = untied && DeviceSelection::Selects(jobs[j]);
+      const bool halved = untied && !fused[j] && DeviceHalves::Encodes(jobs[j]);
+      if (fused_only[j] || selected || halved) {
         *jobs[j].result = ScoreResult{};
-        if (!fused_only[j] && jobs[j].features.rows == 0) {
-          jobs[j].result->sparse = SparseScores{.num_states = jobs[j].model->num_states()};
-        }
+        const int64_t states = jobs[j].model->num_states();
+        if (selected && jobs[j].features.rows == 0) jobs[j].result->sparse = SparseScores{.num_states = states};
+        if (halved && jobs[j].features.rows == 0) jobs[j].result->half = HalfScores{.num_states = states};
         continue;
       }
       jobs[j].result->loglikes.Resize(jobs[j].features.rows, jobs[j].model->num_states());
       jobs[j].result->frame_totals.clear();
       jobs[j].result->sparse.reset();
+      jobs[j].result->half.reset();
     }
   }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_halves.h"
 #include "kernels/cuda/device_selection.h"
 #include "kernels/cuda/feature_transform_launch.h"
 #include "kernels/cuda/fmllr_gather_launch.h"
@@ -55,6 +56,8 @@ struct Lane {
   DeviceBuffer<float> fusion_out;
   // Windows asking for their top_k states: selected on the device.
   DeviceSelection selection;
+  // Windows sent in half precision: encoded on the device.
+  DeviceHalves halves;
   // Windows gathering fMLLR statistics (fmllr_gather_launch.h): their
   // descriptors, and each frame's terms.
   PinnedBuffer<FmllrGatherWindow> host_gathers;

@@ -22,7 +22,8 @@ namespace gmmscore {
 // transforms, the launches of the plan's runs, the copies out of every
 // window's scores (and frame totals) and one synchronisation. A window asking
 // for its top_k states gets them selected on the device (DeviceSelection):
-// only they are copied out. With `fusions` (indices into `jobs`), every run's
+// only they are copied out; one asking for half precision and not fused
+// gets its scores encoded there (DeviceHalves): only the halves come out. With `fusions` (indices into `jobs`), every run's
 // frame totals are computed and FuseOnLane fuses after the synchronisation.
 // Results must be sized by the caller (ScoreResult::loglikes for every
 // window whose scores come back whole).

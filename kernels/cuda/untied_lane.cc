@@ -26,8 +26,12 @@ std::vector<PlanWindow> PlanWindows(absl::Span<const ScoreWindow> jobs,
                   .transform = jobs[j].transform,
                   .selected = DeviceSelection::Selects(jobs[j])};
   }
+  for (size_t j = 0; j < jobs.size(); ++j) windows[j].halved = DeviceHalves::Encodes(jobs[j]);
   for (const FusionJob& fusion : fusions) {
-    for (int w : fusion.windows) windows[w].fused_only = !fusion.model_scores;
+    for (int w : fusion.windows) {
+      windows[w].fused_only = !fusion.model_scores;
+      windows[w].halved = false;  // fused from its float32 scores
+    }
   }
   return windows;
 }
@@ -196,7 +200,7 @@ void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
       std::memcpy(result->loglikes.data(), lane.host_out.data() + plan.scores_offset[j],
                   rows * windows[j].num_states * sizeof(float));
     }
-    if (frame_totals && (plan.whole[j] || windows[j].selected)) {
+    if (frame_totals && (plan.whole[j] || windows[j].selected || windows[j].halved)) {
       const float* totals = lane.host_out.data() + plan.scores_floats + plan.totals_offset[j];
       result->frame_totals.assign(totals, totals + rows);
     }
@@ -218,10 +222,15 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(EnsureCapacity(lane.loglikes, plan.out_floats));
   GMM_ASSIGN_OR_RETURN(const float* frames, CopyInFrames(lane, jobs, plan));
   GMM_RETURN_IF_ERROR(LaunchRuns(lane, resident, plan, frames));
-  std::vector<bool> selected(jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) selected[j] = windows[j].selected;
+  std::vector<bool> selected(jobs.size()), halved(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    selected[j] = windows[j].selected;
+    halved[j] = windows[j].halved;
+  }
   GMM_RETURN_IF_ERROR(lane.selection.Queue(jobs, selected, lane.loglikes.data(),
                                            plan.scores_offset, lane.stream.get()));
+  GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, lane.loglikes.data(), plan.scores_offset,
+                                        lane.stream.get()));
   GMM_RETURN_IF_ERROR(CopyBack(lane, plan));
   // After the copies back: an answer need not wait for the statistics to
   // be queued ahead of it on the stream.
@@ -229,6 +238,7 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(QueueGathers(lane, jobs, plan, &gather_guard));
   GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.stream.get()), "run likelihood kernels");
   lane.selection.Finish(jobs);
+  lane.halves.Finish(jobs);
   if (!fusions.empty()) GMM_RETURN_IF_ERROR(FuseOnLane(lane, jobs, plan, fusions));
   FillResults(lane, jobs, windows, plan, options.frame_totals);
   // Only now: a call that fails after gathering is retried, and its frames

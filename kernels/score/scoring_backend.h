@@ -33,6 +33,7 @@
 #include "kernels/score/feature_transform.h"
 #include "kernels/score/fmllr_gather.h"
 #include "kernels/score/fusion.h"
+#include "kernels/score/half_scores.h"
 #include "kernels/score/posterior_policy.h"
 #include "kernels/score/state_selection.h"
 
@@ -86,6 +87,9 @@ struct ScoreResult {
   // Set instead of loglikes (left 0 x 0) where the backend made the
   // window's selection (ScoreWindow::select): the kept states of each frame.
   std::optional<SparseScores> sparse;
+  // Set instead of loglikes (left 0 x 0) where the backend encoded the
+  // window's scores in half precision (ScoreWindow::half_from_best).
+  std::optional<HalfScores> half;
 };
 
 // A model made ready for one backend (uploaded, re-laid-out). Immutable.
@@ -154,6 +158,14 @@ struct ScoreWindow {
   // that does not gather refuses such a window (FAILED_PRECONDITION).
   FmllrGatherTarget* gather = nullptr;
   int gather_segment = 0;
+  // The caller sends these scores as HalfScores (OutputOptions.float16). A
+  // backend that encodes where the scores lie returns result->half instead
+  // of loglikes: the CUDA backend does for an untied window with no
+  // selection (`select` dense) and in no fusion, so half the bytes come
+  // back and the host makes no pass over them. Others return loglikes as
+  // ever and the caller encodes; a caller must take either. Frame totals
+  // are unaffected.
+  bool half_from_best = false;
 };
 
 // INVALID_ARGUMENT unless job has a model and a result, and its features

@@ -1,0 +1,59 @@
+// DeviceHalves: the host side of half-precision encoding on the GPU
+// (half_encode_launch.h) for one lane of the CUDA backend. After a call's
+// likelihood launches it stages one HalfSegment per window that asks for
+// half_from_best, launches the encoding over all of them and queues one copy
+// back of the halves and frame bests; once the lane's stream has
+// synchronised, Finish hands each window its HalfScores. Such a window's
+// float32 scores never leave the device. Modelled on DeviceSelection.
+//
+//   GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, scores, offsets, stream));
+//   ... other copies, cudaStreamSynchronize(stream) ...
+//   lane.halves.Finish(jobs);
+#ifndef GMMSCORE_KERNELS_CUDA_DEVICE_HALVES_H_
+#define GMMSCORE_KERNELS_CUDA_DEVICE_HALVES_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/half_encode_launch.h"
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore {
+
+class DeviceHalves {
+ public:
+  // Whether the device encodes `window` in half precision when it is not in
+  // a fusion: asked for, with no selection (a selected window's kept values
+  // are encoded by the caller, from the device's or its own selection).
+  static bool Encodes(const ScoreWindow& window);
+
+  // Queues on `stream` the encoding of every window j with halved[j],
+  // whose rows x num_states scores lie at scores + score_offsets[j] on the
+  // device, and the copy of its halves and frame bests back.
+  absl::Status Queue(absl::Span<const ScoreWindow> jobs, const std::vector<bool>& halved,
+                     const float* scores, absl::Span<const int64_t> score_offsets, cudaStream_t stream);
+
+  // After the stream has synchronised: result->half of every window Queue
+  // staged (a window of no frames gets an empty one), then forgets them.
+  void Finish(absl::Span<const ScoreWindow> jobs);
+
+ private:
+  // Staged by Queue for Finish: the windows, their segments.
+  std::vector<int> windows_;
+  std::vector<HalfSegment> segments_;
+  int64_t rows_ = 0;    // frames encoded: one best each
+  int64_t values_ = 0;  // halves
+  PinnedBuffer<HalfSegment> host_segments_;
+  DeviceBuffer<HalfSegment> device_segments_;
+  PinnedBuffer<char> host_out_;  // bests, then halves
+  DeviceBuffer<char> device_out_;
+};
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_DEVICE_HALVES_H_

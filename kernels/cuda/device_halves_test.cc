@@ -1,0 +1,170 @@
+// Half-precision encoding on the device (ScoreWindow::half_from_best,
+// DeviceHalves) against the host's encoding of the same float32 scores
+// (proto/wire_convert.h HalfScoresFromFloats, what an answer sends): bit for
+// bit, in one batch with windows that must not be encoded. Skips where no
+// CUDA device answers (CI); runs for real on the GPU machine.
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/gpu_test_util.h"
+#include "kernels/model/synthetic_model.h"
+#include "proto/wire_convert.h"
+
+namespace gmmscore {
+namespace {
+
+class DeviceHalvesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    auto backend = CreateCudaBackend(0);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+  }
+
+  std::shared_ptr<const PreparedModel> Prepare(const SyntheticModelSpec& spec) {
+    auto model = GenerateSyntheticModel(spec);
+    EXPECT_TRUE(model.ok()) << model.status();
+    auto prepared = backend_->Prepare(std::make_shared<const DiagGmmModel>(std::move(*model)));
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    return *prepared;
+  }
+
+  std::unique_ptr<ScoringBackend> backend_;
+};
+
+// A result filled with what no backend writes, so that a field left as it
+// was shows.
+ScoreResult Poisoned() {
+  ScoreResult result;
+  result.loglikes = FloatMatrix(3, 2, 12345.0f);
+  result.frame_totals = {7.0f};
+  result.half = HalfScores{.num_states = 99, .values = {1, 2, 3}, .frame_best = {4.0f}};
+  return result;
+}
+
+struct Case {
+  int model;        // index into the test's models
+  int64_t rows;
+  bool half;        // half_from_best
+  StateSelection select;
+  bool transform;
+};
+
+TEST_F(DeviceHalvesTest, HalvesMatchTheHostEncodingBitForBit) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  // One state; 63 states of 1-20 Gaussians; 5000 states (more than the
+  // kernel's 256 threads a frame) of a few Gaussians.
+  std::vector<std::shared_ptr<const PreparedModel>> models = {
+      Prepare({.num_states = 1, .min_gaussians = 1, .max_gaussians = 3, .dim = 13, .seed = seed}),
+      Prepare({.num_states = 63, .min_gaussians = 1, .max_gaussians = 20, .dim = 39, .seed = seed + 1}),
+      Prepare({.num_states = 5000, .min_gaussians = 1, .max_gaussians = 4, .dim = 36, .seed = seed + 2})};
+  const std::vector<Case> cases = {
+      {2, 10, true, {}, false},       {2, 0, true, {}, false},        {2, 7, false, {}, false},
+      {1, 33, true, {}, true},        {1, 9, true, {.top_k = 5}, false},  // selected: sparse
+      {1, 12, true, {.beam = 8.0f}, false},                                // beam: dense floats
+      {0, 1, true, {}, false},        {0, 300, true, {}, false},      {2, 130, true, {}, true}};
+  auto transform = FeatureTransform::Create(39, 40, [] {
+    std::vector<float> values(39 * 40, 0.0f);
+    for (int d = 0; d < 39; ++d) values[d * 40 + d] = 1.25f, values[d * 40 + 39] = 0.5f;
+    return values;
+  }());
+  ASSERT_TRUE(transform.ok()) << transform.status();
+  auto transform36 = FeatureTransform::Create(36, 37, [] {
+    std::vector<float> values(36 * 37, 0.0f);
+    for (int d = 0; d < 36; ++d) values[d * 37 + d] = 0.75f, values[d * 37 + 36] = -0.25f;
+    return values;
+  }());
+  ASSERT_TRUE(transform36.ok()) << transform36.status();
+
+  std::vector<FloatMatrix> features;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    features.push_back(GenerateSyntheticFeatures(models[cases[c].model]->model(), cases[c].rows, seed + 10 + c));
+  }
+  std::vector<ScoreResult> halves(cases.size()), floats(cases.size());
+  std::vector<ScoreWindow> half_jobs, float_jobs;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    halves[c] = Poisoned();
+    floats[c] = Poisoned();
+    const FeatureTransform* t =
+        !cases[c].transform ? nullptr : (models[cases[c].model]->dim() == 39 ? &*transform : &*transform36);
+    ScoreWindow job{.model = models[cases[c].model].get(),
+                    .features = features[c].view(),
+                    .result = &halves[c],
+                    .transform = t,
+                    .select = cases[c].select,
+                    .half_from_best = cases[c].half};
+    half_jobs.push_back(job);
+    job.result = &floats[c];
+    job.half_from_best = false;
+    job.select = {};
+    float_jobs.push_back(job);
+  }
+  // The same windows in the same order: the same runs and kernels, so the
+  // same float32 scores.
+  ASSERT_TRUE(backend_->ScoreBatch(half_jobs, {.frame_totals = true}).ok());
+  ASSERT_TRUE(backend_->ScoreBatch(float_jobs, {.frame_totals = true}).ok());
+
+  for (size_t c = 0; c < cases.size(); ++c) {
+    SCOPED_TRACE(testing::Message() << "window " << c << " rows " << cases[c].rows);
+    const ScoreResult& got = halves[c];
+    const ScoreResult& want = floats[c];
+    ASSERT_FALSE(want.half.has_value());
+    ASSERT_EQ(want.loglikes.rows(), cases[c].rows);
+    EXPECT_EQ(got.frame_totals, want.frame_totals) << "totals over the float32 scores";
+    const bool encoded = cases[c].half && cases[c].select.dense();
+    if (!encoded) {
+      EXPECT_FALSE(got.half.has_value());
+      if (cases[c].select.top_k > 0) {
+        EXPECT_TRUE(got.sparse.has_value());
+      } else {
+        EXPECT_EQ(std::memcmp(got.loglikes.data(), want.loglikes.data(),
+                              sizeof(float) * want.loglikes.rows() * want.loglikes.cols()),
+                  0);
+      }
+      continue;
+    }
+    ASSERT_TRUE(got.half.has_value());
+    EXPECT_EQ(got.loglikes.rows() * got.loglikes.cols(), 0) << "no float32 scores beside the halves";
+    EXPECT_FALSE(got.sparse.has_value());
+    const HalfScores reference = HalfScoresFromFloats(want.loglikes);
+    EXPECT_EQ(got.half->num_states, reference.num_states);
+    ASSERT_EQ(got.half->frame_best, reference.frame_best);
+    ASSERT_EQ(got.half->values.size(), reference.values.size());
+    for (size_t i = 0; i < reference.values.size(); ++i) {
+      ASSERT_EQ(got.half->values[i], reference.values[i])
+          << "frame " << i / reference.num_states << " state " << i % reference.num_states;
+    }
+  }
+}
+
+// Windows of a fusion are fused from their float32 scores and come back as
+// float32 (model_scores), whatever half_from_best says.
+TEST_F(DeviceHalvesTest, FusedWindowsStayFloat32) {
+  auto a = Prepare({.num_states = 40, .min_gaussians = 2, .max_gaussians = 6, .dim = 13, .seed = 5});
+  auto b = Prepare({.num_states = 40, .min_gaussians = 2, .max_gaussians = 6, .dim = 13, .seed = 6});
+  const FloatMatrix features = GenerateSyntheticFeatures(a->model(), 20, 7);
+  std::vector<ScoreResult> results = {Poisoned(), Poisoned()};
+  std::vector<ScoreWindow> jobs = {
+      {.model = a.get(), .features = features.view(), .result = &results[0], .half_from_best = true},
+      {.model = b.get(), .features = features.view(), .result = &results[1], .half_from_best = true}};
+  auto fusion = ModelFusion::Create(2, {});
+  ASSERT_TRUE(fusion.ok());
+  FusedScores fused;
+  const std::vector<FusionJob> fusions = {{.windows = {0, 1}, .fusion = &*fusion, .out = &fused}};
+  ASSERT_TRUE(backend_->ScoreFusedBatch(jobs, fusions, {}).ok());
+  for (const ScoreResult& result : results) {
+    EXPECT_FALSE(result.half.has_value());
+    EXPECT_EQ(result.loglikes.rows(), 20);
+    EXPECT_EQ(result.loglikes.cols(), 40);
+  }
+  EXPECT_EQ(fused.loglikes.rows(), 20);
+}
+
+}  // namespace
+}  // namespace gmmscore
