@@ -69,7 +69,9 @@ void CopyTotals(absl::Span<const float> frame_totals, v1::StateScores* out) {
 float FrameBest(absl::Span<const float> frame) {
   float top = -std::numeric_limits<float>::infinity();
   for (float v : frame) top = std::max(top, v);
-  return std::isfinite(top) ? top : 0.0f;
+  // + 0: a best of -0 is sent as +0, whichever zero came first (the GPU's
+  // encoder does the same, half_encode_launch.h).
+  return std::isfinite(top) ? top + 0.0f : 0.0f;
 }
 
 // Overwrites the values of *out: `values`, frame t's being

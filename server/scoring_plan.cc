@@ -280,7 +280,15 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
           return absl::InternalError(absl::StrCat("the backend sent '", plan.models[m]->name,
                                                   "' in half precision, which the stream did not ask for"));
         }
-        HalfScoresToProto(plan.models[m]->name, *results[m].half, totals, scores->Add());
+        const HalfScores& half = *results[m].half;
+        if (half.num_states != plan.num_states ||
+            static_cast<int64_t>(half.values.size()) != half.num_frames() * half.num_states) {
+          return absl::InternalError(absl::StrCat("the backend's half-precision scores of '", plan.models[m]->name,
+                                                  "' are ", half.values.size(), " values for ", half.num_frames(),
+                                                  " frames of ", half.num_states, " states; the plan has ",
+                                                  plan.num_states, " states"));
+        }
+        HalfScoresToProto(plan.models[m]->name, half, totals, scores->Add());
         if (deferred_values != nullptr) deferred_values->emplace_back();
       } else {
         AddScores(plan, plan.models[m]->name, results[m].loglikes, totals, scores->Add(),

@@ -172,6 +172,7 @@ class CpuBackend final : public ScoringBackend {
                      const ScoreOptions& options, ScoreResult* result) override {
     if (result == nullptr) return absl::InvalidArgumentError("null result");
     result->sparse.reset();
+    result->half.reset();
     if (prepared.tied()) return ScoreTied(prepared, features, options, result);
     const DiagGmmModel& model = prepared.model();
     GMM_RETURN_IF_ERROR(ValidateFeatures(model, features));

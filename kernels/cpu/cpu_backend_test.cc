@@ -299,5 +299,74 @@ TEST_F(CpuBackendTest, ConcurrentCallsGiveIdenticalResults) {
   for (int c = 0; c < kCallers; ++c) EXPECT_EQ(mismatches[c], 0) << "caller " << c;
 }
 
+// A backend that encodes halves where a window asks (as the CUDA backend
+// does) over the CPU backend's scores, and fuses the base class's way (on
+// the host after ScoreBatch, as the CUDA backend does for tied models).
+class HalvingBackend : public ScoringBackend {
+ public:
+  std::string name() const override { return "halving"; }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(std::shared_ptr<const DiagGmmModel> model) override {
+    return cpu_->Prepare(std::move(model));
+  }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
+      std::shared_ptr<const TiedMixtureModel> model) override {
+    return cpu_->PrepareTied(std::move(model));
+  }
+  absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
+                     ScoreResult* result) override {
+    return cpu_->Score(model, features, options, result);
+  }
+  absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
+    if (absl::Status status = cpu_->ScoreBatch(jobs, options); !status.ok()) return status;
+    for (const ScoreWindow& job : jobs) {
+      if (!job.half_from_best) continue;
+      const int64_t rows = job.result->loglikes.rows(), states = job.result->loglikes.cols();
+      job.result->half = HalfScores{.num_states = states,
+                                    .values = std::vector<uint16_t>(rows * states),
+                                    .frame_best = std::vector<float>(rows)};
+      job.result->loglikes = FloatMatrix();
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<ScoringBackend> cpu_ = CreateCpuBackend({.num_threads = 1});
+};
+
+// ScoringBackend::ScoreFusedBatch fuses from float32 scores: it never asks
+// its ScoreBatch to halve a fused window, whatever the window says; other
+// windows of the call keep their request.
+TEST(FusedBatchTest, HostFusionNeverHalvesItsWindows) {
+  HalvingBackend backend;
+  std::vector<std::shared_ptr<const PreparedModel>> models;
+  for (uint64_t seed : {31, 32}) {
+    auto model = GenerateSyntheticModel({.num_states = 20, .min_gaussians = 1, .max_gaussians = 4, .dim = 5,
+                                         .seed = seed});
+    ASSERT_TRUE(model.ok());
+    auto prepared = backend.Prepare(std::make_shared<const DiagGmmModel>(*std::move(model)));
+    ASSERT_TRUE(prepared.ok());
+    models.push_back(*std::move(prepared));
+  }
+  const FloatMatrix features = GenerateSyntheticFeatures(models[0]->model(), 12, 33);
+  std::vector<FusedScores> fused(2);
+  for (bool half : {false, true}) {
+    std::vector<ScoreResult> results(3);
+    std::vector<ScoreWindow> jobs;
+    for (int w = 0; w < 3; ++w) {
+      jobs.push_back({.model = models[w % 2].get(), .features = features.view(), .result = &results[w],
+                      .half_from_best = half});
+    }
+    auto fusion = ModelFusion::Create(2, {});
+    ASSERT_TRUE(fusion.ok());
+    const std::vector<FusionJob> fusions = {{.windows = {0, 1}, .fusion = &*fusion, .out = &fused[half]}};
+    ASSERT_TRUE(backend.ScoreFusedBatch(jobs, fusions, {}).ok()) << "half_from_best " << half;
+    EXPECT_FALSE(results[0].half.has_value());
+    EXPECT_FALSE(results[1].half.has_value());
+    EXPECT_EQ(results[0].loglikes.rows(), 12);
+    EXPECT_EQ(results[2].half.has_value(), half) << "the window outside the fusion";
+  }
+  EXPECT_TRUE(fused[1].loglikes == fused[0].loglikes);
+}
+
 }  // namespace
 }  // namespace gmmscore

@@ -19,8 +19,10 @@ absl::Status DeviceHalves::Queue(absl::Span<const ScoreWindow> jobs, const std::
   rows_ = 0;
   values_ = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
-    if (!halved[j]) continue;
     const ScoreWindow& job = jobs[j];
+    // A window of no frames has its empty HalfScores already
+    // (CudaBackend's PrepareResults): nothing to launch or copy.
+    if (!halved[j] || job.features.rows == 0) continue;
     windows_.push_back(static_cast<int>(j));
     HalfSegment segment;
     segment.first_row = rows_;
@@ -46,9 +48,6 @@ absl::Status DeviceHalves::Queue(absl::Span<const ScoreWindow> jobs, const std::
                                            stream),
                            "copy half-encoding segments to device");
   char* out = device_out_.data();
-  // Empty windows stay among the segments (Finish gives them an empty
-  // result): SegmentOfRow takes the last segment that starts at or before a
-  // frame, which is the frame's own window, never an empty one before it.
   GMM_RETURN_IF_ERROR(LaunchHalfEncode(device_segments_.data(), static_cast<int>(segments_.size()), rows_, scores,
                                        reinterpret_cast<float*>(out),
                                        reinterpret_cast<uint16_t*>(out + rows_ * sizeof(float)), stream));
@@ -65,11 +64,9 @@ void DeviceHalves::Finish(absl::Span<const ScoreWindow> jobs) {
     const HalfSegment& segment = segments_[w];
     HalfScores half;
     half.num_states = segment.states;
-    if (segment.rows > 0) {
-      half.frame_best.assign(best + segment.first_row, best + segment.first_row + segment.rows);
-      const uint16_t* first = halves + segment.halves_offset;
-      half.values.assign(first, first + int64_t{segment.rows} * segment.states);
-    }
+    half.frame_best.assign(best + segment.first_row, best + segment.first_row + segment.rows);
+    const uint16_t* first = halves + segment.halves_offset;
+    half.values.assign(first, first + int64_t{segment.rows} * segment.states);
     jobs[windows_[w]].result->half = std::move(half);
   }
   windows_.clear();

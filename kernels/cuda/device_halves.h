@@ -39,7 +39,7 @@ class DeviceHalves {
                      const float* scores, absl::Span<const int64_t> score_offsets, cudaStream_t stream);
 
   // After the stream has synchronised: result->half of every window Queue
-  // staged (a window of no frames gets an empty one), then forgets them.
+  // staged (windows with frames), then forgets them.
   void Finish(absl::Span<const ScoreWindow> jobs);
 
  private:

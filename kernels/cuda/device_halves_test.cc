@@ -4,13 +4,16 @@
 // bit, in one batch with windows that must not be encoded. Skips where no
 // CUDA device answers (CI); runs for real on the GPU machine.
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/gpu_test_util.h"
+#include "kernels/cuda/half_encode_launch.h"
 #include "kernels/model/synthetic_model.h"
 #include "proto/wire_convert.h"
 
@@ -141,6 +144,78 @@ TEST_F(DeviceHalvesTest, HalvesMatchTheHostEncodingBitForBit) {
           << "frame " << i / reference.num_states << " state " << i % reference.num_states;
     }
   }
+}
+
+// The kernel alone on scores no model gives: -inf states, a frame of only
+// -inf, signed zeros at the best, distances that saturate or round past the
+// largest half, and segments of no rows among the others; 0xFF poison in
+// every output.
+TEST(HalfEncodeKernelTest, AwkwardScoresMatchTheHostBitForBit) {
+  SKIP_WITHOUT_GPU();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> value(-80.0f, 30.0f);
+  // Windows: rows x states, in launch order; the 0-row ones test the
+  // segment search.
+  std::vector<FloatMatrix> windows;
+  windows.emplace_back(0, 7);
+  windows.emplace_back(2, 3);
+  windows.back().at(0, 0) = -kInf, windows.back().at(0, 1) = -1.5f, windows.back().at(0, 2) = 2.0f;
+  for (int s = 0; s < 3; ++s) windows.back().at(1, s) = -kInf;
+  windows.emplace_back(0, 4);
+  windows.emplace_back(1, 300);
+  for (int s = 0; s < 300; ++s) {
+    const float pattern[] = {-0.0f, 0.0f, -5.0f, -1e6f, -65519.0f, -65520.0f, -70000.0f, -3e-8f};
+    windows.back().at(0, s) = pattern[s % 8];
+  }
+  windows.emplace_back(3, 5000);
+  for (int64_t i = 0; i < 3 * 5000; ++i) windows.back().data()[i] = value(rng);
+  windows.back().at(1, 17) = -kInf;
+  windows.emplace_back(0, 2);
+
+  std::vector<HalfSegment> segments;
+  std::vector<float> scores;
+  int64_t rows = 0, halves = 0;
+  for (const FloatMatrix& w : windows) {
+    segments.push_back({.first_row = rows,
+                        .scores_offset = static_cast<int64_t>(scores.size()),
+                        .halves_offset = halves,
+                        .rows = static_cast<int32_t>(w.rows()),
+                        .states = static_cast<int32_t>(w.cols())});
+    scores.insert(scores.end(), w.data(), w.data() + w.rows() * w.cols());
+    rows += w.rows();
+    halves += w.rows() * w.cols();
+  }
+  auto d_segments = DeviceBuffer<HalfSegment>::FromHost(segments.data(), segments.size());
+  auto d_scores = DeviceBuffer<float>::FromHost(scores.data(), scores.size());
+  auto d_best = DeviceBuffer<float>::Allocate(rows);
+  auto d_halves = DeviceBuffer<uint16_t>::Allocate(halves);
+  ASSERT_TRUE(d_segments.ok() && d_scores.ok() && d_best.ok() && d_halves.ok());
+  ASSERT_EQ(cudaMemset(d_best->data(), 0xFF, d_best->bytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_halves->data(), 0xFF, d_halves->bytes()), cudaSuccess);
+  ASSERT_TRUE(LaunchHalfEncode(d_segments->data(), static_cast<int>(segments.size()), rows, d_scores->data(),
+                               d_best->data(), d_halves->data(), nullptr)
+                  .ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> best(rows);
+  std::vector<uint16_t> got(halves);
+  ASSERT_EQ(cudaMemcpy(best.data(), d_best->data(), d_best->bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), d_halves->data(), d_halves->bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const HalfScores want = HalfScoresFromFloats(windows[w]);
+    const HalfSegment& segment = segments[w];
+    for (int t = 0; t < segment.rows; ++t) {
+      ASSERT_EQ(std::memcmp(&best[segment.first_row + t], &want.frame_best[t], sizeof(float)), 0)
+          << "window " << w << " frame " << t << ": best " << best[segment.first_row + t] << " vs "
+          << want.frame_best[t];
+      for (int s = 0; s < segment.states; ++s) {
+        ASSERT_EQ(got[segment.halves_offset + int64_t{t} * segment.states + s], want.values[t * segment.states + s])
+            << "window " << w << " frame " << t << " state " << s << " score " << windows[w].at(t, s);
+      }
+    }
+  }
+  EXPECT_EQ(best[1], 0.0f) << "a frame of only -inf is sent against 0";
 }
 
 // Windows of a fusion are fused from their float32 scores and come back as

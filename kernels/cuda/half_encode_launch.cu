@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(kThreads)
   top = Reduce(temp).Reduce(top, FloatMax());
   if (threadIdx.x == 0) {
     // No finite best (every state -inf): sent as it is, as on the host.
-    frame_best = isfinite(top) ? top : 0.0f;
+    // + 0: a best of -0 is +0 whichever zero fmaxf kept, as on the host.
+    frame_best = isfinite(top) ? top + 0.0f : 0.0f;
     best_out[row_index] = frame_best;
   }
   __syncthreads();

@@ -5,7 +5,9 @@
 // makes no pass over it. The encoding is HalfScores' (scoring_backend.h)
 // bit for bit: the same float32 subtraction, round to nearest even (the
 // host's F16C conversion does the same), finite results saturated to
-// +-65504, a frame with no finite best sent against 0.
+// +-65504, a frame with no finite best sent against 0, a best of -0 sent
+// as +0. NaN scores are outside the contract (features and models are
+// checked finite; the host and the GPU write different NaN bits).
 //
 // For every segment (one window) and frame t < rows:
 //   best[first_row + t]                       = the frame's best (or 0)

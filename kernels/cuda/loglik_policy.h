@@ -97,8 +97,9 @@ using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
 // fused8x4: four Gaussians per frame load, 8 frames per block. 168
 // registers, no spills, 6 blocks (12 warps) per SM: 128 registers (7 or 8
 // blocks) spill 124 bytes. Chosen from a sweep of frames x Gaussians per
-// thread on the H100, 2026-11-27 (docs/PERFORMANCE.md "Four Gaussians per
-// frame load"; frames/s on 5000x256x36 at T = 64 / 128 / 160 / 256 / 1024):
+// thread on the H100, 2026-11-27 (docs/PERFORMANCE.md "GPU: four Gaussians
+// per frame load, fused8x4"; frames/s on 5000x256x36 at T = 64 / 128 / 160 /
+// 256 / 1024):
 //   8 x 2 (fused8x2, 96 reg)   122k 151k 149k 166k 185k
 //   8 x 4 (this, 168 reg)      127k 166k 169k 172k 185k
 //   6 x 4 (128 reg)            118k 149k 156k 170k 180k

@@ -2,7 +2,8 @@
 // frame's best, as OutputOptions.float16 sends it (proto/half_float.h,
 // proto/wire_convert.h), made where the scores lie (ScoreWindow::
 // half_from_best, the CUDA backend):
-//   frame_best[t] = max_s loglikes[t][s], or 0 where that is not finite;
+//   frame_best[t] = max_s loglikes[t][s] (+0 for -0), or 0 where that is
+//                   not finite;
 //   values[t * S + s] = binary16(loglikes[t][s] - frame_best[t]), rounded
 //   to nearest even, finite differences saturated to +-65504.
 #ifndef GMMSCORE_KERNELS_SCORE_HALF_SCORES_H_

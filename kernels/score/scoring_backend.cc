@@ -158,7 +158,13 @@ absl::Status ScoringBackend::ScoreFusedBatch(absl::Span<const ScoreWindow> jobs,
                                              absl::Span<const FusionJob> fusions,
                                              const ScoreOptions& options) {
   if (absl::Status status = ValidateFusionJobs(jobs, fusions); !status.ok()) return status;
-  if (absl::Status status = ScoreBatch(jobs, options); !status.ok()) return status;
+  // Fused here from their float32 scores: a backend that encodes halves
+  // (ScoreWindow::half_from_best) must not encode these.
+  std::vector<ScoreWindow> windows(jobs.begin(), jobs.end());
+  for (const FusionJob& fusion : fusions) {
+    for (int w : fusion.windows) windows[w].half_from_best = false;
+  }
+  if (absl::Status status = ScoreBatch(windows, options); !status.ok()) return status;
   std::vector<ConstMatrixView> views;
   for (const FusionJob& fusion : fusions) {
     views.clear();
@@ -190,7 +196,10 @@ absl::Status ScoringBackend::ScoreBatch(absl::Span<const ScoreWindow> jobs, cons
     if (absl::Status status = ValidateWindowShape(job); !status.ok()) return status;
     if (absl::Status status = ValidateFeatures(*job.model, job.features); !status.ok()) return status;
   }
-  for (const ScoreWindow& job : jobs) job.result->sparse.reset();
+  for (const ScoreWindow& job : jobs) {
+    job.result->sparse.reset();
+    job.result->half.reset();
+  }
   // Consecutive windows of one model (a scheduler's group of many streams'
   // chunks) are packed into one matrix, transformed on the way, and scored
   // by one Score call: one GEMM over all their frames instead of one per
