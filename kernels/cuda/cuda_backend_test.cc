@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/cuda_backend_fixture.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_model.h"
@@ -106,25 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{64, 7, 7, 39}),
     [](const auto& info) { return ShapeName(info.param); });
 
-class CudaBackendTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-    auto backend = CreateCudaBackend(0);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-  }
-
-  std::shared_ptr<const PreparedModel> Prepare(const SyntheticModelSpec& spec) {
-    auto model = GenerateSyntheticModel(spec);
-    EXPECT_TRUE(model.ok()) << model.status();
-    auto prepared = backend_->Prepare(std::make_shared<const DiagGmmModel>(std::move(*model)));
-    EXPECT_TRUE(prepared.ok()) << prepared.status();
-    return *prepared;
-  }
-
-  std::unique_ptr<ScoringBackend> backend_;
-};
+class CudaBackendTest : public CudaBackendFixture {};
 
 TEST_F(CudaBackendTest, SeveralResidentModelsScoreCorrectlyInTurn) {
   std::vector<std::shared_ptr<const PreparedModel>> models = {

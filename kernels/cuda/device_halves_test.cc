@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_backend_fixture.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/cuda/half_encode_launch.h"
@@ -20,25 +20,7 @@
 namespace gmmscore {
 namespace {
 
-class DeviceHalvesTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-    auto backend = CreateCudaBackend(0);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-  }
-
-  std::shared_ptr<const PreparedModel> Prepare(const SyntheticModelSpec& spec) {
-    auto model = GenerateSyntheticModel(spec);
-    EXPECT_TRUE(model.ok()) << model.status();
-    auto prepared = backend_->Prepare(std::make_shared<const DiagGmmModel>(std::move(*model)));
-    EXPECT_TRUE(prepared.ok()) << prepared.status();
-    return *prepared;
-  }
-
-  std::unique_ptr<ScoringBackend> backend_;
-};
+class DeviceHalvesTest : public CudaBackendFixture {};
 
 // A result filled with what no backend writes, so that a field left as it
 // was shows.
