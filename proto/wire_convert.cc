@@ -133,10 +133,15 @@ void ScoresToProto(absl::string_view model, const FloatMatrix& loglikes,
             DenseFrameStarts(loglikes.rows(), loglikes.cols()), encoding, out);
 }
 
-void HalfScoresToProto(absl::string_view model, const HalfScores& half,
-                       absl::Span<const float> frame_totals, v1::StateScores* out) {
+void HalfScoresShapeToProto(absl::string_view model, const HalfScores& half,
+                            absl::Span<const float> frame_totals, v1::StateScores* out) {
   DenseScoresShapeToProto(model, half.num_frames(), half.num_states, frame_totals, out);
   out->mutable_frame_best()->Assign(half.frame_best.begin(), half.frame_best.end());
+}
+
+void HalfScoresToProto(absl::string_view model, const HalfScores& half,
+                       absl::Span<const float> frame_totals, v1::StateScores* out) {
+  HalfScoresShapeToProto(model, half, frame_totals, out);
   out->set_loglikes_f16(reinterpret_cast<const char*>(half.values.data()),
                         sizeof(uint16_t) * half.values.size());
 }

@@ -63,6 +63,11 @@ void SparseScoresToProto(absl::string_view model, const SparseScores& kept,
 void HalfScoresToProto(absl::string_view model, const HalfScores& half,
                        absl::Span<const float> frame_totals, v1::StateScores* out);
 
+// HalfScoresToProto but the halves themselves (loglikes_f16 left empty), for
+// a writer that puts them straight into the wire bytes (server/answer_encoder.h).
+void HalfScoresShapeToProto(absl::string_view model, const HalfScores& half,
+                            absl::Span<const float> frame_totals, v1::StateScores* out);
+
 // `loglikes` encoded as HalfScores on the host: what ScoresToProto sends
 // with kHalfFromBest, and what a backend encoding on its device must match.
 HalfScores HalfScoresFromFloats(const FloatMatrix& loglikes);

@@ -25,7 +25,9 @@ using google::protobuf::internal::WireFormatLite;
 static_assert(std::endian::native == std::endian::little, "the wire's floats are little-endian");
 
 constexpr int kLoglikesField = v1::StateScores::kLoglikesFieldNumber;
+constexpr int kHalvesField = v1::StateScores::kLoglikesF16FieldNumber;
 using Answer = v1::StreamScoreResponse;
+using internal::DeferredValues;
 
 // Bytes of a length-delimited field: tag, length, payload.
 size_t DelimitedSize(int field, size_t payload) {
@@ -52,67 +54,95 @@ size_t FieldsBeforeLoglikesSize(const v1::StateScores& scores) {
   return size;
 }
 
-// One StateScores of the answer. Without given values, the message itself
-// (serialised straight into the answer: a half-precision or sparse one
-// carries its values). With them, the message serialised without its
-// values, and where they go into it.
+// Bytes of the fields of a dense half-precision `scores` numbered below
+// loglikes_f16: those before loglikes and the packed frame totals (loglikes,
+// frame_offsets and state_ids are empty: EncodePart checks).
+size_t FieldsBeforeHalvesSize(const v1::StateScores& scores) {
+  static_assert(v1::StateScores::kFrameTotalsFieldNumber == 5 &&
+                v1::StateScores::kFrameOffsetsFieldNumber == 6 &&
+                v1::StateScores::kStateIdsFieldNumber == 7 && kHalvesField == 8 &&
+                v1::StateScores::kFrameBestFieldNumber == 9);
+  size_t size = FieldsBeforeLoglikesSize(scores);
+  if (scores.frame_totals_size() != 0) {
+    size += DelimitedSize(v1::StateScores::kFrameTotalsFieldNumber, sizeof(float) * scores.frame_totals_size());
+  }
+  return size;
+}
+
+// One StateScores of the answer. Without deferred values, the message
+// itself (serialised straight into the answer: a sparse one, or one encoded
+// here, carries its values). With them, the message serialised without its
+// values, and where they go into it: field `field`, before byte values_at.
 struct EncodedPart {
   const v1::StateScores* scores = nullptr;  // sizes cached (ByteSizeLong)
-  std::string message;                      // with given values: all but them
-  size_t values_at = 0;                     // offset in `message` where field 4 goes
-  absl::Span<const float> values;
+  std::string message;                      // with deferred values: all but them
+  size_t values_at = 0;
+  int field = 0;                            // 0: no deferred values
+  absl::Span<const char> values;            // their bytes as the wire has them
 
-  size_t values_bytes() const { return sizeof(float) * values.size(); }
+  size_t values_bytes() const { return values.size(); }
   size_t size() const {
-    if (values.empty()) return scores->GetCachedSize();
-    return message.size() + DelimitedSize(kLoglikesField, values_bytes());
+    if (field == 0) return scores->GetCachedSize();
+    return message.size() + DelimitedSize(field, values.size());
   }
   // Writes the part but its values, calling values_go_here(position,
   // values) where they belong (after their field's tag and length).
   template <typename Cut>
   uint8_t* Write(uint8_t* out, Cut values_go_here) const {
-    if (values.empty()) return scores->SerializeWithCachedSizesToArray(out);
+    if (field == 0) return scores->SerializeWithCachedSizesToArray(out);
     std::memcpy(out, message.data(), values_at);
     out += values_at;
-    if (!values.empty()) {
-      out = WriteDelimitedHead(kLoglikesField, values_bytes(), out);
-      values_go_here(out, values);
-    }
+    out = WriteDelimitedHead(field, values.size(), out);
+    values_go_here(out, values);
     std::memcpy(out, message.data() + values_at, message.size() - values_at);
     return out + message.size() - values_at;
   }
 };
 
-absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores,
-                                       absl::Span<const float> values) {
-  EncodedPart part{.scores = &scores, .message = {}, .values_at = 0, .values = values};
-  if (values.empty()) {
+absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores, const DeferredValues& deferred) {
+  EncodedPart part{.scores = &scores};
+  if (deferred.empty()) {
     scores.ByteSizeLong();  // caches the sizes Write serialises with
     return part;
   }
-  if (static_cast<int64_t>(values.size()) !=
-      static_cast<int64_t>(scores.num_frames()) * scores.num_states()) {
+  const bool halves = deferred.loglikes.empty();
+  const size_t count = halves ? deferred.halves.size() : deferred.loglikes.size();
+  if (!halves && !deferred.halves.empty()) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer's scores of '%s' were given both float32 and half-precision values", scores.model()));
+  }
+  if (static_cast<int64_t>(count) != static_cast<int64_t>(scores.num_frames()) * scores.num_states()) {
     return absl::InternalError(absl::StrFormat(
         "the answer's scores of '%s' are %d x %d but the encoder was given %d values",
-        scores.model(), scores.num_frames(), scores.num_states(), values.size()));
+        scores.model(), scores.num_frames(), scores.num_states(), count));
   }
   if (scores.loglikes_size() != 0 || !scores.loglikes_f16().empty() ||
       scores.frame_offsets_size() != 0 || scores.state_ids_size() != 0 ||
-      scores.frame_best_size() != 0) {
+      (!halves && scores.frame_best_size() != 0)) {
     return absl::InternalError(absl::StrFormat(
         "the answer's scores of '%s' carry values of their own besides the %d given to the "
         "encoder",
-        scores.model(), values.size()));
+        scores.model(), count));
+  }
+  if (halves && scores.frame_best_size() != static_cast<int>(scores.num_frames())) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer's half-precision scores of '%s' have %d frame bests for %d frames", scores.model(),
+        scores.frame_best_size(), scores.num_frames()));
   }
   part.message = scores.SerializeAsString();
-  // Protobuf writes fields in number order: loglikes follows num_states.
-  part.values_at = FieldsBeforeLoglikesSize(scores);
+  // Protobuf writes fields in number order.
+  part.field = halves ? kHalvesField : kLoglikesField;
+  part.values_at = halves ? FieldsBeforeHalvesSize(scores) : FieldsBeforeLoglikesSize(scores);
+  part.values = halves ? absl::Span<const char>(reinterpret_cast<const char*>(deferred.halves.data()),
+                                                sizeof(uint16_t) * count)
+                       : absl::Span<const char>(reinterpret_cast<const char*>(deferred.loglikes.data()),
+                                                sizeof(float) * count);
   return part;
 }
 
 absl::Status FillShell(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
                        const FusedScores* fused, const AnswerHeader& header,
-                       v1::StreamScoreResponse* shell, std::vector<absl::Span<const float>>* values) {
+                       v1::StreamScoreResponse* shell, std::vector<DeferredValues>* values) {
   shell->set_first_frame(header.first_frame);
   if (header.adaptation != nullptr) *shell->mutable_adaptation() = *header.adaptation;
   return internal::FillAnswerParts(plan, results, fused, shell->mutable_scores(),
@@ -120,19 +150,19 @@ absl::Status FillShell(const ScoringPlan& plan, absl::Span<const ScoreResult> re
                                    fused ? shell->mutable_fusion() : nullptr, values);
 }
 
-// An answer's bytes but its given values (`frame`, one slice), and where
-// each values span goes into them: before frame byte `at`.
+// An answer's bytes but its deferred values (`frame`, one slice), and where
+// each part's values go into them: before frame byte `at`.
 struct Layout {
   struct Cut {
     size_t at;
-    absl::Span<const float> values;
+    absl::Span<const char> values;
   };
   grpc::Slice frame;
   std::vector<Cut> cuts;
 };
 
 absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
-                              absl::Span<const absl::Span<const float>> values) {
+                              absl::Span<const DeferredValues> values) {
   const size_t parts_count = shell.scores_size() + (shell.has_fused() ? 1 : 0);
   if (values.size() != parts_count) {
     return absl::InternalError(absl::StrFormat(
@@ -172,7 +202,7 @@ absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     out = WriteDelimitedHead(field_of(i), parts[i].size(), out);
-    out = parts[i].Write(out, [&](const uint8_t* at, absl::Span<const float> v) {
+    out = parts[i].Write(out, [&](const uint8_t* at, absl::Span<const char> v) {
       layout.cuts.push_back({static_cast<size_t>(at - start), v});
     });
   }
@@ -197,10 +227,10 @@ struct TakenScores {
   std::optional<FusedScores> fused;
 };
 
-grpc::Slice SliceOver(absl::Span<const float> values, std::shared_ptr<TakenScores> owner) {
+grpc::Slice SliceOver(absl::Span<const char> values, std::shared_ptr<TakenScores> owner) {
   auto* ref = new std::shared_ptr<TakenScores>(std::move(owner));
   return grpc::Slice(
-      grpc_slice_new_with_user_data(const_cast<float*>(values.data()), sizeof(float) * values.size(),
+      grpc_slice_new_with_user_data(const_cast<char*>(values.data()), values.size(),
                                     [](void* p) { delete static_cast<std::shared_ptr<TakenScores>*>(p); },
                                     ref),
       grpc::Slice::STEAL_REF);
@@ -224,20 +254,20 @@ grpc::ByteBuffer Assemble(const Layout& layout, ValuesSlice values_slice) {
 }  // namespace
 
 absl::StatusOr<grpc::ByteBuffer> EncodeWithValues(const v1::StreamScoreResponse& shell,
-                                                  absl::Span<const absl::Span<const float>> values) {
+                                                  absl::Span<const DeferredValues> values) {
   GMM_ASSIGN_OR_RETURN(Layout layout, LayOut(shell, values));
   if (layout.cuts.empty()) return grpc::ByteBuffer(&layout.frame, 1);
   // One slice: the frame's pieces with the values copied in between.
   size_t size = layout.frame.size();
-  for (const Layout::Cut& cut : layout.cuts) size += sizeof(float) * cut.values.size();
+  for (const Layout::Cut& cut : layout.cuts) size += cut.values.size();
   grpc::Slice whole(grpc_slice_malloc(size), grpc::Slice::STEAL_REF);
   uint8_t* out = const_cast<uint8_t*>(whole.begin());
   size_t from = 0;
   for (const Layout::Cut& cut : layout.cuts) {
     std::memcpy(out, layout.frame.begin() + from, cut.at - from);
     out += cut.at - from;
-    std::memcpy(out, cut.values.data(), sizeof(float) * cut.values.size());
-    out += sizeof(float) * cut.values.size();
+    std::memcpy(out, cut.values.data(), cut.values.size());
+    out += cut.values.size();
     from = cut.at;
   }
   std::memcpy(out, layout.frame.begin() + from, layout.frame.size() - from);
@@ -249,7 +279,7 @@ absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswer(const ScoringPlan& plan,
                                                     const FusedScores* fused,
                                                     const AnswerHeader& header) {
   v1::StreamScoreResponse shell;
-  std::vector<absl::Span<const float>> values;
+  std::vector<DeferredValues> values;
   GMM_RETURN_IF_ERROR(FillShell(plan, results, fused, header, &shell, &values));
   return EncodeWithValues(shell, values);
 }
@@ -261,11 +291,11 @@ absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswerTaking(const ScoringPlan& pla
   auto taken = std::make_shared<TakenScores>(
       TakenScores{.results = std::move(results), .fused = std::move(fused)});
   v1::StreamScoreResponse shell;
-  std::vector<absl::Span<const float>> values;
+  std::vector<DeferredValues> values;
   GMM_RETURN_IF_ERROR(FillShell(plan, taken->results, taken->fused ? &*taken->fused : nullptr,
                                 header, &shell, &values));
   GMM_ASSIGN_OR_RETURN(const Layout layout, LayOut(shell, values));
-  return Assemble(layout, [&](absl::Span<const float> v) { return SliceOver(v, taken); });
+  return Assemble(layout, [&](absl::Span<const char> v) { return SliceOver(v, taken); });
 }
 
 }  // namespace gmmscore

@@ -13,7 +13,10 @@
 // into one slice the size of the whole answer (one copy), or the slices
 // point into the result (EncodeStreamAnswerTaking: none). Either is freed
 // when the write is done: a stream no longer keeps its largest answer's
-// capacity between chunks. Capacity issue 23, docs/PERFORMANCE.md.
+// capacity between chunks. Capacity issue 23, docs/PERFORMANCE.md. Half-
+// precision scores a backend encoded (ScoreResult::half, on a GPU) travel
+// the same way as the loglikes_f16 bytes; halves made here from float32
+// scores go into the message as before.
 //
 // The bytes are exactly what StreamScoreResponse::SerializeAsString gives
 // for the answer FillAnswer / FillFusedAnswer build (answer_encoder_test
@@ -61,11 +64,13 @@ absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswerTaking(const ScoringPlan& pla
 
 // The serialised `shell`, with the values of its StateScores
 // (shell.scores() in order, then shell.fused() when present) taken from
-// `values` where a span is not empty: such a StateScores must have no
-// loglikes, frame_offsets, state_ids or half-precision fields of its own
-// (INTERNAL otherwise). Empty spans leave the message as it is.
+// `values` where an entry is not empty: float32 loglikes for a StateScores
+// with no loglikes, frame_offsets, state_ids or half-precision fields of its
+// own; or half-precision loglikes_f16 for one with its frame_best and no
+// other values (INTERNAL otherwise, or where the count is not frames x
+// states). Empty entries leave the message as it is.
 absl::StatusOr<grpc::ByteBuffer> EncodeWithValues(const v1::StreamScoreResponse& shell,
-                                                  absl::Span<const absl::Span<const float>> values);
+                                                  absl::Span<const internal::DeferredValues> values);
 
 }  // namespace gmmscore
 

@@ -11,6 +11,7 @@
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "kernels/score/state_selection.h"
+#include "proto/wire_convert.h"
 
 namespace gmmscore {
 namespace {
@@ -193,6 +194,40 @@ TEST_F(AnswerEncoderTest, SparseAndHalfPrecisionAnswersAreTheMessagesBytes) {
   ExpectSameBytes(plan, mixed, nullptr, {.first_frame = 1}, "backend-selected");
 }
 
+// Halves a backend encoded (on a GPU) go out as the bytes the host's
+// encoding of the same float32 scores gives, with and without frame totals,
+// names of one- and two-byte lengths, several models, no frames.
+TEST_F(AnswerEncoderTest, BackendHalvesAreTheMessagesBytes) {
+  for (bool totals : {false, true}) {
+    for (const std::string& name : {std::string("a"), kLongName}) {
+      for (int64_t frames : {int64_t{10}, int64_t{1}, int64_t{0}}) {
+        ScoringPlan plan = PlanOf({name, "b"});
+        plan.frame_totals = totals;
+        plan.encoding = ValueEncoding::kHalfFromBest;
+        plan.num_states = 500;
+        const std::vector<ScoreResult> floats = Results(2, frames, 500, totals);
+        std::vector<ScoreResult> halves = floats;
+        for (ScoreResult& r : halves) {
+          r.half = HalfScoresFromFloats(r.loglikes);
+          r.loglikes = FloatMatrix();
+        }
+        const AnswerHeader header{.first_frame = 40};
+        const std::string what = absl::StrCat("totals ", totals, " name ", name.size(), " frames ", frames);
+        absl::StatusOr<grpc::ByteBuffer> encoded = EncodeStreamAnswer(plan, halves, nullptr, header);
+        ASSERT_TRUE(encoded.ok()) << what << ": " << encoded.status();
+        const std::string expected = Expected(plan, floats, nullptr, header);
+        EXPECT_EQ(BytesOf(*encoded), expected) << what;
+        // And taken over, as ExpectSameBytes does for float32 answers.
+        absl::StatusOr<grpc::ByteBuffer> owning = EncodeStreamAnswerTaking(plan, halves, std::nullopt, header);
+        ASSERT_TRUE(owning.ok()) << what << ": " << owning.status();
+        grpc::ByteBuffer copy(*owning);
+        owning->Clear();
+        EXPECT_EQ(BytesOf(copy), expected) << what << " (taken)";
+      }
+    }
+  }
+}
+
 TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
   v1::StreamScoreResponse shell;
   v1::StateScores* scores = shell.add_scores();
@@ -201,22 +236,32 @@ TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
   scores->set_num_states(2);
   const std::vector<float> values = {1.0f, 2.0f};
   const absl::Span<const float> span(values);
+  const std::vector<uint16_t> halves = {1, 2};
+  using internal::DeferredValues;
   // One matrix, two value spans.
-  std::vector<absl::Span<const float>> two = {span, span};
+  std::vector<DeferredValues> two = {{.loglikes = span}, {.loglikes = span}};
   EXPECT_EQ(EncodeWithValues(shell, two).status().code(), absl::StatusCode::kInternal);
   // Values that do not fill the matrix's shape.
-  std::vector<absl::Span<const float>> short_span = {span.subspan(1)};
+  std::vector<DeferredValues> short_span = {{.loglikes = span.subspan(1)}};
   absl::StatusOr<grpc::ByteBuffer> misfit = EncodeWithValues(shell, short_span);
   EXPECT_EQ(misfit.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(misfit.status().message().find("1 x 2"), std::string::npos) << misfit.status();
+  // Both kinds of values for one matrix.
+  std::vector<DeferredValues> mixed = {{.loglikes = span, .halves = halves}};
+  EXPECT_EQ(EncodeWithValues(shell, mixed).status().code(), absl::StatusCode::kInternal);
+  // Halves without a best for each frame.
+  std::vector<DeferredValues> unanchored = {{.halves = halves}};
+  absl::StatusOr<grpc::ByteBuffer> no_best = EncodeWithValues(shell, unanchored);
+  EXPECT_EQ(no_best.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(no_best.status().message().find("frame bests"), std::string::npos) << no_best.status();
   // A matrix with values of its own and values given.
   scores->add_loglikes(5.0f);
-  std::vector<absl::Span<const float>> one = {span};
+  std::vector<DeferredValues> one = {{.loglikes = span}};
   absl::StatusOr<grpc::ByteBuffer> both = EncodeWithValues(shell, one);
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(both.status().message().find("of their own"), std::string::npos) << both.status();
   // Without given values, the message as it is.
-  std::vector<absl::Span<const float>> none = {absl::Span<const float>()};
+  std::vector<DeferredValues> none = {DeferredValues{}};
   absl::StatusOr<grpc::ByteBuffer> plain = EncodeWithValues(shell, none);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(BytesOf(*plain), shell.SerializeAsString());
@@ -240,6 +285,17 @@ TEST(AnswerEncoderGuardTest, TheAnswerHasTheFieldsTheEncoderWrites) {
   EXPECT_EQ(loglikes->name(), "loglikes");
   EXPECT_EQ(loglikes->type(), google::protobuf::FieldDescriptor::TYPE_FLOAT);
   EXPECT_TRUE(loglikes->is_packed());
+  // Half-precision answers: the encoder writes loglikes_f16 (8) after the
+  // fields below it, the packed frame totals (5) among them, and before the
+  // packed frame bests (9).
+  const google::protobuf::Descriptor* scores = v1::StateScores::descriptor();
+  ASSERT_EQ(scores->field_count(), 9) << "server/answer_encoder.cc places values among nine fields";
+  EXPECT_EQ(scores->FindFieldByNumber(5)->name(), "frame_totals");
+  EXPECT_TRUE(scores->FindFieldByNumber(5)->is_packed());
+  EXPECT_EQ(scores->FindFieldByNumber(8)->name(), "loglikes_f16");
+  EXPECT_EQ(scores->FindFieldByNumber(8)->type(), google::protobuf::FieldDescriptor::TYPE_BYTES);
+  EXPECT_EQ(scores->FindFieldByNumber(9)->name(), "frame_best");
+  EXPECT_TRUE(scores->FindFieldByNumber(9)->is_packed());
 }
 
 }  // namespace

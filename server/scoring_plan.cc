@@ -249,10 +249,10 @@ namespace {
 // kind of part), for the answer encoder to copy once, into the wire bytes.
 void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatrix& loglikes,
                absl::Span<const float> totals, v1::StateScores* out,
-               std::vector<absl::Span<const float>>* deferred) {
+               std::vector<internal::DeferredValues>* deferred) {
   if (deferred != nullptr && plan.sparse.dense() && plan.encoding == ValueEncoding::kFloat32) {
     DenseScoresShapeToProto(model, loglikes.rows(), loglikes.cols(), totals, out);
-    deferred->push_back(absl::MakeConstSpan(loglikes.data(), loglikes.rows() * loglikes.cols()));
+    deferred->push_back({.loglikes = absl::MakeConstSpan(loglikes.data(), loglikes.rows() * loglikes.cols())});
     return;
   }
   ScoresToProto(model, loglikes, totals, out, plan.sparse, plan.encoding);
@@ -265,7 +265,7 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
                              const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
                              v1::StateScores* fused_scores, v1::FusionReport* report,
-                             std::vector<absl::Span<const float>>* deferred_values) {
+                             std::vector<DeferredValues>* deferred_values) {
   const bool send_models = fused == nullptr || !plan.fused_only;
   if (send_models) {
     for (size_t m = 0; m < results.size(); ++m) {
@@ -288,8 +288,12 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
                                                   " frames of ", half.num_states, " states; the plan has ",
                                                   plan.num_states, " states"));
         }
-        HalfScoresToProto(plan.models[m]->name, half, totals, scores->Add());
-        if (deferred_values != nullptr) deferred_values->emplace_back();
+        if (deferred_values != nullptr) {
+          HalfScoresShapeToProto(plan.models[m]->name, half, totals, scores->Add());
+          deferred_values->push_back({.halves = half.values});
+        } else {
+          HalfScoresToProto(plan.models[m]->name, half, totals, scores->Add());
+        }
       } else {
         AddScores(plan, plan.models[m]->name, results[m].loglikes, totals, scores->Add(),
                   deferred_values);

@@ -126,15 +126,25 @@ absl::Status FillFusedAnswer(const ScoringPlan& plan, absl::Span<const ScoreResu
                              const FusedScores& fused, Response* response);
 
 namespace internal {
+// The values of one StateScores left out of its message, for the answer's
+// encoder to write (server/answer_encoder.h): a dense float32 part's
+// loglikes (field 4), or a dense half-precision part's loglikes_f16 (field
+// 8); both empty for a part whose message carries its values.
+struct DeferredValues {
+  absl::Span<const float> loglikes;
+  absl::Span<const uint16_t> halves;
+
+  bool empty() const { return loglikes.empty() && halves.empty(); }
+};
+
 // `fused` null: no fusion (a single model). `deferred_values` null: every
-// value goes into the messages. Otherwise it gets one span per StateScores
-// filled (scores in order, then fused): a dense float32 part's values, left
-// out of its message (server/answer_encoder.h writes them), or empty.
+// value goes into the messages. Otherwise it gets one entry per StateScores
+// filled (scores in order, then fused), its values left out of the message.
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
                              const FusedScores* fused,
                              google::protobuf::RepeatedPtrField<v1::StateScores>* scores,
                              v1::StateScores* fused_scores, v1::FusionReport* report,
-                             std::vector<absl::Span<const float>>* deferred_values = nullptr);
+                             std::vector<DeferredValues>* deferred_values = nullptr);
 }  // namespace internal
 
 template <typename Response>
