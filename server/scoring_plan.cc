@@ -259,6 +259,32 @@ void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatr
   if (deferred != nullptr) deferred->emplace_back();
 }
 
+// A backend's half-precision scores into *out, as AddScores does for float32
+// ones: the halves left out of the message with `deferred` set. INTERNAL
+// for halves the plan did not ask for or of the wrong shape.
+absl::Status AddHalves(const ScoringPlan& plan, absl::string_view model, const HalfScores& half,
+                       absl::Span<const float> totals, v1::StateScores* out,
+                       std::vector<internal::DeferredValues>* deferred) {
+  if (plan.encoding != ValueEncoding::kHalfFromBest || !plan.sparse.dense()) {
+    return absl::InternalError(
+        absl::StrCat("the backend sent '", model, "' in half precision, which the stream did not ask for"));
+  }
+  if (half.num_states != plan.num_states ||
+      static_cast<int64_t>(half.values.size()) != half.num_frames() * half.num_states) {
+    return absl::InternalError(absl::StrCat("the backend's half-precision scores of '", model, "' are ",
+                                            half.values.size(), " values for ", half.num_frames(),
+                                            " frames of ", half.num_states, " states; the plan has ",
+                                            plan.num_states, " states"));
+  }
+  if (deferred == nullptr) {
+    HalfScoresToProto(model, half, totals, out);
+    return absl::OkStatus();
+  }
+  HalfScoresShapeToProto(model, half, totals, out);
+  deferred->push_back({.halves = half.values});
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResult> results,
@@ -276,24 +302,8 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
                             plan.encoding);
         if (deferred_values != nullptr) deferred_values->emplace_back();
       } else if (results[m].half.has_value()) {  // encoded by the backend (on a GPU)
-        if (plan.encoding != ValueEncoding::kHalfFromBest || !plan.sparse.dense()) {
-          return absl::InternalError(absl::StrCat("the backend sent '", plan.models[m]->name,
-                                                  "' in half precision, which the stream did not ask for"));
-        }
-        const HalfScores& half = *results[m].half;
-        if (half.num_states != plan.num_states ||
-            static_cast<int64_t>(half.values.size()) != half.num_frames() * half.num_states) {
-          return absl::InternalError(absl::StrCat("the backend's half-precision scores of '", plan.models[m]->name,
-                                                  "' are ", half.values.size(), " values for ", half.num_frames(),
-                                                  " frames of ", half.num_states, " states; the plan has ",
-                                                  plan.num_states, " states"));
-        }
-        if (deferred_values != nullptr) {
-          HalfScoresShapeToProto(plan.models[m]->name, half, totals, scores->Add());
-          deferred_values->push_back({.halves = half.values});
-        } else {
-          HalfScoresToProto(plan.models[m]->name, half, totals, scores->Add());
-        }
+        GMM_RETURN_IF_ERROR(AddHalves(plan, plan.models[m]->name, *results[m].half, totals, scores->Add(),
+                                      deferred_values));
       } else {
         AddScores(plan, plan.models[m]->name, results[m].loglikes, totals, scores->Add(),
                   deferred_values);

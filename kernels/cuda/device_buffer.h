@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstring>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -103,6 +104,21 @@ absl::Status EnsureCapacity(Buffer& buffer, size_t count) {
   absl::StatusOr<Buffer> grown = Buffer::Allocate(count + count / 4);
   if (!grown.ok()) return grown.status();
   buffer = std::move(*grown);
+  return absl::OkStatus();
+}
+
+// Queues on `stream` the copy of `count` host elements to `device` through
+// `pinned` (an asynchronous copy needs page-locked memory), growing both:
+// a call's small tables (segments, descriptors). `what` names the copy in
+// errors.
+template <typename T>
+absl::Status StageToDevice(const T* host, size_t count, PinnedBuffer<T>& pinned, DeviceBuffer<T>& device,
+                           cudaStream_t stream, const char* what) {
+  if (absl::Status grown = EnsureCapacity(pinned, count); !grown.ok()) return grown;
+  if (absl::Status grown = EnsureCapacity(device, count); !grown.ok()) return grown;
+  std::memcpy(pinned.data(), host, count * sizeof(T));
+  GMM_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(device.data(), pinned.data(), count * sizeof(T), cudaMemcpyHostToDevice, stream), what);
   return absl::OkStatus();
 }
 

@@ -1,7 +1,5 @@
 #include "kernels/cuda/device_halves.h"
 
-#include <cstring>
-
 #include "kernels/core/status_macros.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -38,15 +36,10 @@ absl::Status DeviceHalves::Queue(absl::Span<const ScoreWindow> jobs, const std::
 
   // Bests first: floats, then the 2-byte halves, both naturally aligned.
   const size_t out_bytes = rows_ * sizeof(float) + values_ * sizeof(uint16_t);
-  GMM_RETURN_IF_ERROR(EnsureCapacity(host_segments_, segments_.size()));
-  GMM_RETURN_IF_ERROR(EnsureCapacity(device_segments_, segments_.size()));
   GMM_RETURN_IF_ERROR(EnsureCapacity(host_out_, out_bytes));
   GMM_RETURN_IF_ERROR(EnsureCapacity(device_out_, out_bytes));
-  std::memcpy(host_segments_.data(), segments_.data(), segments_.size() * sizeof(HalfSegment));
-  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_segments_.data(), host_segments_.data(),
-                                           segments_.size() * sizeof(HalfSegment), cudaMemcpyHostToDevice,
-                                           stream),
-                           "copy half-encoding segments to device");
+  GMM_RETURN_IF_ERROR(StageToDevice(segments_.data(), segments_.size(), host_segments_, device_segments_, stream,
+                                    "copy half-encoding segments to device"));
   char* out = device_out_.data();
   GMM_RETURN_IF_ERROR(LaunchHalfEncode(device_segments_.data(), static_cast<int>(segments_.size()), rows_, scores,
                                        reinterpret_cast<float*>(out),

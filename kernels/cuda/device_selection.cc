@@ -1,7 +1,6 @@
 #include "kernels/cuda/device_selection.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/core/status_macros.h"
 
@@ -33,15 +32,10 @@ absl::Status DeviceSelection::Queue(absl::Span<const ScoreWindow> jobs, const st
   if (segments_.empty()) return absl::OkStatus();
 
   const size_t out_bytes = (rows_ + 2 * slots_) * sizeof(uint32_t);
-  GMM_RETURN_IF_ERROR(EnsureCapacity(host_segments_, segments_.size()));
-  GMM_RETURN_IF_ERROR(EnsureCapacity(device_segments_, segments_.size()));
   GMM_RETURN_IF_ERROR(EnsureCapacity(host_out_, out_bytes));
   GMM_RETURN_IF_ERROR(EnsureCapacity(device_out_, out_bytes));
-  std::memcpy(host_segments_.data(), segments_.data(), segments_.size() * sizeof(SelectSegment));
-  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_segments_.data(), host_segments_.data(),
-                                           segments_.size() * sizeof(SelectSegment), cudaMemcpyHostToDevice,
-                                           stream),
-                           "copy selection segments to device");
+  GMM_RETURN_IF_ERROR(StageToDevice(segments_.data(), segments_.size(), host_segments_, device_segments_, stream,
+                                    "copy selection segments to device"));
   char* out = device_out_.data();
   GMM_RETURN_IF_ERROR(LaunchStateSelect(device_segments_.data(), static_cast<int>(segments_.size()), rows_, scores,
                                         reinterpret_cast<int32_t*>(out),

@@ -60,14 +60,9 @@ absl::StatusOr<const float*> CopyInFrames(Lane& lane, absl::Span<const ScoreWind
                            "copy features to device");
   if (plan.segments.empty()) return lane.features.data();
   const size_t count = plan.segments.size();
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_segments, count));
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.segments, count));
   GMM_RETURN_IF_ERROR(EnsureCapacity(lane.transformed, plan.frame_floats));
-  std::memcpy(lane.host_segments.data(), plan.segments.data(), count * sizeof(TransformSegment));
-  GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.segments.data(), lane.host_segments.data(),
-                                           count * sizeof(TransformSegment),
-                                           cudaMemcpyHostToDevice, stream),
-                           "copy transform segments to device");
+  GMM_RETURN_IF_ERROR(StageToDevice(plan.segments.data(), count, lane.host_segments, lane.segments, stream,
+                                    "copy transform segments to device"));
   GMM_RETURN_IF_ERROR(LaunchFeatureTransforms(lane.features.data(), lane.transformed.data(),
                                               lane.features.data(), lane.segments.data(),
                                               static_cast<int>(count), plan.max_segment_values,
