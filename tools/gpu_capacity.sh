@@ -25,7 +25,9 @@
 # EXTRA_FILES for a before/after on one machine), WARM_STREAMS
 # (first run that many streams for WARM_S seconds, 10, unmeasured: the
 # daemon's buffers and the GPU's clocks settle before the first point, whose
-# tails on a cold daemon were 170-400 ms at loads that pass warm).
+# tails on a cold daemon were 170-400 ms at loads that pass warm), PRECISION
+# (fast or exact: every synthesized model gets that `precision` in a config
+# file given with --config; e.g. fast lets case c use the tensor cores).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
@@ -54,7 +56,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 
 repo=$work/repo-$case_name
 mkdir -p "$repo"
+synthesized=()
 synth() {  # NAME STATES GAUSSIANS DIM SEED
+  synthesized+=("$1")
   [ -f "$repo/$1.gmm" ] || "$BIN/gmmscore" synth --states "$2" --gaussians "$3" --dim "$4" \
     --seed "$5" --output "$repo/$1.gmm" >/dev/null || exit 1
 }
@@ -88,9 +92,17 @@ esac
 
 port=${PORT:-50151}
 log=$OUT/gmmscored-$case_name.log
+config=()
+if [ -n "${PRECISION:-}" ]; then
+  config_file=$OUT/gmmscored-$case_name.config
+  for name in "${synthesized[@]}"; do
+    echo "models { name: \"$name\" precision: \"$PRECISION\" }"
+  done > "$config_file"
+  config=(--config "$config_file")
+fi
 # shellcheck disable=SC2086
 "${DAEMON_BIN:-$BIN/gmmscored}" --model_repository "$repo" --listen "127.0.0.1:$port" \
-  --backend "${BACKEND:-cuda}" --max_streams 100000 ${DAEMON_FLAGS:-} > "$log" 2>&1 &
+  --backend "${BACKEND:-cuda}" --max_streams 100000 "${config[@]}" ${DAEMON_FLAGS:-} > "$log" 2>&1 &
 daemon=$!
 for _ in $(seq 600); do
   grep -q 'listening on' "$log" && break

@@ -193,15 +193,28 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
 }
 
 // Algorithm for kAuto on a model of Precision::kFast: the wgmma tensor-core
-// kernel where it beat every fp32 kernel on the H100 run of 2026-11-23
-// (windows of >= 256 frames on models of >= 32 Gaussians per state:
-// 5000x256x36 T=256 276k vs fused8x2 166k, 5000x32x39 T=1024 1.68M vs 1.32M;
-// not on 5000x16x36, 1.79M vs 2.39M at T=256, nor below 256 frames), else
-// the exact choice. `wgmma_available`: a compute-capability-9.0 device.
+// kernel where it beat fused8x4 on the H100 (loglik_bench, 2026-11-27,
+// docs/loglik_h100_fast_policy.csv; PERFORMANCE.md "precision: fast at the
+// daemon's batch sizes"), else the exact choice. wgmma scores 128-frame
+// tiles, so its time steps at 129 frames; fused8x4's grows with T.
+// - >= 256 Gaussians a state (5000x256x36): from 96 frames (T = 96 180k vs
+//   130k, 128 234k vs 164k, 160 177k vs 170k, 256 277k vs 172k; T = 80
+//   151k vs 158k).
+// - >= 32 a state: from 256 frames (5000x64x39 T = 256 742k vs 613k;
+//   5000x32x39 1.21M vs 1.18M). Below 256 frames it loses on 32 Gaussians
+//   a state at every length (T = 128 936k vs 1.11M) and on 64 at T = 160
+//   (484k vs 600k), winning 64 a state at 96-128 by only 3-5%.
+// `wgmma_available`: a compute-capability-9.0 device.
+inline constexpr int kWgmmaMinFramesWide = 96;    // >= 256 Gaussians a state
+inline constexpr int kWgmmaMinFrames = 256;       // >= 32 Gaussians a state
 inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, int num_states,
                                      bool wgmma_available) {
-  const bool wide_states = num_states > 0 && num_gaussians >= 32LL * num_states;
-  if (wgmma_available && num_frames >= 256 && wide_states) return Algorithm::kWgmma;
+  if (wgmma_available && num_states > 0) {
+    const int64_t min_frames = num_gaussians >= 256LL * num_states ? kWgmmaMinFramesWide
+                               : num_gaussians >= 32LL * num_states ? kWgmmaMinFrames
+                                                                    : -1;
+    if (min_frames > 0 && num_frames >= min_frames) return Algorithm::kWgmma;
+  }
   return ChooseAlgorithm(num_frames, num_gaussians);
 }
 
