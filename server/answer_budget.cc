@@ -37,6 +37,15 @@ void AnswerCharge::ShrinkTo(int64_t bytes) {
   bytes_ = bytes;
 }
 
+void AnswerCharge::SetTo(int64_t bytes) {
+  if (bytes < 0 || bytes == bytes_) return;
+  if (bytes < bytes_) return ShrinkTo(bytes);
+  const int64_t added = bytes - bytes_;
+  if (budget_ != nullptr) budget_->held_.fetch_add(added, std::memory_order_relaxed);
+  if (stream_ != nullptr) stream_->fetch_add(added, std::memory_order_relaxed);
+  bytes_ = bytes;
+}
+
 bool AnswerBudget::TryCharge(int64_t bytes, std::shared_ptr<std::atomic<int64_t>> stream,
                              AnswerCharge* charge) {
   int64_t held = held_.load(std::memory_order_relaxed);

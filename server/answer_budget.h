@@ -45,6 +45,12 @@ class AnswerCharge {
   // once a chunk's results are known to be smaller than charged (states
   // selected on the GPU: top_k 100 of 5000 takes 1/25 of the bytes).
   void ShrinkTo(int64_t bytes);
+  // Makes the charge `bytes` (negative: no change), shrinking or growing.
+  // Growing is never refused, so the server's count may pass its limit:
+  // the bytes exist already (results larger than the chunk's admission
+  // estimate, e.g. a stream moved to a backend that does not select), and
+  // the next TryCharge calls are refused until they are taken.
+  void SetTo(int64_t bytes);
 
  private:
   friend class AnswerBudget;

@@ -91,5 +91,27 @@ TEST(AnswerBudgetTest, ConcurrentChargesNeverPassTheLimit) {
   EXPECT_EQ(budget.held(), 0);
 }
 
+TEST(AnswerBudgetTest, SetToGrowsPastTheLimitAndRefusesUntilTaken) {
+  AnswerBudget budget(100);
+  auto stream = std::make_shared<std::atomic<int64_t>>(0);
+  AnswerCharge charge, more;
+  ASSERT_TRUE(budget.TryCharge(10, stream, &charge));  // an admission estimate
+  charge.SetTo(-1);
+  EXPECT_EQ(charge.bytes(), 10);
+  charge.SetTo(150);  // the results came back larger: never refused
+  EXPECT_EQ(charge.bytes(), 150);
+  EXPECT_EQ(budget.held(), 150);
+  EXPECT_EQ(stream->load(), 150);
+  EXPECT_FALSE(budget.TryCharge(1, stream, &more));
+  charge.SetTo(40);  // and shrinks as ShrinkTo does
+  EXPECT_EQ(budget.held(), 40);
+  EXPECT_EQ(stream->load(), 40);
+  EXPECT_TRUE(budget.TryCharge(60, stream, &more));
+  charge.Release();
+  more.Release();
+  EXPECT_EQ(budget.held(), 0);
+  EXPECT_EQ(stream->load(), 0);
+}
+
 }  // namespace
 }  // namespace gmmscore

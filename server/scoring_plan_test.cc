@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <memory>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "kernels/core/feature_values.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/score/state_selection.h"
 
 namespace gmmscore {
 namespace {
@@ -254,6 +256,44 @@ TEST_F(ScoringPlanTest, CountsTheBytesResultsHold) {
   fused.model_weights.assign(20, 0.5f);
   EXPECT_EQ(HeldBytes(fused), (40 + 20) * 4);
   EXPECT_EQ(HeldBytes(ScoreResult{}), 0);
+}
+
+TEST_F(ScoringPlanTest, SelectedResultBytesBoundWhatASelectionHolds) {
+  v1::StreamConfig config = Config({"c"});  // 5 states
+  config.mutable_output()->set_top_k(1);
+  config.mutable_output()->set_frame_totals(true);
+  auto plan = PlanForStream(config, *repo_);
+  ASSERT_TRUE(plan.ok());
+  // What a backend's selection of 10 frames holds: a value and an id a
+  // frame, 11 offsets, 10 totals.
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> score(-50.0f, 0.0f);
+  FloatMatrix scores(10, 5);
+  for (int64_t i = 0; i < scores.rows() * scores.cols(); ++i) scores.data()[i] = score(rng);
+  ScoreResult selected;
+  selected.sparse = SelectStates(scores.view(), plan->sparse);
+  selected.frame_totals.assign(10, 0.0f);
+  EXPECT_EQ(HeldBytes(selected), (10 + 10 + 11 + 10) * 4);
+  EXPECT_EQ(SelectedResultBytes(*plan, 10), HeldBytes(selected));
+  EXPECT_LT(SelectedResultBytes(*plan, 10), ResultBytes(*plan, 10));
+  // The CPU backend returns dense scores: its streams are charged those.
+  EXPECT_FALSE(backend_->ReturnsSelected(*ReplicaOf(*plan, 0), plan->sparse));
+  // No top_k (a beam alone may keep every state), a k of every state, or
+  // fusion (fused windows are dense): the dense bound.
+  config.mutable_output()->set_top_k(0);
+  config.mutable_output()->set_beam(5.0f);
+  auto beam = PlanForStream(config, *repo_);
+  ASSERT_TRUE(beam.ok());
+  EXPECT_EQ(SelectedResultBytes(*beam, 10), ResultBytes(*beam, 10));
+  config.mutable_output()->set_top_k(5);
+  auto every = PlanForStream(config, *repo_);
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(SelectedResultBytes(*every, 10), ResultBytes(*every, 10));
+  v1::StreamConfig fusing = Config({"a", "b"});
+  fusing.mutable_output()->set_top_k(1);
+  auto fused = PlanForStream(fusing, *repo_);
+  ASSERT_TRUE(fused.ok());
+  EXPECT_EQ(SelectedResultBytes(*fused, 10), ResultBytes(*fused, 10));
 }
 
 }  // namespace

@@ -334,7 +334,10 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
         next_frame_, frames, plan_->num_states, ResultSets(*plan_), FormatBytes(bytes),
         FormatBytes(env_.max_stream_answer_bytes)));
   }
-  if (!env_.answer_budget->TryCharge(bytes, unsent_bytes_, &charge)) {
+  // Charged what the results will hold: the selected states where the
+  // backend selects them (ScoredLocked corrects the charge either way).
+  const int64_t charged = BackendSelectsLocked() ? SelectedResultBytes(*plan_, frames) : bytes;
+  if (!env_.answer_budget->TryCharge(charged, unsent_bytes_, &charge)) {
     const std::string held = FormatBytes(env_.answer_budget->held());
     LogWarning("stream %s (%s): refused a chunk: the server holds %s of unsent answers",
                stream_id_, peer_, held);
@@ -344,6 +347,15 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
         held, next_frame_, FormatBytes(env_.answer_budget->limit())));
   }
   return charge;
+}
+
+bool StreamScoreSession::BackendSelectsLocked() const {
+  if (plan_->fusion.has_value() || plan_->sparse.top_k <= 0) return false;
+  const ScoringBackend* backend = scheduler_.load(std::memory_order_acquire)->backend();
+  for (size_t m = 0; m < plan_->models.size(); ++m) {
+    if (!backend->ReturnsSelected(*ReplicaOf(*plan_, m), plan_->sparse)) return false;
+  }
+  return true;
 }
 
 const ScoringPlan& StreamScoreSession::ScoringPlanLocked(Chunk* chunk) {
@@ -446,11 +458,14 @@ void StreamScoreSession::ScoredLocked(Chunk& chunk) {
   chunk.scored = absl::Now();
   chunk.retry_frames.reset();  // no job will need them again
   if (!chunk.status.ok()) return;
-  // The charge was the dense float32 bound; selected states hold less.
+  // The charge was an estimate made at admission (the dense float32 bound,
+  // or the selected states' where the backend selects); from here it is
+  // what the results hold: less for states selected on the GPU, more if a
+  // move to another device brought them back dense.
   int64_t held = 0;
   for (const ScoreResult& result : chunk.results) held += HeldBytes(result);
   if (chunk.fused.has_value()) held += HeldBytes(*chunk.fused);
-  chunk.charge.ShrinkTo(held);
+  chunk.charge.SetTo(held);
 }
 
 void StreamScoreSession::OnWriteDone(bool ok) {

@@ -13,7 +13,8 @@
 // pauses, which pushes back on the client through HTTP/2 flow control);
 // SendStatus exactly once. It deletes itself (in Unref, the one place) once
 // OnDone has run and no scheduler job or drain still refers to it. Each accepted chunk charges
-// its results' bytes (ResultBytes) to env.answer_budget until gRPC has
+// its results' bytes (ResultBytes, or SelectedResultBytes where its backend
+// selects the states; then what they hold once scored) to env.answer_budget until gRPC has
 // taken its answer; reading also pauses while the stream holds
 // env.max_stream_answer_bytes of such answers.
 //
@@ -236,6 +237,9 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // Charges `frames` frames' results to the stream and the server, or says
   // which limit they would pass (RESOURCE_EXHAUSTED).
   absl::StatusOr<AnswerCharge> ChargeChunkLocked(int64_t frames) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the stream's backend returns every model's states selected
+  // (ScoringBackend::ReturnsSelected): its chunks are charged that size.
+  bool BackendSelectsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The write in flight has not completed for env_.write_timeout: ends the
   // stream and asks for the call to be cancelled.
   void CancelStalledWriteLocked(absl::Time now, Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -260,8 +264,8 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   void EndLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Decides the next write, read and finish.
   void AdvanceLocked(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `chunk` has all its results: stamps it, and shrinks its answer charge
-  // to what its results hold.
+  // `chunk` has all its results: stamps it, and sets its answer charge to
+  // what its results hold.
   void ScoredLocked(Chunk& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One more reference (refs_) for a job's callback.
   Ref NewRefLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -19,6 +19,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
+#include "kernels/score/state_selection.h"
 #include "kernels/backends/backend_factory.h"
 #include "proto/wire_convert.h"
 
@@ -144,12 +145,52 @@ class ScriptedCall final : public StreamCall {
   int cancels_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The CPU backend returning top_k selections as the CUDA backend does
+// (ScoringBackend::ReturnsSelected), or, with `select_for_real` false,
+// saying it selects and returning dense scores: what a stream's charge
+// meets when a chunk comes back larger than admitted.
+class SelectingBackend final : public ScoringBackend {
+ public:
+  SelectingBackend(std::unique_ptr<ScoringBackend> inner, bool select_for_real)
+      : inner_(std::move(inner)), select_for_real_(select_for_real) {}
+  std::string name() const override { return inner_->name(); }
+  bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
+    return select.top_k > 0 && select.top_k < model.num_states();
+  }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
+      std::shared_ptr<const DiagGmmModel> model) override {
+    return inner_->Prepare(std::move(model));
+  }
+  absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
+                     ScoreResult* result) override {
+    return inner_->Score(model, features, options, result);
+  }
+  absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
+    absl::Status status = inner_->ScoreBatch(jobs, options);
+    if (!status.ok() || !select_for_real_) return status;
+    for (const ScoreWindow& job : jobs) {
+      if (!ReturnsSelected(*job.model, job.select)) continue;
+      job.result->sparse = SelectStates(job.result->loglikes.view(), job.select);
+      job.result->loglikes = FloatMatrix();
+    }
+    return status;
+  }
+
+ private:
+  const std::unique_ptr<ScoringBackend> inner_;
+  const bool select_for_real_;
+};
+
 class StreamScoreSessionTest : public ::testing::Test {
  protected:
+  // The backend the stream scores on: the CPU backend, unless a test's
+  // fixture wraps it.
+  virtual std::unique_ptr<ScoringBackend> Wrap(std::unique_ptr<ScoringBackend> cpu) { return cpu; }
+
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend("cpu");
     ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = *std::move(backend);
+    backend_ = Wrap(*std::move(backend));
     absl::StatusOr<DiagGmmModel> model = GenerateSyntheticModel(
         {.num_states = kStates, .min_gaussians = 1, .max_gaussians = 2, .dim = kDim, .seed = 4});
     ASSERT_TRUE(model.ok()) << model.status();
@@ -179,9 +220,10 @@ class StreamScoreSessionTest : public ::testing::Test {
   StreamScoreSession* Open(const absl::Status& refused = absl::OkStatus()) {
     return new StreamScoreSession(env_, &call_, "test-peer", absl::InfiniteFuture(), refused);
   }
-  static v1::StreamScoreRequest Config() {
+  static v1::StreamScoreRequest Config(int top_k = 0) {
     v1::StreamScoreRequest request;
     request.mutable_config()->add_models("m");
+    request.mutable_config()->mutable_output()->set_top_k(top_k);
     return request;
   }
   static v1::StreamScoreRequest Chunk(int frames, float value = 0.5f) {
@@ -271,6 +313,79 @@ TEST_F(StreamScoreSessionTest, DrainAnswersThePendingChunksThenUnavailable) {
   call_.EndReads();  // the read in flight fails once the call is over
   call_.Done();
   EXPECT_TRUE(AwaitDeleted());
+}
+
+// 10 frames of 7 states: charged 280 bytes dense; top_k 1 selected, 164
+// bytes (a value, an id and a total a frame, 11 offsets). A server budget
+// of 200 takes the selection only.
+constexpr int64_t kBetweenSelectedAndDense = 200;
+
+TEST_F(StreamScoreSessionTest, TopKOnABackendThatDoesNotSelectIsChargedDense) {
+  AnswerBudget small(kBetweenSelectedAndDense);
+  env_.answer_budget = &small;
+  Open();
+  call_.Deliver(Config(/*top_k=*/1));
+  call_.Deliver(Chunk(10));
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status->error_message().find("--answer_memory_mb"), std::string::npos) << status->error_message();
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+  EXPECT_EQ(small.held(), 0);
+}
+
+class SelectingSessionTest : public StreamScoreSessionTest {
+ protected:
+  std::unique_ptr<ScoringBackend> Wrap(std::unique_ptr<ScoringBackend> cpu) override {
+    return std::make_unique<SelectingBackend>(std::move(cpu), /*select_for_real=*/true);
+  }
+};
+
+TEST_F(SelectingSessionTest, TopKChunksAreChargedTheirSelection) {
+  AnswerBudget small(kBetweenSelectedAndDense);
+  env_.answer_budget = &small;
+  Open();
+  call_.Deliver(Config(/*top_k=*/1));
+  call_.Deliver(Chunk(10));
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  EXPECT_EQ(small.held(), 164);  // the answer being written: its selection
+  call_.EndReads();
+  call_.CompleteWrite(1, true);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->ok()) << status->error_message();
+  ASSERT_EQ(call_.written(0).scores_size(), 1);
+  EXPECT_EQ(call_.written(0).scores(0).num_frames(), 10u);
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+  EXPECT_EQ(small.held(), 0);
+}
+
+class DenseDespiteSayingSoSessionTest : public StreamScoreSessionTest {
+ protected:
+  std::unique_ptr<ScoringBackend> Wrap(std::unique_ptr<ScoringBackend> cpu) override {
+    return std::make_unique<SelectingBackend>(std::move(cpu), /*select_for_real=*/false);
+  }
+};
+
+TEST_F(DenseDespiteSayingSoSessionTest, ResultsLargerThanAdmittedAreChargedWhatTheyHold) {
+  AnswerBudget small(kBetweenSelectedAndDense);
+  env_.answer_budget = &small;
+  Open();
+  call_.Deliver(Config(/*top_k=*/1));
+  call_.Deliver(Chunk(10));  // admitted at 164 bytes, comes back 320 (totals too)
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  EXPECT_EQ(small.held(), 320);  // past the limit: the bytes exist
+  call_.Deliver(Chunk(10));      // so the next chunk is refused
+  call_.CompleteWrite(1, true);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(call_.writes(), 1);
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+  EXPECT_EQ(small.held(), 0);
 }
 
 TEST_F(StreamScoreSessionTest, ARefusedStreamGetsItsStatusAndNoRead) {

@@ -57,6 +57,11 @@ class CudaBackend : public ScoringBackend {
 
   std::string name() const override { return absl::StrCat("cuda:", device_); }
   int concurrent_calls() const override { return kLanes; }
+  // As PrepareResults decides: untied windows the device selects for.
+  bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
+    return CudaModelOf(model).kind == CudaModel::Kind::kUntied &&
+           DeviceSelection::Selects(select, model.num_states());
+  }
 
   absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
       std::shared_ptr<const DiagGmmModel> model) override {

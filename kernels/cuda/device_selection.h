@@ -31,8 +31,9 @@ class DeviceSelection {
   // count. A beam alone, or a k that keeps every state the beam does, can
   // send back every state (k slots a frame, ids and values): those are
   // copied dense and cut by the caller.
-  static bool Selects(const ScoreWindow& window) {
-    return window.select.top_k > 0 && window.select.top_k < window.model->num_states();
+  static bool Selects(const ScoreWindow& window) { return Selects(window.select, window.model->num_states()); }
+  static bool Selects(const StateSelection& select, int64_t num_states) {
+    return select.top_k > 0 && select.top_k < num_states;
   }
 
   // Queues on `stream` the selection of every window j with selected[j]

@@ -210,6 +210,15 @@ class ScoringBackend {
   // kernels overlap); 2 on the CPU, whose calls share one thread pool.
   virtual int concurrent_calls() const { return 2; }
 
+  // Whether a window of `model` asking for `select` comes back selected
+  // (ScoreResult::sparse) rather than dense: what a caller will hold for it.
+  // None by default; the CUDA backend's for a top_k below the state count.
+  virtual bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const {
+    (void)model;
+    (void)select;
+    return false;
+  }
+
   // Makes `model` ready for scoring on this backend. Several prepared models
   // may be resident at once. RESOURCE_EXHAUSTED if it does not fit.
   virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(

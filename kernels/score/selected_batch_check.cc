@@ -147,6 +147,9 @@ void ExpectSelectedBatchMatchesHostSelection(ScoringBackend& backend, double bou
     for (size_t t = 0; t < twin.frame_totals.size(); ++t) EXPECT_EQ(got.frame_totals[t], twin.frame_totals[t]);
     if (asked[w].keep.dense()) EXPECT_FALSE(got.sparse.has_value());
     const bool must_select = selects_top_k && asked[w].keep.top_k > 0 && asked[w].keep.top_k < states;
+    // What the backend says it returns (the daemon charges a chunk's answer
+    // by it) is what it returned.
+    EXPECT_EQ(backend.ReturnsSelected(*models[asked[w].model], asked[w].keep), got.sparse.has_value());
     ExpectSelectionOf(got, twin, asked[w].keep, must_select);
   }
   // The twin-state model really gives ties: some state s and s + 61 score
