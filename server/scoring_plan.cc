@@ -188,16 +188,19 @@ int64_t ResultBytes(const ScoringPlan& plan, int64_t frames) {
   return frames * plan.num_states * ResultSets(plan) * static_cast<int64_t>(sizeof(float));
 }
 
-int64_t SelectedResultBytes(const ScoringPlan& plan, int64_t frames) {
-  if (plan.fusion.has_value() || plan.sparse.top_k <= 0 || plan.sparse.top_k >= plan.num_states) {
-    return ResultBytes(plan, frames);
+int64_t HeldBoundBytes(const ScoringPlan& plan, int64_t frames, bool backend_selects) {
+  const int64_t models = static_cast<int64_t>(plan.models.size());
+  // 4 bytes a value, an id, an offset, a total and a weight, as HeldBytes
+  // counts them.
+  const int64_t four = static_cast<int64_t>(sizeof(float));
+  if (backend_selects && !plan.fusion.has_value() && plan.sparse.top_k > 0 &&
+      plan.sparse.top_k < plan.num_states) {
+    // Above the dense bound for k near the state count: a selection holds
+    // ids too, and the backend still returns one.
+    return models * four * (2 * frames * plan.sparse.top_k + (frames + 1) + frames);
   }
-  // As HeldBytes counts a sparse result: 4 bytes a value, an id, an offset
-  // and a total (the daemon's backend calls make the totals whether or not
-  // the answer sends them). Above the dense bound for k near the state
-  // count: a selection holds ids too, and the backend still returns one.
-  const int64_t per_model = 2 * frames * plan.sparse.top_k + (frames + 1) + frames;
-  return per_model * static_cast<int64_t>(plan.models.size() * sizeof(float));
+  const int64_t weights = plan.fusion.has_value() ? frames * models * four : 0;
+  return ResultBytes(plan, frames) + ResultSets(plan) * frames * four + weights;
 }
 
 int64_t HeldBytes(const ScoreResult& result) {

@@ -88,19 +88,21 @@ int ResultSets(const ScoringPlan& plan);
 // any work, and a stream charges it to its unsent-answer budget.
 int64_t ResultBytes(const ScoringPlan& plan, int64_t frames);
 
-// Bytes the results of `frames` frames under `plan` hold at most when the
-// backend returns every model's states selected (ScoringBackend::
-// ReturnsSelected): per model, top_k values and ids a frame, the frame
-// offsets and the frame totals (made for every call, sent or not). ResultBytes where the plan has no top_k below the
-// state count, or fuses (fused windows come back dense). A stream charges
-// this instead of ResultBytes when its backend selects: top_k 100 of 5000
-// states is 1/25.
-int64_t SelectedResultBytes(const ScoringPlan& plan, int64_t frames);
+// Bytes the results of `frames` frames under `plan` hold at most once
+// scored, as HeldBytes counts them (frame totals are made for every call,
+// sent or not). Dense: the float32 matrices of ResultBytes with a total a
+// frame each, and the fusion weights where the plan fuses. Where
+// `backend_selects` (ScoringBackend::ReturnsSelected for every model) and
+// the plan keeps a top_k below the state count without fusing (fused
+// windows come back dense): per model, k values and ids, an offset and a
+// total a frame; top_k 100 of 5000 states is 1/25 of dense. A stream
+// charges each chunk this when it accepts it.
+int64_t HeldBoundBytes(const ScoringPlan& plan, int64_t frames, bool backend_selects);
 
 // Bytes the scores of `result` (or `fused`) hold now: the dense matrix, or
 // the states a backend selected, or the halves it encoded, and the frame
 // totals (and fusion weights).
-// At most ResultBytes' share, much less for states selected on a GPU.
+// At most HeldBoundBytes' share, much less for states selected on a GPU.
 int64_t HeldBytes(const ScoreResult& result);
 int64_t HeldBytes(const FusedScores& fused);
 

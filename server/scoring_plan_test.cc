@@ -258,42 +258,48 @@ TEST_F(ScoringPlanTest, CountsTheBytesResultsHold) {
   EXPECT_EQ(HeldBytes(ScoreResult{}), 0);
 }
 
-TEST_F(ScoringPlanTest, SelectedResultBytesBoundWhatASelectionHolds) {
+TEST_F(ScoringPlanTest, HeldBoundBytesBoundWhatResultsHold) {
   v1::StreamConfig config = Config({"c"});  // 5 states
   config.mutable_output()->set_top_k(1);
-  config.mutable_output()->set_frame_totals(true);
   auto plan = PlanForStream(config, *repo_);
   ASSERT_TRUE(plan.ok());
-  // What a backend's selection of 10 frames holds: a value and an id a
-  // frame, 11 offsets, 10 totals.
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(11);
   std::uniform_real_distribution<float> score(-50.0f, 0.0f);
   FloatMatrix scores(10, 5);
   for (int64_t i = 0; i < scores.rows() * scores.cols(); ++i) scores.data()[i] = score(rng);
+  // Dense, as every backend call makes them: the matrix and a total a frame.
+  ScoreResult dense;
+  dense.loglikes = scores;
+  dense.frame_totals.assign(10, 0.0f);
+  EXPECT_EQ(HeldBoundBytes(*plan, 10, /*backend_selects=*/false), HeldBytes(dense));
+  EXPECT_EQ(HeldBytes(dense), (50 + 10) * 4);
+  // Selected by the backend: a value and an id a frame, 11 offsets, 10
+  // totals.
   ScoreResult selected;
   selected.sparse = SelectStates(scores.view(), plan->sparse);
   selected.frame_totals.assign(10, 0.0f);
   EXPECT_EQ(HeldBytes(selected), (10 + 10 + 11 + 10) * 4);
-  EXPECT_EQ(SelectedResultBytes(*plan, 10), HeldBytes(selected));
-  EXPECT_LT(SelectedResultBytes(*plan, 10), ResultBytes(*plan, 10));
+  EXPECT_EQ(HeldBoundBytes(*plan, 10, /*backend_selects=*/true), HeldBytes(selected));
   // The CPU backend returns dense scores: its streams are charged those.
   EXPECT_FALSE(backend_->ReturnsSelected(*ReplicaOf(*plan, 0), plan->sparse));
   // No top_k (a beam alone may keep every state), a k of every state, or
-  // fusion (fused windows are dense): the dense bound.
+  // fusion (fused windows are dense): the dense bound, whatever the backend.
   config.mutable_output()->set_top_k(0);
   config.mutable_output()->set_beam(5.0f);
   auto beam = PlanForStream(config, *repo_);
   ASSERT_TRUE(beam.ok());
-  EXPECT_EQ(SelectedResultBytes(*beam, 10), ResultBytes(*beam, 10));
+  EXPECT_EQ(HeldBoundBytes(*beam, 10, true), HeldBoundBytes(*beam, 10, false));
   config.mutable_output()->set_top_k(5);
   auto every = PlanForStream(config, *repo_);
   ASSERT_TRUE(every.ok());
-  EXPECT_EQ(SelectedResultBytes(*every, 10), ResultBytes(*every, 10));
-  v1::StreamConfig fusing = Config({"a", "b"});
+  EXPECT_EQ(HeldBoundBytes(*every, 10, true), HeldBytes(dense));
+  v1::StreamConfig fusing = Config({"a", "b"});  // 4 states each
   fusing.mutable_output()->set_top_k(1);
   auto fused = PlanForStream(fusing, *repo_);
   ASSERT_TRUE(fused.ok());
-  EXPECT_EQ(SelectedResultBytes(*fused, 10), ResultBytes(*fused, 10));
+  // Two models' and the fused matrices with their totals, and 2 weights a
+  // frame.
+  EXPECT_EQ(HeldBoundBytes(*fused, 10, true), (3 * (40 + 10) + 20) * 4);
 }
 
 }  // namespace

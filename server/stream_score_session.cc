@@ -211,12 +211,12 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
     if (!pairs.ok()) return pairs.status();
     decoder_pairs = *std::move(pairs);
   }
+  // A device marked failing gets no more of the stream's chunks, where a
+  // healthy peer can take them (before the charge: it asks the device's
+  // backend what its results will hold).
+  if (env_.router->failing(plan_->device)) MoveOffLocked({plan_->device});
   absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked(frames->rows());
   if (!charge.ok()) return charge.status();
-
-  // A device marked failing gets no more of the stream's chunks, where a
-  // healthy peer can take them.
-  if (env_.router->failing(plan_->device)) MoveOffLocked({plan_->device});
   auto pending = std::make_shared<Chunk>();
   pending->charge = *std::move(charge);
   pending->retry_frames = frames;
@@ -325,7 +325,10 @@ bool StreamScoreSession::RetryElsewhereLocked(Chunk& chunk, int device, const ab
 absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frames) {
   AnswerCharge charge;
   if (env_.answer_budget == nullptr) return charge;
-  const int64_t bytes = ResultBytes(*plan_, frames);
+  // What the results will hold at most: the selected states where the
+  // backend selects them, else the dense matrices (ScoredLocked then sets
+  // the charge to what they hold).
+  const int64_t bytes = HeldBoundBytes(*plan_, frames, BackendSelectsLocked());
   if (bytes > env_.max_stream_answer_bytes) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the chunk at frame %d (%d frames x %d states x %d score sets) makes %s of results, "
@@ -334,10 +337,7 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
         next_frame_, frames, plan_->num_states, ResultSets(*plan_), FormatBytes(bytes),
         FormatBytes(env_.max_stream_answer_bytes)));
   }
-  // Charged what the results will hold: the selected states where the
-  // backend selects them (ScoredLocked corrects the charge either way).
-  const int64_t charged = BackendSelectsLocked() ? SelectedResultBytes(*plan_, frames) : bytes;
-  if (!env_.answer_budget->TryCharge(charged, unsent_bytes_, &charge)) {
+  if (!env_.answer_budget->TryCharge(bytes, unsent_bytes_, &charge)) {
     const std::string held = FormatBytes(env_.answer_budget->held());
     LogWarning("stream %s (%s): refused a chunk: the server holds %s of unsent answers",
                stream_id_, peer_, held);
@@ -458,10 +458,10 @@ void StreamScoreSession::ScoredLocked(Chunk& chunk) {
   chunk.scored = absl::Now();
   chunk.retry_frames.reset();  // no job will need them again
   if (!chunk.status.ok()) return;
-  // The charge was an estimate made at admission (the dense float32 bound,
-  // or the selected states' where the backend selects); from here it is
-  // what the results hold: less for states selected on the GPU, more if a
-  // move to another device brought them back dense.
+  // The charge was the bound made at admission (HeldBoundBytes); from here
+  // it is what the results hold: less where the backend made fewer (a beam,
+  // ties), more only if the bound was wrong about the backend (it said it
+  // selects and came back dense).
   int64_t held = 0;
   for (const ScoreResult& result : chunk.results) held += HeldBytes(result);
   if (chunk.fused.has_value()) held += HeldBytes(*chunk.fused);

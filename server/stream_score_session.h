@@ -12,11 +12,12 @@
 // max_chunks_in_flight chunks accepted but not yet answered (then reading
 // pauses, which pushes back on the client through HTTP/2 flow control);
 // SendStatus exactly once. It deletes itself (in Unref, the one place) once
-// OnDone has run and no scheduler job or drain still refers to it. Each accepted chunk charges
-// its results' bytes (ResultBytes, or SelectedResultBytes where its backend
-// selects the states; then what they hold once scored) to env.answer_budget until gRPC has
-// taken its answer; reading also pauses while the stream holds
-// env.max_stream_answer_bytes of such answers.
+// OnDone has run and no scheduler job or drain still refers to it. Each
+// accepted chunk charges the most its results will hold (HeldBoundBytes:
+// less where its backend selects the states), then what they hold once
+// scored, to env.answer_budget until gRPC has taken its answer; reading
+// also pauses while the stream holds env.max_stream_answer_bytes of such
+// answers.
 //
 // How a stream ends:
 //   client half-close    answer every accepted chunk (an audio stream's

@@ -22,6 +22,7 @@
 #include "kernels/score/state_selection.h"
 #include "kernels/backends/backend_factory.h"
 #include "proto/wire_convert.h"
+#include "tests/forwarding_backend.h"
 
 namespace gmmscore {
 namespace {
@@ -149,24 +150,15 @@ class ScriptedCall final : public StreamCall {
 // (ScoringBackend::ReturnsSelected), or, with `select_for_real` false,
 // saying it selects and returning dense scores: what a stream's charge
 // meets when a chunk comes back larger than admitted.
-class SelectingBackend final : public ScoringBackend {
+class SelectingBackend final : public ForwardingBackend {
  public:
   SelectingBackend(std::unique_ptr<ScoringBackend> inner, bool select_for_real)
-      : inner_(std::move(inner)), select_for_real_(select_for_real) {}
-  std::string name() const override { return inner_->name(); }
+      : ForwardingBackend(std::move(inner)), select_for_real_(select_for_real) {}
   bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
     return select.top_k > 0 && select.top_k < model.num_states();
   }
-  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
-      std::shared_ptr<const DiagGmmModel> model) override {
-    return inner_->Prepare(std::move(model));
-  }
-  absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
-                     ScoreResult* result) override {
-    return inner_->Score(model, features, options, result);
-  }
   absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
-    absl::Status status = inner_->ScoreBatch(jobs, options);
+    absl::Status status = inner().ScoreBatch(jobs, options);
     if (!status.ok() || !select_for_real_) return status;
     for (const ScoreWindow& job : jobs) {
       if (!ReturnsSelected(*job.model, job.select)) continue;
@@ -177,7 +169,6 @@ class SelectingBackend final : public ScoringBackend {
   }
 
  private:
-  const std::unique_ptr<ScoringBackend> inner_;
   const bool select_for_real_;
 };
 
@@ -315,10 +306,12 @@ TEST_F(StreamScoreSessionTest, DrainAnswersThePendingChunksThenUnavailable) {
   EXPECT_TRUE(AwaitDeleted());
 }
 
-// 10 frames of 7 states: charged 280 bytes dense; top_k 1 selected, 164
-// bytes (a value, an id and a total a frame, 11 offsets). A server budget
-// of 200 takes the selection only.
+// 10 frames of 7 states: 320 bytes dense (a total a frame too); top_k 1
+// selected, 164 bytes (a value, an id and a total a frame, 11 offsets). A
+// server budget of 200 takes the selection only; one of 400 two selections
+// but not a dense chunk and a selection.
 constexpr int64_t kBetweenSelectedAndDense = 200;
+constexpr int64_t kTwoSelectionsOnly = 400;
 
 TEST_F(StreamScoreSessionTest, TopKOnABackendThatDoesNotSelectIsChargedDense) {
   AnswerBudget small(kBetweenSelectedAndDense);
@@ -370,14 +363,14 @@ class DenseDespiteSayingSoSessionTest : public StreamScoreSessionTest {
 };
 
 TEST_F(DenseDespiteSayingSoSessionTest, ResultsLargerThanAdmittedAreChargedWhatTheyHold) {
-  AnswerBudget small(kBetweenSelectedAndDense);
+  AnswerBudget small(kTwoSelectionsOnly);
   env_.answer_budget = &small;
   Open();
   call_.Deliver(Config(/*top_k=*/1));
-  call_.Deliver(Chunk(10));  // admitted at 164 bytes, comes back 320 (totals too)
+  call_.Deliver(Chunk(10));  // admitted at 164 bytes, comes back 320
   ASSERT_TRUE(call_.AwaitWrite(1));
-  EXPECT_EQ(small.held(), 320);  // past the limit: the bytes exist
-  call_.Deliver(Chunk(10));      // so the next chunk is refused
+  EXPECT_EQ(small.held(), 320);
+  call_.Deliver(Chunk(10));  // 164 more would fit beside 164, not beside 320
   call_.CompleteWrite(1, true);
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());

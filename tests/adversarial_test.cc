@@ -202,7 +202,7 @@ TEST_P(SlowReaderTest, ClientsThatNeverReadHoldBoundedMemoryAndAreCancelled) {
   auto daemon = TestDaemon::Start({{"wide", kWide}}, options);
   ASSERT_NE(daemon, nullptr);
   const ScorerService& service = daemon->daemon().service();
-  const int64_t chunk_bytes = int64_t{1000} * kWide.num_states * 4;  // 2 MB
+  const int64_t chunk_bytes = int64_t{1000} * (kWide.num_states + 1) * 4;  // 2 MB, with totals
   ControlStream control(daemon.get(), "wide");
   ASSERT_TRUE(WaitFor([&] { return service.live_streams() == 1; }));
   const int64_t rss_before = ResidentBytes();

@@ -18,6 +18,9 @@ class ForwardingBackend : public ScoringBackend {
 
   std::string name() const override { return inner_->name(); }
   int concurrent_calls() const override { return inner_->concurrent_calls(); }
+  bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
+    return inner_->ReturnsSelected(model, select);
+  }
   absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(
       std::shared_ptr<const DiagGmmModel> model) override {
     return inner_->Prepare(std::move(model));

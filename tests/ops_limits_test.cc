@@ -173,25 +173,25 @@ TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted)
 }
 
 // Unsent answers (issue 16): a chunk is charged its results' bytes when it is
-// accepted (6 states x 4 bytes = 24 per frame here) and stays charged until
+// accepted (6 states and a frame total x 4 bytes = 28 per frame here) and stays charged until
 // its answer is written; with the backend held nothing is written, so what
 // is held is exact.
 TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
   DaemonOptions options;
-  options.limits.max_stream_answer_bytes = 2400;  // 100 frames
-  options.limits.max_answer_memory_bytes = 3600;  // 150 frames
+  options.limits.max_stream_answer_bytes = 2800;  // 100 frames
+  options.limits.max_answer_memory_bytes = 4200;  // 150 frames
   Start(options);
   const ScorerService& service = daemon_->service();
   std::unique_ptr<StreamSession> busy = OccupyBackend();  // 1 frame
-  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24; }));
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 28; }));
 
   // One chunk larger than a stream's share: refused, whatever is free.
   std::unique_ptr<StreamSession> big = OpenStream();
   ASSERT_TRUE(big->Push(Frames(101).view()).ok());
   absl::StatusOr<StreamAnswer> refused = big->Next();
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
-  EXPECT_NE(refused.status().message().find("makes 2424 bytes of results, above this server's "
-                                            "2400 bytes per stream (--stream_answer_memory_mb)"),
+  EXPECT_NE(refused.status().message().find("makes 2828 bytes of results, above this server's "
+                                            "2800 bytes per stream (--stream_answer_memory_mb)"),
             std::string::npos)
       << refused.status();
 
@@ -201,12 +201,12 @@ TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
   std::unique_ptr<StreamSession> b = OpenStream();
   ASSERT_TRUE(a->Push(Frames(40).view()).ok());
   ASSERT_TRUE(a->Push(Frames(40).view()).ok());
-  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 81; }));
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 28 * 81; }));
   ASSERT_TRUE(b->Push(Frames(40).view()).ok());
-  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 121; }));
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 28 * 121; }));
   ASSERT_TRUE(b->Push(Frames(40).view()).ok());
   ASSERT_TRUE(WaitFor([&] { return service.answer_memory_refusals() == 1; }));
-  EXPECT_EQ(service.unsent_answer_bytes(), 24 * 121);
+  EXPECT_EQ(service.unsent_answer_bytes(), 28 * 121);
 
   gate_->SetOpen(true);
   ASSERT_TRUE(busy->Next().ok());
@@ -229,16 +229,16 @@ TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
 // answers are taken (back-pressure, not an error).
 TEST_F(OpsLimitsTest, AStreamAtItsShareOfAnswerMemoryPausesReading) {
   DaemonOptions options;
-  options.limits.max_stream_answer_bytes = 2400;  // 100 frames
+  options.limits.max_stream_answer_bytes = 2800;  // 100 frames
   Start(options);
   const ScorerService& service = daemon_->service();
   gate_->SetOpen(false);
   std::unique_ptr<StreamSession> a = OpenStream();
   for (int c = 0; c < 4; ++c) ASSERT_TRUE(a->Push(Frames(60).view()).ok());
   // 60 frames held < 100: the second chunk is read; 120 >= 100: no third.
-  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 24 * 120; }));
+  ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 28 * 120; }));
   absl::SleepFor(absl::Milliseconds(200));  // a wrong third read would show here
-  EXPECT_EQ(service.unsent_answer_bytes(), 24 * 120);
+  EXPECT_EQ(service.unsent_answer_bytes(), 28 * 120);
   gate_->SetOpen(true);
   for (int c = 0; c < 4; ++c) {
     absl::StatusOr<StreamAnswer> answer = a->Next();

@@ -93,6 +93,9 @@ esac
 port=${PORT:-50151}
 log=$OUT/gmmscored-$case_name.log
 config=()
+if [ -n "${PRECISION:-}" ] && [ ${#synthesized[@]} -eq 0 ]; then
+  echo "PRECISION applies to synthesized models only; case $case_name has none"; exit 2
+fi
 if [ -n "${PRECISION:-}" ]; then
   config_file=$OUT/gmmscored-$case_name.config
   for name in "${synthesized[@]}"; do

@@ -212,7 +212,8 @@ class ScoringBackend {
 
   // Whether a window of `model` asking for `select` comes back selected
   // (ScoreResult::sparse) rather than dense: what a caller will hold for it.
-  // None by default; the CUDA backend's for a top_k below the state count.
+  // None by default; the CUDA backend's for an untied model and a top_k
+  // below its state count.
   virtual bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const {
     (void)model;
     (void)select;
