@@ -80,7 +80,7 @@ void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
       refused = absl::UnavailableError("the scoring scheduler is shutting down");
     } else {
       // Room held by jobs nobody waits for any more is given back first.
-      if (full()) TakeDeadLocked(absl::Now(), &dead);
+      if (full()) PurgeOrDeferLocked(absl::Now(), &dead);
       if (full()) {
         refused = absl::ResourceExhaustedError(absl::StrFormat(
             "the server's scoring queue is full (%d frames waiting, limit %d: "
@@ -110,27 +110,61 @@ void BatchScheduler::PurgeDead() {
   std::vector<std::pair<ScoreJob, absl::Status>> dead;
   {
     absl::MutexLock lock(&mu_);
-    TakeDeadLocked(absl::Now(), &dead);
+    PurgeOrDeferLocked(absl::Now(), &dead);
     if (!dead.empty()) work_cv_.SignalAll();
   }
   for (auto& [job, status] : dead) Fail(job, std::move(status));
 }
 
+absl::Status BatchScheduler::AdmitNew() {
+  if (options_.overload_wait <= absl::ZeroDuration()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (queue_.empty()) return absl::OkStatus();
+  const absl::Duration waited = absl::Now() - queue_.front().enqueued;
+  if (waited <= options_.overload_wait) return absl::OkStatus();
+  ++stats_.overload_refusals;
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the server is overloaded: its oldest queued chunk has waited %d ms (limit %d ms: "
+      "--overload_queue_ms); new streams and requests are refused until it catches up, "
+      "retry later or elsewhere",
+      absl::ToInt64Milliseconds(waited), absl::ToInt64Milliseconds(options_.overload_wait)));
+}
+
+void BatchScheduler::PurgeOrDeferLocked(absl::Time now,
+                                        std::vector<std::pair<ScoreJob, absl::Status>>* dead) {
+  if (now >= next_purge_) {
+    TakeDeadLocked(now, dead);
+    return;
+  }
+  if (!purge_pending_) {
+    purge_pending_ = true;
+    work_cv_.SignalAll();  // a waiting worker shortens its wait to next_purge_
+  }
+}
+
 void BatchScheduler::TakeDeadLocked(absl::Time now,
                                     std::vector<std::pair<ScoreJob, absl::Status>>* dead) {
-  std::deque<Queued> alive;
-  for (Queued& queued : queue_) {
-    absl::Status status = DeadStatus(queued.job, now);
+  const absl::Time start = absl::Now();
+  auto is_dead = [&](const Queued& queued) { return !DeadStatus(queued.job, now).ok(); };
+  auto kept = std::find_if(queue_.begin(), queue_.end(), is_dead);
+  // Compacted in place from the first dead job: a walk that finds none
+  // moves nothing.
+  for (auto it = kept; it != queue_.end(); ++it) {
+    absl::Status status = DeadStatus(it->job, now);
     if (status.ok()) {
-      alive.push_back(std::move(queued));
+      if (kept != it) *kept = std::move(*it);
+      ++kept;
       continue;
     }
-    queued_frames_ -= JobFrames(queued.job);
+    queued_frames_ -= JobFrames(it->job);
     ++stats_.jobs;
     ++(absl::IsCancelled(status) ? stats_.cancelled_jobs : stats_.expired_jobs);
-    dead->emplace_back(std::move(queued.job), std::move(status));
+    dead->emplace_back(std::move(it->job), std::move(status));
   }
-  queue_.swap(alive);
+  queue_.erase(kept, queue_.end());
+  ++stats_.purge_walks;
+  purge_pending_ = false;
+  next_purge_ = now + std::max(options_.min_purge_interval, 10 * (absl::Now() - start));
 }
 
 void BatchScheduler::Stop() {
@@ -229,6 +263,15 @@ void BatchScheduler::DispatchLocked() {
 void BatchScheduler::WorkerLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
+    if (purge_pending_ && absl::Now() >= next_purge_) {
+      std::vector<std::pair<ScoreJob, absl::Status>> dead;
+      TakeDeadLocked(absl::Now(), &dead);
+      if (dead.empty()) continue;
+      mu_.Unlock();
+      for (auto& [job, status] : dead) Fail(job, std::move(status));
+      mu_.Lock();
+      continue;
+    }
     if (!ready_.empty()) {
       DispatchedGroup group = std::move(ready_.front());
       stats_.worker_wait += (absl::Now() - group.dispatched) * group.jobs.size();
@@ -245,6 +288,7 @@ void BatchScheduler::WorkerLoop() {
       continue;
     }
     if (stopping_ && queue_.empty()) return;
+    if (purge_pending_) deadline = std::min(deadline, next_purge_);
     work_cv_.WaitWithDeadline(&mu_, deadline);
   }
 }

@@ -31,7 +31,17 @@
 // at all). Jobs whose `cancelled` flag is set or whose `deadline` has passed
 // are never scored: they complete with CANCELLED / DEADLINE_EXCEEDED when a
 // worker reaches them, or at once through PurgeDead(), which also frees
-// their room in the queue.
+// their room in the queue. Finding them means a walk over the queue, so a
+// walk (by PurgeDead, or by a Submit that finds the queue full) runs at
+// most once per min_purge_interval; one asked for sooner is done by the
+// first worker free once the interval ends. Without that limit an overloaded server
+// walked its whole queue, under the lock, for every refused chunk and every
+// cancelled stream, and starved its own workers (docs/PERFORMANCE.md,
+// "The top_k collapse").
+//
+// Overload: once the oldest queued job has waited overload_wait, AdmitNew()
+// refuses new streams and requests (RESOURCE_EXHAUSTED), so that those
+// admitted keep their latency while the queue drains.
 //
 // Ordering: jobs of one model submitted by one thread are scored in order
 // within a group, but completions arrive in any order (a group's callbacks
@@ -166,6 +176,13 @@ struct BatchSchedulerOptions {
   // RESOURCE_EXHAUSTED. A job is always admitted into an empty queue, so
   // one larger than the bound is not refused for ever.
   int64_t max_queued_frames = 262144;
+  // Shortest time between two walks of the queue for dead jobs (see
+  // "Bounds"): an interval of at least ten times the last walk's length,
+  // so that walking holds the lock a tenth of the time at most.
+  absl::Duration min_purge_interval = absl::Milliseconds(1);
+  // AdmitNew() refuses new work while the oldest queued job has waited
+  // longer than this; zero: never.
+  absl::Duration overload_wait = absl::ZeroDuration();
   // Called after every successful group call, on the worker thread, with no
   // scheduler lock held; must be cheap and thread-safe. Empty: none.
   std::function<void(const GroupReport&)> on_group;
@@ -198,6 +215,8 @@ struct BatchSchedulerStats {
   int64_t rejected_jobs = 0;     // refused: the queue was full
   int64_t cancelled_jobs = 0;    // dropped unscored: their RPC was cancelled
   int64_t expired_jobs = 0;      // dropped unscored: their deadline had passed
+  int64_t purge_walks = 0;       // walks over the queue for dead jobs
+  int64_t overload_refusals = 0;  // new streams and requests AdmitNew() refused
   // Where the time went, summed (GetServerStats in scorer.proto defines each).
   absl::Duration queue_wait;   // over jobs: Submit -> dispatch
   absl::Duration worker_wait;  // over jobs: dispatch -> a worker starts the group
@@ -228,6 +247,12 @@ class BatchScheduler {
   // freeing its room in the queue. A stream calls it when its RPC is
   // cancelled. Call with no lock a `done` callback takes.
   void PurgeDead();
+
+  // OK while new streams and requests may come; RESOURCE_EXHAUSTED (counted
+  // in overload_refusals) while the oldest queued job has waited longer than
+  // options().overload_wait. Work of those already admitted is not refused
+  // by it (only by max_queued_frames).
+  absl::Status AdmitNew();
 
   // Scores everything queued, then joins the workers. Idempotent.
   void Stop();
@@ -269,8 +294,13 @@ class BatchScheduler {
   // Calls the `done` (or `fused_done`) of every jobs[j] with outcomes[j],
   // spread over answer_pool_; returns the callbacks' summed time.
   absl::Duration CompleteAll(std::vector<ScoreJob>& jobs, std::vector<Outcome>& outcomes);
-  // Moves the queued jobs that are dead at `now` to *dead, counting them.
+  // Moves the queued jobs that are dead at `now` to *dead, counting them,
+  // and sets when the next walk may run (see "Bounds").
   void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // TakeDeadLocked if a walk may run at `now`; else asks a worker for one
+  // when it may (purge_pending_).
+  void PurgeOrDeferLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores a group with one ScoringBackend call (ScoreFusedBatch when it
   // holds fused chunks, else ScoreBatch), the windows in runs by model;
@@ -291,6 +321,9 @@ class BatchScheduler {
   std::deque<DispatchedGroup> ready_ ABSL_GUARDED_BY(mu_);  // dispatched, no worker took yet
   int64_t running_groups_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // A walk for dead jobs was asked for before next_purge_ (see "Bounds").
+  bool purge_pending_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time next_purge_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   BatchSchedulerStats stats_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex stop_mu_;  // serialises Stop()

@@ -478,6 +478,122 @@ TEST_F(BatchSchedulerTest, PurgeDeadFreesCancelledJobsAtOnce) {
   scheduler.Stop();
 }
 
+// Walks of the queue for dead jobs are rate-limited: an overloaded server
+// once walked its whole queue for every refused chunk and every cancelled
+// stream, under the lock its workers need.
+TEST_F(BatchSchedulerTest, TheQueueIsWalkedForDeadJobsAtMostOncePerInterval) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10,
+                                       .min_purge_interval = absl::Hours(1)});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome queued;
+  ScoreJob job = MakeJob(0, 10, 1.0f, &queued);
+  job.cancelled = cancelled;
+  scheduler.Submit(std::move(job));  // the queue is full
+  std::vector<Outcome> refused(100);
+  for (Outcome& o : refused) scheduler.Submit(MakeJob(1, 1, 2.0f, &o));
+  for (Outcome& o : refused) {
+    ASSERT_TRUE(o.done.HasBeenNotified());
+    EXPECT_EQ(o.result.status().code(), absl::StatusCode::kResourceExhausted);
+  }
+  EXPECT_EQ(scheduler.stats().purge_walks, 1);  // the first refusal's, not one each
+
+  // Within the interval a cancellation's purge waits for it: the dead job
+  // still holds its room, and nothing else walks the queue.
+  cancelled->store(true);
+  for (int i = 0; i < 10; ++i) scheduler.PurgeDead();
+  Outcome still_refused;
+  scheduler.Submit(MakeJob(1, 1, 2.0f, &still_refused));
+  ASSERT_TRUE(still_refused.done.HasBeenNotified());
+  EXPECT_EQ(still_refused.result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(queued.done.HasBeenNotified());
+  EXPECT_EQ(scheduler.stats().purge_walks, 1);
+  // A worker still never scores it.
+  backend_.SetGate(true);
+  queued.done.WaitForNotification();
+  EXPECT_EQ(queued.result.status().code(), absl::StatusCode::kCancelled);
+  scheduler.Stop();
+  EXPECT_EQ(backend_.calls().size(), 1u);
+}
+
+TEST_F(BatchSchedulerTest, APurgeAskedForTooSoonIsDoneByAWorkerWhenItsIntervalEnds) {
+  const absl::Duration interval = absl::Milliseconds(300);
+  // Two workers: one held in the backend, one free to do the deferred walk.
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 2,
+                                       .min_purge_interval = interval});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome dead, alive;
+  ScoreJob job = MakeJob(0, 5, 1.0f, &dead);
+  job.cancelled = cancelled;
+  scheduler.Submit(std::move(job));
+  scheduler.Submit(MakeJob(1, 2, 1.0f, &alive));
+  const absl::Time walked = absl::Now();
+  scheduler.PurgeDead();  // walks: nothing dead yet
+  cancelled->store(true);
+  scheduler.PurgeDead();  // too soon: deferred
+  if (absl::Now() - walked < interval) EXPECT_FALSE(dead.done.HasBeenNotified());
+  // The backend stays held: only the deferred walk can complete it.
+  dead.done.WaitForNotification();
+  EXPECT_EQ(dead.result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(scheduler.stats().purge_walks, 2);
+  EXPECT_EQ(scheduler.stats().queued_frames, 2);
+  EXPECT_FALSE(alive.done.HasBeenNotified());
+  backend_.SetGate(true);
+  ExpectScores(alive, 2, 1.0f);
+  scheduler.Stop();
+}
+
+TEST_F(BatchSchedulerTest, AdmitNewRefusesWhileTheOldestQueuedJobHasWaitedTooLong) {
+  const absl::Duration limit = absl::Milliseconds(100);
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .overload_wait = limit});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  EXPECT_TRUE(scheduler.AdmitNew().ok());  // running, nothing queued
+  Outcome queued;
+  const absl::Time submitted = absl::Now();
+  scheduler.Submit(MakeJob(0, 3, 1.0f, &queued));
+  const absl::Status young = scheduler.AdmitNew();
+  if (absl::Now() - submitted < limit) EXPECT_TRUE(young.ok()) << young;
+  absl::SleepFor(limit + absl::Milliseconds(20));
+  const absl::Status old = scheduler.AdmitNew();
+  EXPECT_EQ(old.code(), absl::StatusCode::kResourceExhausted) << old;
+  EXPECT_NE(old.message().find("--overload_queue_ms"), std::string::npos) << old;
+  EXPECT_GE(scheduler.stats().overload_refusals, 1);
+  backend_.SetGate(true);
+  ExpectScores(queued, 3, 1.0f);
+  EXPECT_TRUE(scheduler.AdmitNew().ok());  // caught up
+  scheduler.Stop();
+}
+
+TEST_F(BatchSchedulerTest, AdmitNewNeverRefusesWithoutAnOverloadWait) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100), .num_workers = 1});
+  backend_.SetGate(false);
+  Outcome first, queued;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  scheduler.Submit(MakeJob(0, 3, 1.0f, &queued));
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_TRUE(scheduler.AdmitNew().ok());
+  EXPECT_EQ(scheduler.stats().overload_refusals, 0);
+  backend_.SetGate(true);
+  ExpectScores(queued, 3, 1.0f);
+  scheduler.Stop();
+}
+
 TEST_F(BatchSchedulerTest, JobsPastTheirDeadlineAreDroppedUnscored) {
   BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100), .num_workers = 1});
   backend_.SetGate(false);

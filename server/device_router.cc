@@ -246,6 +246,8 @@ BatchSchedulerStats DeviceRouter::TotalStats() const {
     total.running_groups += s.running_groups;
     total.queued_frames += s.queued_frames;
     total.rejected_jobs += s.rejected_jobs;
+    total.purge_walks += s.purge_walks;
+    total.overload_refusals += s.overload_refusals;
     total.cancelled_jobs += s.cancelled_jobs;
     total.expired_jobs += s.expired_jobs;
     total.queue_wait += s.queue_wait;

@@ -82,6 +82,11 @@ ABSL_FLAG(int64_t, max_queued_frames, 262144,
           "backend/GPU). Chunks or requests beyond it are refused at once with "
           "RESOURCE_EXHAUSTED (a stream ends after answering its earlier chunks) instead of "
           "queueing without bound.");
+ABSL_FLAG(int64_t, overload_queue_ms, 1000,
+          "Overload: while the oldest chunk in a device's scheduler queue has waited this many "
+          "milliseconds, new streams and Score requests for that device are refused with "
+          "RESOURCE_EXHAUSTED, so that the streams already admitted keep their latency while "
+          "the queue drains. 0: never.");
 ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
           "A StreamScore stream on which nothing was received or sent for this many seconds "
           "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "
@@ -293,6 +298,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.limits.max_stream_answer_bytes = absl::GetFlag(FLAGS_stream_answer_memory_mb) << 20;
   options.limits.max_answer_memory_bytes = absl::GetFlag(FLAGS_answer_memory_mb) << 20;
   options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
+  options.scheduler.overload_wait = absl::Milliseconds(absl::GetFlag(FLAGS_overload_queue_ms));
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   absl::StatusOr<StreamApi> stream_api = ParseStreamApi(absl::GetFlag(FLAGS_stream_api));
   if (!stream_api.ok()) return stream_api.status();
@@ -372,13 +378,14 @@ int Main(int argc, char** argv) {
           absl::GetFlag(FLAGS_max_queue_delay_us));
 
   LogInfo("limits: max_streams %d, max_chunk_frames %d, max_chunks_in_flight %d, "
-          "max_request_frames %d, max_queued_frames %d, max_message_mb %d, "
+          "max_request_frames %d, max_queued_frames %d, overload_queue_ms %d, max_message_mb %d, "
           "stream_idle_timeout_s %d, stream_write_timeout_s %d, stream_answer_memory_mb %d, "
           "answer_memory_mb %d, max_connection_age_s %d (+%d s grace); scoring token %s, "
           "admin token %s",
           absl::GetFlag(FLAGS_max_streams), absl::GetFlag(FLAGS_max_chunk_frames),
           absl::GetFlag(FLAGS_max_chunks_in_flight), absl::GetFlag(FLAGS_max_request_frames),
-          absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_max_message_mb),
+          absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_overload_queue_ms),
+          absl::GetFlag(FLAGS_max_message_mb),
           absl::GetFlag(FLAGS_stream_idle_timeout_s), absl::GetFlag(FLAGS_stream_write_timeout_s),
           absl::GetFlag(FLAGS_stream_answer_memory_mb), absl::GetFlag(FLAGS_answer_memory_mb),
           absl::GetFlag(FLAGS_max_connection_age_s), absl::GetFlag(FLAGS_max_connection_age_grace_s),

@@ -491,6 +491,9 @@ grpc::ServerUnaryReactor* ScorerService::Score(grpc::CallbackServerContext* cont
   }
   absl::StatusOr<DeviceAssignment> placement = router_->Assign(plan->models);
   if (!placement.ok()) return Refuse(context, placement.status());
+  if (absl::Status admitted = router_->scheduler(placement->device())->AdmitNew(); !admitted.ok()) {
+    return Refuse(context, admitted);
+  }
   plan->device = placement->device();
   CountRequest(*plan, (*frames)->rows());
   auto* call = new UnaryScoreCall(router_, *std::move(placement), response, *std::move(plan));

@@ -105,6 +105,10 @@ absl::Status StreamScoreSession::HandleConfigLocked(const v1::StreamConfig& conf
   if (!plan.ok()) return plan.status();
   absl::StatusOr<DeviceAssignment> placement = env_.router->Assign(plan->models);
   if (!placement.ok()) return placement.status();
+  // An overloaded device takes no new streams; those on it keep their pace.
+  if (absl::Status admitted = env_.router->scheduler(placement->device())->AdmitNew(); !admitted.ok()) {
+    return admitted;
+  }
   plan->device = placement->device();
   if (plan->fusion.has_value()) {
     absl::StatusOr<ModelFusion> fusion = ModelFusion::Create(plan->models.size(), *plan->fusion);

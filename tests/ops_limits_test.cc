@@ -172,6 +172,50 @@ TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted)
   EXPECT_TRUE(client_->Score(request).ok());
 }
 
+// Overload: once the oldest queued chunk has waited --overload_queue_ms, new
+// streams and requests are refused, while the streams already admitted go on
+// queueing and are answered when the device catches up.
+TEST_F(OpsLimitsTest, AnOverloadedDeviceRefusesNewStreamsAndRequestsButNotAdmittedOnes) {
+  DaemonOptions options;
+  options.scheduler.overload_wait = absl::Milliseconds(100);
+  Start(options);
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  std::unique_ptr<StreamSession> admitted = OpenStream();
+  ASSERT_TRUE(admitted->Push(Frames(4).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 4; }));
+  absl::SleepFor(absl::Milliseconds(150));  // the queued chunk is now too old
+
+  // Refused at its config: the push may already find the stream ended.
+  std::unique_ptr<StreamSession> refused = OpenStream();
+  refused->Push(Frames(2).view()).IgnoreError();
+  absl::StatusOr<StreamAnswer> answer = refused->Next();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << answer.status();
+  EXPECT_NE(answer.status().message().find("--overload_queue_ms"), std::string::npos)
+      << answer.status();
+  v1::ScoreRequest request;
+  request.add_models("m");
+  FeaturesToProto(Frames(3).view(), request.mutable_features());
+  absl::StatusOr<v1::ScoreResponse> unary = client_->Score(request);
+  EXPECT_EQ(unary.status().code(), absl::StatusCode::kResourceExhausted) << unary.status();
+  EXPECT_EQ(daemon_->scheduler_stats().overload_refusals, 2);
+
+  // The admitted stream's next chunk still queues behind the held backend.
+  ASSERT_TRUE(admitted->Push(Frames(3).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 7; }));
+  EXPECT_EQ(daemon_->scheduler_stats().rejected_jobs, 0);
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  for (int rows : {4, 3}) {
+    absl::StatusOr<StreamAnswer> got = admitted->Next();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->scores.rows(), rows);
+  }
+  EXPECT_TRUE(admitted->Finish().ok());
+  EXPECT_TRUE(busy->Finish().ok());
+  // Caught up: new work is taken again.
+  EXPECT_TRUE(client_->Score(request).ok());
+}
+
 // Unsent answers (issue 16): a chunk is charged its results' bytes when it is
 // accepted (6 states and a frame total x 4 bytes = 28 per frame here) and stays charged until
 // its answer is written; with the backend held nothing is written, so what

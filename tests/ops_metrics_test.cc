@@ -157,6 +157,7 @@ TEST(OpsMetricsTest, SchedulerHistogramsAfterKnownTraffic) {
   EXPECT_EQ(value("gmmscore_chunk_latency_seconds_count"), 4);
   EXPECT_EQ(value("gmmscore_queued_frames"), 0);
   EXPECT_EQ(value("gmmscore_jobs_rejected_total"), 0);
+  EXPECT_EQ(value("gmmscore_overload_refusals_total"), 0);
   EXPECT_GT(value("gmmscore_max_queued_frames"), 0);
   // No GPU here (or no NVML on the CPU backend): no GPU gauges.
   if (daemon->daemon().repository().device() == "cpu") {
