@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/core/thread_name.h"
 
@@ -121,13 +122,22 @@ absl::Status BatchScheduler::AdmitNew() {
   absl::MutexLock lock(&mu_);
   if (queue_.empty()) return absl::OkStatus();
   const absl::Duration waited = absl::Now() - queue_.front().enqueued;
-  if (waited <= options_.overload_wait) return absl::OkStatus();
+  std::string why;
+  if (waited > options_.overload_wait) {
+    why = absl::StrFormat("its oldest queued chunk has waited %d ms (limit %d ms: --overload_queue_ms)",
+                          absl::ToInt64Milliseconds(waited),
+                          absl::ToInt64Milliseconds(options_.overload_wait));
+  } else if (2 * queued_frames_ > options_.max_queued_frames) {
+    why = absl::StrFormat("its queue holds %d frames, over half of --max_queued_frames %d",
+                          queued_frames_, options_.max_queued_frames);
+  } else {
+    return absl::OkStatus();
+  }
   ++stats_.overload_refusals;
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "the server is overloaded: its oldest queued chunk has waited %d ms (limit %d ms: "
-      "--overload_queue_ms); new streams and requests are refused until it catches up, "
-      "retry later or elsewhere",
-      absl::ToInt64Milliseconds(waited), absl::ToInt64Milliseconds(options_.overload_wait)));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the server is overloaded: ", why,
+      "; new streams and requests are refused until it catches up (those admitted carry "
+      "on), retry later or elsewhere"));
 }
 
 void BatchScheduler::PurgeOrDeferLocked(absl::Time now,

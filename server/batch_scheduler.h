@@ -39,9 +39,12 @@
 // cancelled stream, and starved its own workers (docs/PERFORMANCE.md,
 // "The top_k collapse").
 //
-// Overload: once the oldest queued job has waited overload_wait, AdmitNew()
-// refuses new streams and requests (RESOURCE_EXHAUSTED), so that those
-// admitted keep their latency while the queue drains.
+// Overload (with overload_wait set): once the oldest queued job has waited
+// overload_wait, or the queue holds over half of max_queued_frames,
+// AdmitNew() refuses new streams and requests (RESOURCE_EXHAUSTED), so that
+// those admitted keep their pace, and the other half of the queue for their
+// bursts, while it drains. Time alone is not enough: at a GPU's pace
+// (10^6 frames/s) the queue fills in a quarter of a second.
 //
 // Ordering: jobs of one model submitted by one thread are scored in order
 // within a group, but completions arrive in any order (a group's callbacks
@@ -181,7 +184,8 @@ struct BatchSchedulerOptions {
   // so that walking holds the lock a tenth of the time at most.
   absl::Duration min_purge_interval = absl::Milliseconds(1);
   // AdmitNew() refuses new work while the oldest queued job has waited
-  // longer than this; zero: never.
+  // longer than this, or the queue holds over half of max_queued_frames;
+  // zero: never (neither rule).
   absl::Duration overload_wait = absl::ZeroDuration();
   // Called after every successful group call, on the worker thread, with no
   // scheduler lock held; must be cheap and thread-safe. Empty: none.
@@ -249,9 +253,9 @@ class BatchScheduler {
   void PurgeDead();
 
   // OK while new streams and requests may come; RESOURCE_EXHAUSTED (counted
-  // in overload_refusals) while the oldest queued job has waited longer than
-  // options().overload_wait. Work of those already admitted is not refused
-  // by it (only by max_queued_frames).
+  // in overload_refusals) while the device is overloaded (see "Overload").
+  // Work of those already admitted is not refused by it (only by
+  // max_queued_frames).
   absl::Status AdmitNew();
 
   // Scores everything queued, then joins the workers. Idempotent.

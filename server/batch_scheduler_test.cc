@@ -579,6 +579,32 @@ TEST_F(BatchSchedulerTest, AdmitNewRefusesWhileTheOldestQueuedJobHasWaitedTooLon
   scheduler.Stop();
 }
 
+TEST_F(BatchSchedulerTest, AdmitNewRefusesWhileTheQueueIsOverHalfFull) {
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10,
+                                       .overload_wait = absl::Hours(1)});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  std::vector<Outcome> queued(3);
+  scheduler.Submit(MakeJob(0, 5, 1.0f, &queued[0]));
+  EXPECT_TRUE(scheduler.AdmitNew().ok());  // half: still admits
+  scheduler.Submit(MakeJob(0, 1, 1.0f, &queued[1]));
+  const absl::Status full = scheduler.AdmitNew();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("over half of --max_queued_frames 10"), std::string::npos) << full;
+  // Work of those admitted still queues up to the bound.
+  scheduler.Submit(MakeJob(0, 4, 1.0f, &queued[2]));
+  EXPECT_FALSE(queued[2].done.HasBeenNotified());
+  EXPECT_EQ(scheduler.stats().overload_refusals, 1);
+  backend_.SetGate(true);
+  ExpectScores(queued[2], 4, 1.0f);
+  EXPECT_TRUE(scheduler.AdmitNew().ok());
+  scheduler.Stop();
+}
+
 TEST_F(BatchSchedulerTest, AdmitNewNeverRefusesWithoutAnOverloadWait) {
   BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100), .num_workers = 1});
   backend_.SetGate(false);

@@ -82,11 +82,12 @@ ABSL_FLAG(int64_t, max_queued_frames, 262144,
           "backend/GPU). Chunks or requests beyond it are refused at once with "
           "RESOURCE_EXHAUSTED (a stream ends after answering its earlier chunks) instead of "
           "queueing without bound.");
-ABSL_FLAG(int64_t, overload_queue_ms, 1000,
+ABSL_FLAG(int64_t, overload_queue_ms, 500,
           "Overload: while the oldest chunk in a device's scheduler queue has waited this many "
-          "milliseconds, new streams and Score requests for that device are refused with "
-          "RESOURCE_EXHAUSTED, so that the streams already admitted keep their latency while "
-          "the queue drains. 0: never.");
+          "milliseconds, or the queue holds over half of --max_queued_frames, new streams and "
+          "Score requests for that device are refused with RESOURCE_EXHAUSTED, so that the "
+          "streams already admitted keep their pace while the queue drains. 0: never (neither "
+          "rule).");
 ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
           "A StreamScore stream on which nothing was received or sent for this many seconds "
           "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "
