@@ -25,6 +25,10 @@ BatchScheduler::BatchScheduler(ScoringBackend* backend, BatchSchedulerOptions op
       WorkerLoop();
     });
   }
+  purger_ = std::thread([this] {
+    NameCurrentThread("gs-purge");
+    PurgeLoop();
+  });
 }
 
 BatchScheduler::~BatchScheduler() { Stop(); }
@@ -117,22 +121,30 @@ void BatchScheduler::PurgeDead() {
   for (auto& [job, status] : dead) Fail(job, std::move(status));
 }
 
-absl::Status BatchScheduler::AdmitNew() {
-  if (options_.overload_wait <= absl::ZeroDuration()) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  if (queue_.empty()) return absl::OkStatus();
-  const absl::Duration waited = absl::Now() - queue_.front().enqueued;
-  std::string why;
+std::string BatchScheduler::OverloadLocked(absl::Time now) const {
+  if (options_.overload_wait <= absl::ZeroDuration() || queue_.empty()) return "";
+  const absl::Duration waited = now - queue_.front().enqueued;
   if (waited > options_.overload_wait) {
-    why = absl::StrFormat("its oldest queued chunk has waited %d ms (limit %d ms: --overload_queue_ms)",
-                          absl::ToInt64Milliseconds(waited),
-                          absl::ToInt64Milliseconds(options_.overload_wait));
-  } else if (2 * queued_frames_ > options_.max_queued_frames) {
-    why = absl::StrFormat("its queue holds %d frames, over half of --max_queued_frames %d",
-                          queued_frames_, options_.max_queued_frames);
-  } else {
-    return absl::OkStatus();
+    return absl::StrFormat("its oldest queued chunk has waited %d ms (limit %d ms: --overload_queue_ms)",
+                           absl::ToInt64Milliseconds(waited),
+                           absl::ToInt64Milliseconds(options_.overload_wait));
   }
+  if (2 * queued_frames_ > options_.max_queued_frames) {
+    return absl::StrFormat("its queue holds %d frames, over half of --max_queued_frames %d",
+                           queued_frames_, options_.max_queued_frames);
+  }
+  return "";
+}
+
+bool BatchScheduler::Overloaded() const {
+  absl::MutexLock lock(&mu_);
+  return !OverloadLocked(absl::Now()).empty();
+}
+
+absl::Status BatchScheduler::AdmitNew() {
+  absl::MutexLock lock(&mu_);
+  const std::string why = OverloadLocked(absl::Now());
+  if (why.empty()) return absl::OkStatus();
   ++stats_.overload_refusals;
   return absl::ResourceExhaustedError(absl::StrCat(
       "the server is overloaded: ", why,
@@ -148,7 +160,28 @@ void BatchScheduler::PurgeOrDeferLocked(absl::Time now,
   }
   if (!purge_pending_) {
     purge_pending_ = true;
-    work_cv_.SignalAll();  // a waiting worker shortens its wait to next_purge_
+    purge_cv_.Signal();
+  }
+}
+
+void BatchScheduler::PurgeLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    if (!purge_pending_) {
+      purge_cv_.Wait(&mu_);
+      continue;
+    }
+    const absl::Time now = absl::Now();
+    if (now < next_purge_) {
+      purge_cv_.WaitWithDeadline(&mu_, next_purge_);
+      continue;
+    }
+    std::vector<std::pair<ScoreJob, absl::Status>> dead;
+    TakeDeadLocked(now, &dead);
+    if (dead.empty()) continue;
+    mu_.Unlock();
+    for (auto& [job, status] : dead) Fail(job, std::move(status));
+    mu_.Lock();
   }
 }
 
@@ -183,7 +216,9 @@ void BatchScheduler::Stop() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     work_cv_.SignalAll();
+    purge_cv_.SignalAll();
   }
+  if (purger_.joinable()) purger_.join();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
 }
@@ -273,15 +308,6 @@ void BatchScheduler::DispatchLocked() {
 void BatchScheduler::WorkerLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
-    if (purge_pending_ && absl::Now() >= next_purge_) {
-      std::vector<std::pair<ScoreJob, absl::Status>> dead;
-      TakeDeadLocked(absl::Now(), &dead);
-      if (dead.empty()) continue;
-      mu_.Unlock();
-      for (auto& [job, status] : dead) Fail(job, std::move(status));
-      mu_.Lock();
-      continue;
-    }
     if (!ready_.empty()) {
       DispatchedGroup group = std::move(ready_.front());
       stats_.worker_wait += (absl::Now() - group.dispatched) * group.jobs.size();
@@ -298,7 +324,6 @@ void BatchScheduler::WorkerLoop() {
       continue;
     }
     if (stopping_ && queue_.empty()) return;
-    if (purge_pending_) deadline = std::min(deadline, next_purge_);
     work_cv_.WaitWithDeadline(&mu_, deadline);
   }
 }

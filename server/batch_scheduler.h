@@ -33,8 +33,10 @@
 // worker reaches them, or at once through PurgeDead(), which also frees
 // their room in the queue. Finding them means a walk over the queue, so a
 // walk (by PurgeDead, or by a Submit that finds the queue full) runs at
-// most once per min_purge_interval; one asked for sooner is done by the
-// first worker free once the interval ends. Without that limit an overloaded server
+// most once per min_purge_interval; one asked for sooner is done by a
+// thread of its own (gs-purge) when the interval ends, off the workers, and
+// whether or not they are free. Within the interval a full queue refuses
+// new work even if dead jobs hold some of its room. Without that limit an overloaded server
 // walked its whole queue, under the lock, for every refused chunk and every
 // cancelled stream, and starved its own workers (docs/PERFORMANCE.md,
 // "The top_k collapse").
@@ -61,6 +63,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -241,15 +244,17 @@ class BatchScheduler {
 
   // Queues `job`. Completes it at once (its `done` called before Submit
   // returns) with UNAVAILABLE after Stop() began, and with RESOURCE_EXHAUSTED
-  // when the queue holds max_queued_frames (after dropping dead jobs).
+  // when the queue holds max_queued_frames (after dropping dead jobs, if a
+  // walk may run: see "Bounds").
   void Submit(ScoreJob job);
   // Queues all of `jobs` (the models of one chunk) or none of them: on
   // refusal each completes with the same status as Submit's.
   void SubmitAll(std::vector<ScoreJob> jobs);
 
-  // Completes every queued job that is cancelled or past its deadline now,
-  // freeing its room in the queue. A stream calls it when its RPC is
-  // cancelled. Call with no lock a `done` callback takes.
+  // Completes every queued job that is cancelled or past its deadline,
+  // freeing its room in the queue: now, or within min_purge_interval (see
+  // "Bounds"). A stream calls it when its RPC is cancelled. Call with no
+  // lock a `done` callback takes.
   void PurgeDead();
 
   // OK while new streams and requests may come; RESOURCE_EXHAUSTED (counted
@@ -257,6 +262,9 @@ class BatchScheduler {
   // Work of those already admitted is not refused by it (only by
   // max_queued_frames).
   absl::Status AdmitNew();
+  // Whether AdmitNew() would refuse now (not counted): the router steers new
+  // work to a device that is not.
+  bool Overloaded() const;
 
   // Scores everything queued, then joins the workers. Idempotent.
   void Stop();
@@ -280,6 +288,10 @@ class BatchScheduler {
   };
 
   void WorkerLoop();
+  // gs-purge: the walks deferred by PurgeOrDeferLocked, until Stop().
+  void PurgeLoop();
+  // Why new work is refused now ("" when it is not; see "Overload").
+  std::string OverloadLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the next batch off queue_ into ready_ (see "Dispatch policy").
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a waiting worker should dispatch now; else *deadline is when it
@@ -302,7 +314,7 @@ class BatchScheduler {
   // and sets when the next walk may run (see "Bounds").
   void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // TakeDeadLocked if a walk may run at `now`; else asks a worker for one
+  // TakeDeadLocked if a walk may run at `now`; else asks gs-purge for one
   // when it may (purge_pending_).
   void PurgeOrDeferLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -316,6 +328,7 @@ class BatchScheduler {
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;  // queue_, ready_, running_groups_ or stopping_ changed
+  absl::CondVar purge_cv_;  // purge_pending_ or stopping_ changed
   struct Queued {
     ScoreJob job;
     absl::Time enqueued;
@@ -335,6 +348,7 @@ class BatchScheduler {
   // before workers_ so that it outlives them.
   std::unique_ptr<ThreadPool> answer_pool_;
   std::vector<std::thread> workers_;
+  std::thread purger_;
 };
 
 }  // namespace gmmscore

@@ -521,11 +521,11 @@ TEST_F(BatchSchedulerTest, TheQueueIsWalkedForDeadJobsAtMostOncePerInterval) {
   EXPECT_EQ(backend_.calls().size(), 1u);
 }
 
-TEST_F(BatchSchedulerTest, APurgeAskedForTooSoonIsDoneByAWorkerWhenItsIntervalEnds) {
+TEST_F(BatchSchedulerTest, APurgeAskedForTooSoonIsDoneWhenItsIntervalEndsEvenWithEveryWorkerHeld) {
   const absl::Duration interval = absl::Milliseconds(300);
-  // Two workers: one held in the backend, one free to do the deferred walk.
+  // The only worker is held in the backend: the deferred walk must not need it.
   BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
-                                       .num_workers = 2,
+                                       .num_workers = 1,
                                        .min_purge_interval = interval});
   backend_.SetGate(false);
   Outcome first;

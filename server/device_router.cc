@@ -136,7 +136,15 @@ absl::StatusOr<DeviceAssignment> DeviceRouter::Move(
   return AssignAmong(healthy, static_cast<int64_t>(models.size()));
 }
 
-DeviceAssignment DeviceRouter::AssignAmong(const std::vector<int>& candidates, int64_t weight) {
+DeviceAssignment DeviceRouter::AssignAmong(const std::vector<int>& all_candidates, int64_t weight) {
+  // A device refusing new work (BatchScheduler::AdmitNew) is passed over
+  // while another can take it; when all refuse, the choice is as before and
+  // the caller's AdmitNew refuses.
+  std::vector<int> candidates;
+  for (int d : all_candidates) {
+    if (!schedulers_[d]->Overloaded()) candidates.push_back(d);
+  }
+  if (candidates.empty()) candidates = all_candidates;
   if (candidates.size() == 1) {
     const int device = candidates.front();
     assigned_[device]->fetch_add(weight, std::memory_order_relaxed);

@@ -10,6 +10,8 @@
 //   plan.device = where.device();  ... router.scheduler(where.device())->Submit(...)
 //   scheduler_options.on_group = [&](const GroupReport& r) { router.ObserveGroup(d, r); };
 //
+// A device whose scheduler refuses new work (BatchScheduler::Overloaded) is
+// passed over while another holding the models does not.
 // Load, compared in this order (ChooseLeastLoaded):
 //   1. the streams and requests assigned to it now, each weighted by its
 //      plan's model count: streams live for minutes and send at a steady

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/model/synthetic_model.h"
+#include "tests/forwarding_backend.h"
 
 namespace gmmscore {
 namespace {
@@ -171,6 +172,67 @@ TEST_F(DeviceRouterTest, TotalStatsSumTheSchedulers) {
   EXPECT_EQ(total.frames, 15);
   EXPECT_EQ(total.jobs, 3);
   EXPECT_EQ(total.max_group_frames, 5);
+}
+
+// A backend whose ScoreBatch calls wait until Release().
+class HeldBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  absl::Status ScoreBatch(absl::Span<const ScoreWindow> jobs, const ScoreOptions& options) override {
+    if (!entered_.HasBeenNotified()) entered_.Notify();  // one worker: no race
+    released_.WaitForNotification();
+    return ForwardingBackend::ScoreBatch(jobs, options);
+  }
+  void WaitEntered() { entered_.WaitForNotification(); }
+  void Release() { released_.Notify(); }
+
+ private:
+  absl::Notification entered_, released_;
+};
+
+TEST_F(DeviceRouterTest, NewWorkGoesPastAnOverloadedDeviceWhileAnotherHasRoom) {
+  HeldBackend held_backend(CreateCpuBackend({.num_threads = 1}));
+  const BatchSchedulerOptions options{.max_queue_delay = absl::Seconds(100),
+                                      .num_workers = 1,
+                                      .max_queued_frames = 10,
+                                      .overload_wait = absl::Hours(1)};
+  BatchScheduler held(&held_backend, options);
+  BatchScheduler free(backends_[1].get(), options);
+  DeviceRouter router({&held, &free}, {"gpu-a", "gpu-b"});
+  auto served = std::make_shared<ServedModel>();
+  served->name = "m";
+  served->replicas = {*held_backend.Prepare(model_), *backends_[1]->Prepare(model_)};
+  served->prepared = served->replicas[0];
+  auto only_held = std::make_shared<ServedModel>(*served);
+  only_held->replicas[1] = nullptr;
+
+  // Device 0's worker is held and its queue is over half full.
+  std::vector<absl::Notification> done(2);
+  auto job = [&](int frames, absl::Notification* notification) {
+    return ScoreJob{.model = served->replicas[0],
+                    .features = std::make_shared<const FloatMatrix>(FloatMatrix(frames, 4)),
+                    .done = [notification](absl::StatusOr<ScoreResult>) { notification->Notify(); }};
+  };
+  held.Submit(job(1, &done[0]));
+  held_backend.WaitEntered();
+  held.Submit(job(6, &done[1]));
+  ASSERT_TRUE(held.Overloaded());
+
+  // Both devices carry no streams, so the tie would go to device 0.
+  absl::StatusOr<DeviceAssignment> placed = router.Assign({served});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->device(), 1);
+  // Where device 0 is the only holder it is still chosen; AdmitNew refuses.
+  absl::StatusOr<DeviceAssignment> only = router.Assign({only_held});
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_EQ(only->device(), 0);
+  EXPECT_EQ(held.AdmitNew().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(held.stats().overload_refusals, 1);  // Overloaded() is not counted
+
+  held_backend.Release();
+  for (absl::Notification& n : done) n.WaitForNotification();
+  held.Stop();
+  free.Stop();
 }
 
 TEST(IsDeviceFaultTest, DeviceErrorsCountBadInputAndFullQueuesDoNot) {

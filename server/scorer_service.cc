@@ -39,7 +39,7 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
 }
 
 // One Score RPC in flight, as its own reactor so that a cancellation drops
-// its queued jobs at once: collects its per-model results from the
+// its queued jobs (within the scheduler's min_purge_interval): collects its per-model results from the
 // scheduler, answers, and deletes itself once the RPC is done and no job
 // refers to it.
 class UnaryScoreCall final : public grpc::ServerUnaryReactor {

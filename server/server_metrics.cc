@@ -191,7 +191,7 @@ void RenderDevices(const DeviceRouter& devices, const ModelRepository* repositor
       {"gmmscore_device_jobs_rejected_total", "Jobs refused because the device's queue was full.",
        "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.rejected_jobs); }},
       {"gmmscore_device_overload_refusals_total",
-       "New streams and requests refused because the device's oldest queued chunk had waited past --overload_queue_ms.",
+       "New streams and requests refused because the device was overloaded (--overload_queue_ms, or its queue over half full).",
        "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.overload_refusals); }},
       {"gmmscore_device_failing",
        "1 while the device is failing (backend errors in a row; no new streams go to it), else 0.",
@@ -313,8 +313,8 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             "Jobs refused with RESOURCE_EXHAUSTED because the scheduler's queue was full.",
             static_cast<double>(stats.rejected_jobs));
     Counter(&out, "gmmscore_overload_refusals_total",
-            "New streams and requests refused with RESOURCE_EXHAUSTED because a device's oldest "
-            "queued chunk had waited past --overload_queue_ms.",
+            "New streams and requests refused with RESOURCE_EXHAUSTED because a device was "
+            "overloaded (its oldest queued chunk older than --overload_queue_ms, or its queue over half full).",
             static_cast<double>(stats.overload_refusals));
     Counter(&out, "gmmscore_jobs_cancelled_total",
             "Queued jobs dropped unscored because their RPC was cancelled.",

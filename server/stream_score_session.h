@@ -33,7 +33,8 @@
 //                        while its device is failing. An adapting stream whose
 //                        MAP model lives on its device does not move.
 //   drain (SIGTERM)      answer the accepted chunks, then UNAVAILABLE
-//   cancellation         queued jobs are dropped from the scheduler at once, CANCELLED
+//   cancellation         queued jobs are dropped from the scheduler (within its
+//                        min_purge_interval), CANCELLED
 //   RPC deadline         gRPC cancels the RPC (as above); jobs carry the deadline too
 //   idle timeout         nothing read or written for env.idle_timeout and no
 //                        chunk pending: DEADLINE_EXCEEDED saying it was idle

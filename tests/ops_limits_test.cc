@@ -1,7 +1,7 @@
 // Limits and backpressure, each returning its code: a full scheduler queue
 // refuses new chunks and requests with RESOURCE_EXHAUSTED (and the work
 // already queued is answered); a cancelled stream's and an expired
-// request's queued jobs leave the queue at once, unscored; an idle stream
+// request's queued jobs leave the queue promptly, unscored; an idle stream
 // ends with DEADLINE_EXCEEDED saying it was idle while a slow but live one
 // carries on; a message over --max_message_mb is RESOURCE_EXHAUSTED; a
 // connection past --max_connection_age_s plus its grace is closed, its
@@ -293,7 +293,7 @@ TEST_F(OpsLimitsTest, AStreamAtItsShareOfAnswerMemoryPausesReading) {
   EXPECT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 0; }));
 }
 
-TEST_F(OpsLimitsTest, CancelledStreamLeavesTheQueueAtOnce) {
+TEST_F(OpsLimitsTest, CancelledStreamLeavesTheQueueUnscored) {
   Start({});
   std::unique_ptr<StreamSession> busy = OccupyBackend();
   std::unique_ptr<StreamSession> leaving = OpenStream();
