@@ -181,6 +181,9 @@ void BatchScheduler::PurgeLoop() {
     if (dead.empty()) continue;
     mu_.Unlock();
     for (auto& [job, status] : dead) Fail(job, std::move(status));
+    // The jobs' callbacks may hold the last reference to a stream: it must
+    // go with no scheduler lock held (the stream's lock comes first).
+    dead.clear();
     mu_.Lock();
   }
 }
