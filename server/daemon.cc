@@ -206,6 +206,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_age_grace)));
   }
+  ApplyGrpcArgs(options.grpc_args, &builder);
   if (options.stream_api == StreamApi::kCompletionQueue) {
     daemon->cq_streams_ = std::make_unique<CqStreamServer>(
         &builder, daemon->service_.get(), StreamThreads(options.stream_threads));

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "kernels/score/scoring_backend.h"
+#include "proto/grpc_args.h"
 #include "server/adaptation_hub.h"
 #include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
@@ -55,6 +56,9 @@ struct DaemonOptions {
   // Each at most 2^31 - 1 ms (gRPC's int).
   absl::Duration max_connection_age = absl::ZeroDuration();
   absl::Duration max_connection_age_grace = absl::Seconds(30);
+  // More gRPC arguments of every connection (--grpc_arg, proto/grpc_args.h),
+  // added after gmmscored's own: HTTP/2 windows and frame sizes.
+  std::vector<GrpcArg> grpc_args;
   // Live adaptation's workers and bounds (server/adaptation_hub.h).
   AdaptationLimits adaptation;
   // How often a failing device is probed for its recovery

@@ -24,6 +24,7 @@
 #include "kernels/backends/backend_factory.h"
 #include "server/auth_token.h"
 #include "kernels/core/version.h"
+#include "proto/grpc_args.h"
 #include "server/daemon.h"
 #include "server/device_list.h"
 #include "server/log.h"
@@ -123,6 +124,10 @@ ABSL_FLAG(int32_t, max_connection_age_s, 0,
 ABSL_FLAG(int32_t, max_connection_age_grace_s, 30,
           "With --max_connection_age_s: seconds a closing connection's RPCs (streams) have to "
           "finish before they are cancelled.");
+ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
+          "gRPC arguments of every client connection, NAME=VALUE, comma-separated (e.g. "
+          "grpc.http2.max_frame_size=1048576): HTTP/2 windows and frame sizes, applied after "
+          "gmmscored's own. gRPC ignores names it does not know.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
 // Operations (docs/OPERATIONS.md).
@@ -307,6 +312,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.stream_threads = absl::GetFlag(FLAGS_stream_threads);
   options.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_s));
   options.max_connection_age_grace = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_grace_s));
+  absl::StatusOr<std::vector<GrpcArg>> grpc_args = ParseGrpcArgs(absl::GetFlag(FLAGS_grpc_arg));
+  if (!grpc_args.ok()) return grpc_args.status();
+  options.grpc_args = *std::move(grpc_args);
   options.ops.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   options.ops.drain_grace = absl::Seconds(absl::GetFlag(FLAGS_drain_grace_s));
   options.ops.admin_open = absl::GetFlag(FLAGS_admin_open);

@@ -10,7 +10,8 @@
 # integration tests, to run on the GPU beside a capacity run) into bin/ too;
 # EXTRA_FILES="/tmp/base/base_daemon ..." packs those files (e.g. an older
 # gmmscored for a before/after in one device call, DAEMON_BIN in
-# gpu_capacity.sh; its libraries must be the bundle's).
+# gpu_capacity.sh; its libraries must be the bundle's). EXTRA_FILES=/usr/bin/perf
+# with NO_STRIP=1 (keep our symbols) lets a device run profile a point.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-load-cuda}
@@ -31,7 +32,7 @@ for f in "${files[@]}"; do cp "$f" "$stage/bin/"; done
 for b in "$stage"/bin/*; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libcublas|libcublasLt|ld-linux[^/]*|libdl|librt|libpthread)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
-strip --strip-unneeded "$stage"/bin/* "$stage"/lib/* 2>/dev/null || true
+[ -n "${NO_STRIP:-}" ] || strip --strip-unneeded "$stage"/bin/* "$stage"/lib/* 2>/dev/null || true
 tar cf - -C "$stage" bin lib | xz -T2 -6 > build-loadpack/bundle.tar.xz
 rm -rf "$stage"
 du -sh build-loadpack/bundle.tar.xz

@@ -27,7 +27,11 @@
 # daemon's buffers and the GPU's clocks settle before the first point, whose
 # tails on a cold daemon were 170-400 ms at loads that pass warm), PRECISION
 # (fast or exact: every synthesized model gets that `precision` in a config
-# file given with --config; e.g. fast lets case c use the tensor cores).
+# file given with --config; e.g. fast lets case c use the tensor cores),
+# PERF_S (POINT mode: also sample every CPU with `perf record -a` for that
+# many seconds beside the thread profile, CASE-perf.txt by process, library
+# and function; needs perf in the bundle: NO_STRIP=1
+# EXTRA_FILES=/usr/bin/perf tools/build_load_bundle.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
@@ -140,10 +144,20 @@ else
   # Threads sampled over the middle of the measured time (after connecting,
   # the 1 s ramp and the 1 s warm-up).
   sleep 3
+  if [ -n "${PERF_S:-}" ]; then
+    perf=$(command -v "$BIN/perf" perf | head -1)
+    "$perf" record -a -F 499 -o "$OUT/perf.data" -- sleep "$PERF_S" > "$OUT/perf-record.log" 2>&1 &
+    perf_pid=$!
+  fi
   python3 tools/thread_cpu.py --seconds "$(python3 -c "print(max(1, $duration / 2))")" \
     "$daemon" "${pids[@]}" > "$OUT/$case_name-threads.txt" 2>&1
   status=0
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  if [ -n "${perf_pid:-}" ]; then  # reported once the load is over, so as not to load it
+    wait "$perf_pid" && "$perf" report -i "$OUT/perf.data" --sort comm,dso,sym --stdio \
+      --percent-limit 0.3 > "$OUT/$case_name-perf.txt" 2>> "$OUT/perf-record.log"
+    rm -f "$OUT/perf.data"
+  fi
   cat "$OUT/$case_name"-load*.txt "$OUT/$case_name-threads.txt"
 fi
 kill -TERM "$daemon"

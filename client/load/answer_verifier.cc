@@ -1,5 +1,9 @@
 #include "client/load/answer_verifier.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +15,17 @@
 
 namespace gmmscore::load {
 namespace {
+
+// The calling thread at the lowest priority (nice 19): under load it gets
+// the cores only when the daemon, gRPC and the pacers leave them idle, so
+// that on a host shared with the daemon the check does not become part of
+// the capacity it checks. What it has no time for waits in its queue
+// (VerifyOptions::max_queue) and is checked once the point ends.
+void YieldToTheLoad() {
+#if defined(__linux__)
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);  // per thread on Linux
+#endif
+}
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -94,6 +109,7 @@ AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOption
       backend_(CreateCpuBackend({.num_threads = 1})),
       worker_([this] {
         NameCurrentThread("load-verify");
+        YieldToTheLoad();
         WorkerLoop();
       }) {}
 

@@ -1,8 +1,14 @@
 #include "client/load/answer_verifier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -154,6 +160,38 @@ TEST_F(AnswerVerifierTest, FullQueueSkipsInsteadOfBlocking) {
   const VerifyCounts counts = (*verifier)->TakeCounts();
   EXPECT_EQ(counts.checked + counts.skipped, 50);
   EXPECT_EQ(counts.mismatched, 0);
+}
+
+// The nice value of this process's thread named `name` (from
+// /proc/self/task/TID/stat, field 19), or -100 when there is none.
+int NiceOfThread(const std::string& name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string got;
+    if (!std::getline(comm, got) || got != name) continue;
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    // Fields after the name "(comm)", which may hold spaces: state is field 3.
+    std::istringstream after(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && after >> field; ++i) {
+      if (i == 19) return std::stoi(field);
+    }
+  }
+  return -100;
+}
+
+TEST_F(AnswerVerifierTest, ItsThreadRunsAtTheLowestPriority) {
+  auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0});
+  ASSERT_TRUE(verifier.ok());
+  // The thread names and lowers itself as it starts.
+  int nice = -100;
+  for (int tries = 0; tries < 500 && nice != 19; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    nice = NiceOfThread("load-verify");
+  }
+  EXPECT_EQ(nice, 19);
+  EXPECT_EQ(NiceOfThread("no-such-thread"), -100);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "kernels/core/version.h"
 #include "client/fusion_method.h"
 #include "client/load/audio_source.h"
+#include "proto/grpc_args.h"
 #include "client/load/load_runner.h"
 #include "client/load/svg_plot.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
@@ -70,6 +71,10 @@ ABSL_FLAG(double, max_duration_s, 0,
 ABSL_FLAG(int32_t, channels, 0,
           "gRPC channels (separate HTTP/2 connections) the streams are spread over; 0 = one per "
           "32 streams, at most 64.");
+ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
+          "gRPC channel arguments of every channel, NAME=VALUE, comma-separated (e.g. "
+          "grpc.http2.lookahead_bytes=4194304): HTTP/2 flow-control windows, frame sizes. gRPC "
+          "ignores names it does not know.");
 ABSL_FLAG(int32_t, pacer_threads, 1, "Threads that keep the real-time schedule.");
 ABSL_FLAG(double, late_ms, 0, "A chunk is late above this latency; 0 = one chunk's duration.");
 ABSL_FLAG(double, slo_ms, 0, "p99 chunk latency objective: points are marked pass/fail.");
@@ -263,6 +268,9 @@ int Main(int argc, char** argv) {
   absl::StatusOr<v1::StreamConfig> config = ConfigFromFlags(models);
   if (!config.ok()) return Fail(config.status());
 
+  absl::StatusOr<std::vector<GrpcArg>> grpc_args = ParseGrpcArgs(absl::GetFlag(FLAGS_grpc_arg));
+  if (!grpc_args.ok()) return Fail(grpc_args.status());
+
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<v1::ListModelsResponse> listed = ListModels(server);
   if (!listed.ok()) return Fail(listed.status());
@@ -350,6 +358,7 @@ int Main(int argc, char** argv) {
                     .tolerance = absl::GetFlag(FLAGS_stability_pct) / 100.0,
                     .use_p99 = absl::GetFlag(FLAGS_stability_latency) == "p99"},
       .channels = absl::GetFlag(FLAGS_channels),
+      .grpc_args = *grpc_args,
       .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
       .late_ms = absl::GetFlag(FLAGS_late_ms),
       .slo_ms = absl::GetFlag(FLAGS_slo_ms),

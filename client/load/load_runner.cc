@@ -60,11 +60,13 @@ struct Connection {
 };
 
 absl::StatusOr<std::vector<Connection>> Connect(const std::string& server, int channels,
+                                                const std::vector<GrpcArg>& grpc_args,
                                                 absl::Duration timeout) {
   std::vector<Connection> connections;
   const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
   for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
+    ApplyGrpcArgs(grpc_args, &args);
     args.SetInt("gmmscore.load.channel", c);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(-1);
@@ -194,7 +196,7 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   result.offered_frames_per_s = o.realtime ? num_streams * kFramesPerSecond : 0.0;
 
   absl::StatusOr<std::vector<Connection>> connections =
-      Connect(o.server, result.channels, o.connect_timeout);
+      Connect(o.server, result.channels, o.grpc_args, o.connect_timeout);
   if (!connections.ok()) return connections.status();
   v1::AcousticScorer::Stub* stats_stub = (*connections)[0].stub.get();
 

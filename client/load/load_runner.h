@@ -34,6 +34,7 @@
 #include "client/load/load_stats.h"
 #include "client/load/server_breakdown.h"
 #include "gmmscore/v1/scorer.pb.h"
+#include "proto/grpc_args.h"
 
 namespace gmmscore::load {
 
@@ -56,6 +57,8 @@ struct RunOptions {
   double max_duration_s = 0;
   StabilityRule stability;
   int channels = 0;       // 0: one per 32 streams, 1 to 64
+  // gRPC arguments of every channel (--grpc_arg): flow-control windows, frame sizes.
+  std::vector<GrpcArg> grpc_args;
   int pacer_threads = 1;
   double late_ms = 0;     // 0: one chunk's duration
   double slo_ms = 0;      // > 0: a point passes when p99 <= slo_ms and nothing failed
