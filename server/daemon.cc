@@ -37,8 +37,10 @@ absl::Status CheckListenAddress(const std::string& address) {
   return absl::OkStatus();
 }
 
-// "host:port" -> "host:<port>" with the port actually bound.
+// "host:port" -> "host:<port>" with the port actually bound; a unix socket
+// ("unix:PATH", "unix-abstract:NAME") as given (gRPC reports port 1 for it).
 std::string WithPort(const std::string& address, int port) {
+  if (absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:")) return address;
   const size_t colon = address.rfind(':');
   return absl::StrCat(colon == std::string::npos ? address : address.substr(0, colon), ":", port);
 }

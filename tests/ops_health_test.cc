@@ -2,9 +2,12 @@
 // transitions through model load/unload, drain (NOT_SERVING while RPCs are
 // still accepted, pushed to Watch streams) and shutdown; server reflection
 // lists the services.
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -27,6 +30,18 @@ TEST(OpsHealthTest, ServingOverallForTheScorerAndPerModel) {
   EXPECT_EQ(CheckHealth(address, "a"), "SERVING");
   EXPECT_EQ(CheckHealth(address, "b"), "SERVING");
   EXPECT_EQ(CheckHealth(address, "never-served"), "rpc:NOT_FOUND");
+}
+
+// Clients on the daemon's own host (a captioning pipeline beside it) may use
+// a unix socket: no TCP stack between them.
+TEST(OpsHealthTest, AUnixSocketServesAndIsReportedAsGiven) {
+  const std::string socket = absl::StrCat("unix:", ::testing::TempDir(), "gmmscored-", getpid(), ".sock");
+  DaemonOptions options;
+  options.listen_address = socket;
+  auto served = DirectoryDaemon::Start({{"a", kSmall}}, options);
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->daemon->address(), socket);
+  EXPECT_EQ(CheckHealth(socket, "a"), "SERVING");
 }
 
 TEST(OpsHealthTest, ModelEntriesFollowLoadAndUnload) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -41,7 +42,9 @@ std::unique_ptr<DirectoryDaemon> DirectoryDaemon::Start(
     ADD_FAILURE() << repository.status();
     return nullptr;
   }
-  options.listen_address = "127.0.0.1:0";
+  // A unix socket is kept (a test of local clients); anything else is a
+  // free loopback port.
+  if (!absl::StartsWith(options.listen_address, "unix:")) options.listen_address = "127.0.0.1:0";
   absl::StatusOr<std::unique_ptr<Daemon>> daemon =
       Daemon::Start(*std::move(backend), *std::move(repository), options);
   if (!daemon.ok()) {

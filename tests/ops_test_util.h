@@ -26,7 +26,8 @@ struct DirectoryDaemon {
   std::unique_ptr<Daemon> daemon;
 
   // Writes each model as DIR/<name>.gmm (native), serves DIR on the test
-  // backend; `not_at_start` are written but not loaded. Fails the test and
+  // backend (on a free loopback port, or on options.listen_address where
+  // that is a unix socket); `not_at_start` are written but not loaded. Fails the test and
   // returns null on error.
   static std::unique_ptr<DirectoryDaemon> Start(
       const std::vector<std::pair<std::string, SyntheticModelSpec>>& models,

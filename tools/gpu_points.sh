@@ -1,8 +1,12 @@
 #!/bin/bash
 # Fixed load points of one capacity case (tools/gpu_capacity.sh, POINT mode),
 # each on a fresh daemon warmed first (WARM_STREAMS = half the point, WARM_S
-# 8 s), its streams split over LOADS (2) load generators so that one
-# generator's send lag does not bound the point. For comparing daemon
+# 8 s), its streams split over LOADS load generators so that one
+# generator's send lag does not bound the point: by default one per 2000
+# streams, at least 2. (On a 16-core H100 host one generator with 4000 top_k
+# streams fell 1.2-5.6 s behind its schedule with 2 or 8 pacer threads while
+# the daemon answered in 1.3 ms; four with 2000 each kept their send lag
+# p99 under 5 ms: docs/PERFORMANCE.md, 2026-11-27.) For comparing daemon
 # configurations (1 vs 2 GPUs) near a knee found by a search:
 #
 #   tools/gpu_points.sh c "one_1200:1200:--devices 0" "two_2400:2400:--devices all"
@@ -22,7 +26,7 @@ for spec in "$@"; do
   IFS=: read -r name streams daemon <<< "$spec"
   echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon' $(date +%T)"
   WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
-    LOADS=${LOADS:-2} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
+    LOADS=${LOADS:-$(( streams > 4000 ? (streams + 1999) / 2000 : 2 ))} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
     OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
     --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 ${LOAD_FLAGS:-} \
     > "$OUT/$name.log" 2>&1
