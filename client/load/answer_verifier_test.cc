@@ -1,5 +1,7 @@
 #include "client/load/answer_verifier.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -162,9 +164,10 @@ TEST_F(AnswerVerifierTest, FullQueueSkipsInsteadOfBlocking) {
   EXPECT_EQ(counts.mismatched, 0);
 }
 
-// The nice value of this process's thread named `name` (from
-// /proc/self/task/TID/stat, field 19), or -100 when there is none.
-int NiceOfThread(const std::string& name) {
+// The scheduling policy of this process's thread named `name` (from
+// /proc/self/task/TID/stat, field 41: SCHED_IDLE is 5), or -100 when there
+// is none.
+int PolicyOfThread(const std::string& name) {
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream comm(task.path() / "comm");
     std::string got;
@@ -174,8 +177,8 @@ int NiceOfThread(const std::string& name) {
     // Fields after the name "(comm)", which may hold spaces: state is field 3.
     std::istringstream after(stat.substr(stat.rfind(')') + 2));
     std::string field;
-    for (int i = 3; i <= 19 && after >> field; ++i) {
-      if (i == 19) return std::stoi(field);
+    for (int i = 3; i <= 41 && after >> field; ++i) {
+      if (i == 41) return std::stoi(field);
     }
   }
   return -100;
@@ -185,13 +188,14 @@ TEST_F(AnswerVerifierTest, ItsThreadRunsAtTheLowestPriority) {
   auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0});
   ASSERT_TRUE(verifier.ok());
   // The thread names and lowers itself as it starts.
-  int nice = -100;
-  for (int tries = 0; tries < 500 && nice != 19; ++tries) {
+  int policy = -100;
+  for (int tries = 0; tries < 500 && policy != SCHED_IDLE; ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    nice = NiceOfThread("load-verify");
+    policy = PolicyOfThread("load-verify");
   }
-  EXPECT_EQ(nice, 19);
-  EXPECT_EQ(NiceOfThread("no-such-thread"), -100);
+  EXPECT_EQ(policy, SCHED_IDLE);
+  EXPECT_EQ(PolicyOfThread("no-such-thread"), -100);
+  EXPECT_EQ(PolicyOfThread("gmmscore_load_t"), SCHED_OTHER);  // this test's own thread
 }
 
 }  // namespace
