@@ -1,5 +1,7 @@
 #include "proto/grpc_args.h"
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -19,8 +21,20 @@ absl::StatusOr<std::vector<GrpcArg>> ParseGrpcArgs(const std::vector<std::string
           spec));
     }
     GrpcArg arg{.name = spec.substr(0, equals), .value = spec.substr(equals + 1)};
+    const std::string& text = std::get<std::string>(arg.value);
+    if (arg.name.find_first_of(" \t") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("gRPC argument '%s': the name holds a space", spec));
+    }
     int number = 0;
-    if (absl::SimpleAtoi(std::get<std::string>(arg.value), &number)) arg.value = number;
+    int64_t wide = 0;
+    if (absl::SimpleAtoi(text, &number)) {
+      arg.value = number;
+    } else if (absl::SimpleAtoi(text, &wide)) {
+      // gRPC would ignore a string where it reads an integer.
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "gRPC argument '%s': %s is past gRPC's integers (at most 2147483647)", spec, text));
+    }
     args.push_back(std::move(arg));
   }
   return args;

@@ -6,8 +6,9 @@
 //   ApplyGrpcArgs(args, &channel_arguments);   // a client's channel
 //   ApplyGrpcArgs(args, &server_builder);      // a server's transports
 //
-// A value that is a whole number (within int) is passed as an integer, as
-// gRPC's numeric arguments need; anything else as a string. Names are not
+// A value that is a whole number is passed as an integer, as gRPC's numeric
+// arguments need (one past int is refused: gRPC would ignore it as a string);
+// anything else as a string. Names are not
 // checked against gRPC's list: gRPC ignores names it does not know, so a
 // misspelt name changes nothing (say so where the flag is documented).
 #ifndef GMMSCORE_PROTO_GRPC_ARGS_H_
@@ -29,7 +30,8 @@ struct GrpcArg {
 };
 
 // INVALID_ARGUMENT naming the spec that is not NAME=VALUE with a name that
-// starts "grpc." (gRPC's own; a typo such as "grcp." is caught here).
+// starts "grpc." (gRPC's own; a typo such as "grcp." is caught here) and
+// holds no space, or whose whole-number value is past int.
 absl::StatusOr<std::vector<GrpcArg>> ParseGrpcArgs(const std::vector<std::string>& specs);
 
 void ApplyGrpcArgs(const std::vector<GrpcArg>& args, grpc::ChannelArguments* out);

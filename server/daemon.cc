@@ -21,7 +21,13 @@ namespace {
 // host:443 (`--listen localhost` bound port 443, or failed as non-root),
 // so a port must be given.
 absl::Status CheckListenAddress(const std::string& address) {
-  if (absl::StartsWith(address, "unix:")) return absl::OkStatus();
+  if (absl::StartsWith(address, "unix:")) {
+    // sockaddr_un holds 107 bytes of path and a NUL.
+    const size_t path = address.size() - 5;
+    if (path > 0 && path <= 107) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--listen '%s': a unix socket's path must be 1 to 107 bytes", address));
+  }
   const size_t colon = address.rfind(':');
   const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
@@ -38,9 +44,9 @@ absl::Status CheckListenAddress(const std::string& address) {
 }
 
 // "host:port" -> "host:<port>" with the port actually bound; a unix socket
-// ("unix:PATH", "unix-abstract:NAME") as given (gRPC reports port 1 for it).
+// ("unix:PATH") as given (gRPC reports port 1 for it).
 std::string WithPort(const std::string& address, int port) {
-  if (absl::StartsWith(address, "unix:") || absl::StartsWith(address, "unix-abstract:")) return address;
+  if (absl::StartsWith(address, "unix:")) return address;
   const size_t colon = address.rfind(':');
   return absl::StrCat(colon == std::string::npos ? address : address.substr(0, colon), ":", port);
 }
@@ -57,6 +63,31 @@ ServiceLimits LimitsOf(const DaemonOptions& options) {
   ServiceLimits limits = options.limits;
   limits.max_answer_bytes = options.max_message_bytes;
   return limits;
+}
+
+// --grpc_arg: gRPC's names only, and none that gmmscored sets from its own
+// flags: given last, gRPC would take them over those flags and their checks
+// (the answer limits assume --max_message_mb is what gRPC enforces).
+absl::Status CheckGrpcArgs(const std::vector<GrpcArg>& args) {
+  constexpr std::pair<const char*, const char*> kOwn[] = {
+      {GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, "--max_message_mb"},
+      {GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, "--max_message_mb"},
+      {GRPC_ARG_MAX_CONNECTION_AGE_MS, "--max_connection_age_s"},
+      {GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, "--max_connection_age_grace_s"},
+  };
+  for (const GrpcArg& arg : args) {
+    if (!absl::StartsWith(arg.name, "grpc.") || arg.name.size() == 5) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--grpc_arg '%s' is not one of gRPC's names (grpc....)", arg.name));
+    }
+    for (const auto& [name, flag] : kOwn) {
+      if (arg.name == name) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--grpc_arg %s: set it with %s instead", arg.name, flag));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -109,7 +140,7 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
     return absl::InvalidArgumentError(
         "--stream_answer_memory_mb must be >= 1 and --answer_memory_mb >= 0 (0: no limit)");
   }
-  return absl::OkStatus();
+  return CheckGrpcArgs(options.grpc_args);
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(std::unique_ptr<ScoringBackend> backend,

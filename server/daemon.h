@@ -34,7 +34,8 @@
 namespace gmmscore {
 
 struct DaemonOptions {
-  // HOST:PORT to listen on (insecure credentials); port 0 picks a free one.
+  // HOST:PORT to listen on (insecure credentials); port 0 picks a free one;
+  // or unix:PATH (a unix socket, path of at most 107 bytes).
   std::string listen_address = "127.0.0.1:50051";
   BatchSchedulerOptions scheduler;
   // The Align RPC's queue and batches (models align when their repository
@@ -93,9 +94,9 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // The port actually bound.
+  // The port actually bound (1 for a unix socket, as gRPC says).
   int port() const { return port_; }
-  // "HOST:PORT" with the bound port.
+  // "HOST:PORT" with the bound port, or "unix:PATH" as given.
   const std::string& address() const { return address_; }
 
   // Stops accepting RPCs, lets live streams answer what they accepted (they

@@ -49,6 +49,18 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
       {"--listen", [](DaemonOptions* o) { o->listen_address = ":50051"; }},
       {"--listen", [](DaemonOptions* o) { o->listen_address = "::1:50051"; }},
       {"--listen", [](DaemonOptions* o) { o->listen_address = "127.0.0.1:70000"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "unix:"; }},
+      {"--listen", [](DaemonOptions* o) { o->listen_address = "unix:/" + std::string(107, 'x'); }},
+      // gmmscored's own gRPC arguments are set by their flags, not over them.
+      {"--max_message_mb",
+       [](DaemonOptions* o) { o->grpc_args = {{"grpc.max_send_message_length", 1 << 30}}; }},
+      {"--max_message_mb",
+       [](DaemonOptions* o) { o->grpc_args = {{"grpc.max_receive_message_length", 1}}; }},
+      {"--max_connection_age_s",
+       [](DaemonOptions* o) { o->grpc_args = {{"grpc.max_connection_age_ms", 1}}; }},
+      {"--max_connection_age_grace_s",
+       [](DaemonOptions* o) { o->grpc_args = {{"grpc.max_connection_age_grace_ms", 1}}; }},
+      {"--grpc_arg", [](DaemonOptions* o) { o->grpc_args = {{"http2.lookahead_bytes", 1}}; }},
   };
   for (const Case& c : cases) {
     DaemonOptions options;
@@ -65,6 +77,9 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
   DaemonOptions no_limit;
   no_limit.limits.max_answer_memory_bytes = 0;  // 0: no server-wide limit
   EXPECT_TRUE(ValidateDaemonOptions(no_limit).ok());
+  DaemonOptions tuned;
+  tuned.grpc_args = {{"grpc.http2.max_frame_size", 1 << 20}, {"grpc.http2.lookahead_bytes", 1 << 22}};
+  EXPECT_TRUE(ValidateDaemonOptions(tuned).ok());
 }
 
 }  // namespace

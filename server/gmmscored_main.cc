@@ -46,7 +46,8 @@ ABSL_FLAG(std::string, model_repository, "",
           "'.' and other subdirectories are skipped.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "HOST:PORT to serve on, without TLS. 0.0.0.0:PORT or [::]:PORT for all interfaces; "
-          "port 0 picks a free port (logged).");
+          "port 0 picks a free port (logged). unix:/PATH: a unix socket, for clients on this "
+          "host.");
 ABSL_FLAG(std::string, backend, "auto",
           "Scoring backend: 'auto' (CUDA device 0 when a GPU is present, else CPU), 'cpu', "
           "'cuda' or 'cuda:N'. Results are the same on all of them.");
@@ -125,9 +126,10 @@ ABSL_FLAG(int32_t, max_connection_age_grace_s, 30,
           "With --max_connection_age_s: seconds a closing connection's RPCs (streams) have to "
           "finish before they are cancelled.");
 ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
-          "gRPC arguments of every client connection, NAME=VALUE, comma-separated (e.g. "
-          "grpc.http2.max_frame_size=1048576): HTTP/2 windows and frame sizes, applied after "
-          "gmmscored's own. gRPC ignores names it does not know.");
+          "gRPC arguments of every client connection, NAME=VALUE, comma-separated, given once (a "
+          "second --grpc_arg replaces the first), e.g. grpc.http2.max_frame_size=1048576: HTTP/2 "
+          "windows and frame sizes. Those gmmscored sets from its own flags (message sizes, "
+          "connection age) are refused. gRPC ignores names it does not know.");
 ABSL_FLAG(int32_t, drain_timeout_s, 10,
           "On SIGTERM/SIGINT: seconds to let RPCs in flight finish before they are cancelled.");
 // Operations (docs/OPERATIONS.md).

@@ -11,7 +11,8 @@
 # EXTRA_FILES="/tmp/base/base_daemon ..." packs those files (e.g. an older
 # gmmscored for a before/after in one device call, DAEMON_BIN in
 # gpu_capacity.sh; its libraries must be the bundle's). EXTRA_FILES=/usr/bin/perf
-# with NO_STRIP=1 (keep our symbols) lets a device run profile a point.
+# with NO_STRIP=1 (any value: keep our symbols) lets a device run profile a
+# point (PERF_S in gpu_capacity.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-load-cuda}

@@ -137,7 +137,8 @@ else
   loads=${LOADS:-1}
   pids=()
   for i in $(seq "$loads"); do
-    "$BIN/gmmscore-load" "${common[@]}" --streams $((POINT / loads)) --seed "$i" \
+    # The first POINT % loads generators take one stream more: POINT in all.
+    "$BIN/gmmscore-load" "${common[@]}" --streams $((POINT / loads + (i <= POINT % loads))) --seed "$i" \
       --json "$OUT/$case_name-load$i.json" "$@" > "$OUT/$case_name-load$i.txt" 2>&1 &
     pids+=($!)
   done
@@ -146,8 +147,12 @@ else
   sleep 3
   if [ -n "${PERF_S:-}" ]; then
     perf=$(command -v "$BIN/perf" perf | head -1)
-    "$perf" record -a -F 499 -o "$OUT/perf.data" -- sleep "$PERF_S" > "$OUT/perf-record.log" 2>&1 &
-    perf_pid=$!
+    if [ -z "$perf" ]; then
+      echo "PERF_S: no perf in the bundle or on PATH; not profiled"
+    else
+      "$perf" record -a -F 499 -o "$OUT/perf.data" -- sleep "$PERF_S" > "$OUT/perf-record.log" 2>&1 &
+      perf_pid=$!
+    fi
   fi
   python3 tools/thread_cpu.py --seconds "$(python3 -c "print(max(1, $duration / 2))")" \
     "$daemon" "${pids[@]}" > "$OUT/$case_name-threads.txt" 2>&1

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -22,8 +23,9 @@ namespace {
 // a host shared with the daemon the check does not become part of the
 // capacity it checks. (nice 19 was not enough: on a 16-core H100 host five
 // verifiers at nice 19 still took 3 cores while the daemon's answers waited.)
-// What it has no time for waits in its queue (VerifyOptions::max_queue) and
-// is checked once the point ends. Where SCHED_IDLE is refused, nice 19.
+// What it has no time for waits in its queue (VerifyOptions::max_queue, 256)
+// and is checked once the point ends; past that, sampled answers are skipped
+// (counted). Where SCHED_IDLE is refused, nice 19.
 void YieldToTheLoad() {
 #if defined(__linux__)
   const sched_param param{.sched_priority = 0};
@@ -165,11 +167,14 @@ void AnswerVerifier::WorkerLoop() {
         },
         this));
     if (queue_.empty()) return;  // stopping, and nothing left
-    Check check = std::move(queue_.front());
+    std::optional<Check> check(std::move(queue_.front()));
     queue_.pop_front();
     busy_ = true;
     mu_.Unlock();
-    RunCheck(check);
+    RunCheck(*check);
+    // Its matrices are freed before the lock, not under it: Submit, on
+    // gRPC's threads, waits for this low-priority thread's lock.
+    check.reset();
     mu_.Lock();
     busy_ = false;
   }

@@ -84,7 +84,9 @@ class AnswerVerifier {
   bool ShouldSample(int stream, int64_t chunk) const;
   // Queues the check of one answer: scores[m] is the server's matrix for
   // model m (empty: not sent) for frames [first_frame, first_frame + frames)
-  // of `stream`. Never blocks.
+  // of `stream`. Waits for nothing but the queue's lock, which the
+  // verifier's thread (at the lowest priority) holds only to pop a check or
+  // to count one: a few instructions, no allocation or free.
   void Submit(int stream, int64_t first_frame, int frames, std::vector<FloatMatrix> scores);
   // Waits until every queued check is done; the counts since the last call.
   VerifyCounts TakeCounts();

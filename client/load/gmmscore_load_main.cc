@@ -72,9 +72,10 @@ ABSL_FLAG(int32_t, channels, 0,
           "gRPC channels (separate HTTP/2 connections) the streams are spread over; 0 = one per "
           "32 streams, at most 64.");
 ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
-          "gRPC channel arguments of every channel, NAME=VALUE, comma-separated (e.g. "
-          "grpc.http2.lookahead_bytes=4194304): HTTP/2 flow-control windows, frame sizes. gRPC "
-          "ignores names it does not know.");
+          "gRPC arguments of the channels that carry the streams, NAME=VALUE, comma-separated, "
+          "given once (a second --grpc_arg replaces the first), e.g. "
+          "grpc.http2.lookahead_bytes=4194304: HTTP/2 flow-control windows, frame sizes; added "
+          "after the load generator's own. gRPC ignores names it does not know.");
 ABSL_FLAG(int32_t, pacer_threads, 1, "Threads that keep the real-time schedule.");
 ABSL_FLAG(double, late_ms, 0, "A chunk is late above this latency; 0 = one chunk's duration.");
 ABSL_FLAG(double, slo_ms, 0, "p99 chunk latency objective: points are marked pass/fail.");

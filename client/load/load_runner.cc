@@ -66,10 +66,10 @@ absl::StatusOr<std::vector<Connection>> Connect(const std::string& server, int c
   const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
   for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
-    ApplyGrpcArgs(grpc_args, &args);
     args.SetInt("gmmscore.load.channel", c);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(-1);
+    ApplyGrpcArgs(grpc_args, &args);  // after ours, as gmmscored adds its --grpc_arg
     std::shared_ptr<grpc::Channel> channel =
         grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
     if (!channel->WaitForConnected(deadline)) {
