@@ -71,7 +71,9 @@ struct DaemonOptions {
 // queue, stream and message limits, the scheduler's workers and the align
 // queue's batch, workers and frame bound below 1, a negative align delay,
 // negative stream threads, timeouts or connection ages, a stream's answer memory below 1 byte
-// or the server's below 0. Daemon::Start checks it first.
+// or the server's below 0, a unix socket path of 0 or over 107 bytes, a
+// --grpc_arg not named grpc.* or named as one gmmscored sets from its own
+// flags. Daemon::Start checks it first.
 absl::Status ValidateDaemonOptions(const DaemonOptions& options);
 
 class Daemon {
