@@ -23,7 +23,8 @@
 # measurement with tools/thread_cpu.py: CASE-threads.txt), DAEMON_BIN (the
 # daemon to measure, the bundle's by default: an older build packed with
 # EXTRA_FILES for a before/after on one machine), WARM_STREAMS
-# (first run that many streams for WARM_S seconds, 10, unmeasured: the
+# (first run that many streams, over one generator per 2000, for WARM_S
+# seconds, 10, unmeasured: the
 # daemon's buffers and the GPU's clocks settle before the first point, whose
 # tails on a cold daemon were 170-400 ms at loads that pass warm), PRECISION
 # (fast or exact: every synthesized model gets that `precision` in a config
@@ -122,9 +123,20 @@ duration=${DURATION_S:-10}
 common=(--server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" --slo_ms "${SLO_MS:-50}"
         --duration_s "$duration" --pacer_threads 2)
 if [ -n "${WARM_STREAMS:-}" ]; then
-  "$BIN/gmmscore-load" "${common[@]}" --streams "$WARM_STREAMS" --duration_s "${WARM_S:-10}" \
-    "$@" > "$OUT/$case_name-warm.txt" 2>&1
-  echo "warm-up: $WARM_STREAMS streams for ${WARM_S:-10} s: $(grep -m1 -E 'p99|failed' "$OUT/$case_name-warm.txt")"
+  # At most 2000 streams a generator, as in the points (tools/gpu_points.sh):
+  # one generator falls behind its own schedule beyond that.
+  warms=$(( (WARM_STREAMS + 1999) / 2000 ))
+  warm_pids=()
+  for i in $(seq "$warms"); do
+    suffix=$([ "$i" -eq 1 ] || echo "$i")
+    "$BIN/gmmscore-load" "${common[@]}" --duration_s "${WARM_S:-10}" --seed "$((100 + i))" \
+      --streams $((WARM_STREAMS / warms + (i <= WARM_STREAMS % warms))) \
+      "$@" > "$OUT/$case_name-warm$suffix.txt" 2>&1 &
+    warm_pids+=($!)
+  done
+  for pid in "${warm_pids[@]}"; do wait "$pid"; done
+  # The first generator's latency line (each one's is in CASE-warm*.txt).
+  echo "warm-up: $WARM_STREAMS streams over $warms generators for ${WARM_S:-10} s: $(grep -m1 -E 'p99|failed' "$OUT/$case_name-warm.txt")"
 fi
 if [ -z "${POINT:-}" ]; then
   "$BIN/gmmscore-load" "${common[@]}" --search --search_max "$max" \
