@@ -98,6 +98,14 @@ class OpsLimitsTest : public ::testing::Test {
 
   FloatMatrix Frames(int64_t rows) { return TestFeatures(*model_, rows, rows); }
 
+  // A unary Score request of `rows` frames for model "m".
+  v1::ScoreRequest UnaryRequest(int64_t rows) {
+    v1::ScoreRequest request;
+    request.add_models("m");
+    FeaturesToProto(Frames(rows).view(), request.mutable_features());
+    return request;
+  }
+
   std::unique_ptr<StreamSession> OpenStream() {
     v1::StreamConfig config;
     config.add_models("m");
@@ -153,9 +161,7 @@ TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted)
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << answer.status();
   EXPECT_NE(answer.status().message().find("queue is full"), std::string::npos)
       << answer.status();
-  v1::ScoreRequest request;
-  request.add_models("m");
-  FeaturesToProto(Frames(3).view(), request.mutable_features());
+  v1::ScoreRequest request = UnaryRequest(3);
   absl::StatusOr<v1::ScoreResponse> unary = client_->Score(request);
   EXPECT_EQ(unary.status().code(), absl::StatusCode::kResourceExhausted) << unary.status();
   EXPECT_EQ(gate_->calls(), 1);
@@ -192,9 +198,7 @@ TEST_F(OpsLimitsTest, AnOverloadedDeviceRefusesNewStreamsAndRequestsButNotAdmitt
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << answer.status();
   EXPECT_NE(answer.status().message().find("--overload_queue_ms"), std::string::npos)
       << answer.status();
-  v1::ScoreRequest request;
-  request.add_models("m");
-  FeaturesToProto(Frames(3).view(), request.mutable_features());
+  v1::ScoreRequest request = UnaryRequest(3);
   absl::StatusOr<v1::ScoreResponse> unary = client_->Score(request);
   EXPECT_EQ(unary.status().code(), absl::StatusCode::kResourceExhausted) << unary.status();
   EXPECT_EQ(daemon_->scheduler_stats().overload_refusals, 2);
@@ -315,9 +319,7 @@ TEST_F(OpsLimitsTest, RequestPastItsDeadlineIsDroppedUnscored) {
   Start({});
   std::unique_ptr<StreamSession> busy = OccupyBackend();
   auto stub = v1::AcousticScorer::NewStub(client_->channel());
-  v1::ScoreRequest request;
-  request.add_models("m");
-  FeaturesToProto(Frames(9).view(), request.mutable_features());
+  v1::ScoreRequest request = UnaryRequest(9);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(300)));
   v1::ScoreResponse response;
@@ -418,9 +420,7 @@ TEST_F(OpsLimitsTest, MessageOverTheSizeLimitIsResourceExhausted) {
   DaemonOptions options;
   options.max_message_bytes = 64 << 10;
   Start(options);
-  v1::ScoreRequest request;
-  request.add_models("m");
-  FeaturesToProto(Frames(5000).view(), request.mutable_features());  // 80 KB of floats
+  v1::ScoreRequest request = UnaryRequest(5000);  // 80 KB of floats
   absl::StatusOr<v1::ScoreResponse> response = client_->Score(request);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kResourceExhausted) << response.status();
   FeaturesToProto(Frames(10).view(), request.mutable_features());
