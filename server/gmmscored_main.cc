@@ -105,6 +105,10 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "MiB of computed, not yet sent answers all streams together may hold; a chunk beyond "
           "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
           "memory limit. 0: no limit.");
+ABSL_FLAG(int64_t, pinned_scores_mb, 2048,
+          "Page-locked host MiB per GPU that dense float32 scores are copied into from the GPU "
+          "and answered from, with no host copy of them; past it, scores are copied as before. "
+          "0: always copy.");
 ABSL_FLAG(int32_t, malloc_trim_s, 10,
           "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "
           "after a burst of answers) back to the OS once the load has fallen (a trim stalls "
@@ -209,10 +213,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   absl::StatusOr<DeviceList> devices = ParseDeviceList(
       device_flag, absl::GetFlag(FLAGS_backend), device_flag.empty() ? 0 : CudaDevicesPresent());
   if (!devices.ok()) return devices.status();
+  const int64_t pinned_scores_mb = absl::GetFlag(FLAGS_pinned_scores_mb);
+  if (pinned_scores_mb < 0 || pinned_scores_mb > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--pinned_scores_mb takes 0 (always copy) to 2^30");
+  }
   std::vector<std::unique_ptr<ScoringBackend>> backends;
   std::vector<ScoringBackend*> backend_pointers;
   for (std::string& name : devices->backends) {
-    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateBackend(name);
+    absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
+        CreateBackend(name, {.cuda_pinned_scores_bytes = pinned_scores_mb << 20});
     if (!backend.ok()) return backend.status();
     name = (*backend)->name();  // "auto" resolved
     backend_pointers.push_back(backend->get());

@@ -26,17 +26,21 @@ int CudaDevicesPresent() {
 #endif
 }
 
-absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name) {
+absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name,
+                                                             const BackendOptions& options) {
   if (name == "cpu") return CreateCpuBackend();
-  if (name == "auto") return CudaDeviceAvailable() ? CreateBackend("cuda:0") : CreateCpuBackend();
+  if (name == "auto") {
+    return CudaDeviceAvailable() ? CreateBackend("cuda:0", options) : CreateCpuBackend();
+  }
   if (name == "cuda" || absl::StartsWith(name, "cuda:")) {
     int device = 0;
     if (name != "cuda" && !absl::SimpleAtoi(name.substr(5), &device)) {
       return absl::InvalidArgumentError(absl::StrCat("bad CUDA device in backend '", name, "'"));
     }
 #ifdef GMMSCORE_HAVE_CUDA
-    return CreateCudaBackend(device);
+    return CreateCudaBackend(device, {.pinned_scores_bytes = options.cuda_pinned_scores_bytes});
 #else
+    (void)options;
     return absl::UnavailableError("this build of gmmscore has no CUDA backend (built without nvcc)");
 #endif
   }

@@ -5,6 +5,7 @@
 #ifndef GMMSCORE_KERNELS_BACKENDS_BACKEND_FACTORY_H_
 #define GMMSCORE_KERNELS_BACKENDS_BACKEND_FACTORY_H_
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -18,7 +19,12 @@ namespace gmmscore {
 //   when this build has no CUDA or no device is present.
 // "auto": cuda:0 when a device is present, otherwise cpu.
 // INVALID_ARGUMENT for any other name.
-absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name);
+struct BackendOptions {
+  // CUDA backends: CudaBackendOptions::pinned_scores_bytes.
+  int64_t cuda_pinned_scores_bytes = int64_t{2} << 30;
+};
+absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name,
+                                                             const BackendOptions& options = {});
 
 // True when this build has the CUDA backend and at least one device answers.
 bool CudaDeviceAvailable();

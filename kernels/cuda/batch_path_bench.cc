@@ -39,6 +39,8 @@ ABSL_FLAG(std::string, callers, "1,4", "threads calling at once, comma-separated
 ABSL_FLAG(std::string, precision, "exact", "exact or fast (every window's precision)");
 ABSL_FLAG(int, top_k, 100, "states kept per frame for topk");
 ABSL_FLAG(int, repeats, 20, "timed calls per caller (median reported)");
+ABSL_FLAG(int64_t, pinned_scores_mb, 2048,
+          "CudaBackendOptions::pinned_scores_bytes in MiB (0: dense scores copied into each result)");
 
 namespace gmmscore {
 namespace {
@@ -119,7 +121,8 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<DiagGmmModel> model = GenerateSyntheticModel(
       {.num_states = shape[0], .min_gaussians = shape[1], .max_gaussians = shape[1], .dim = shape[2], .seed = 1});
-  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend = CreateCudaBackend(0);
+  absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
+      CreateCudaBackend(0, {.pinned_scores_bytes = absl::GetFlag(FLAGS_pinned_scores_mb) << 20});
   if (!model.ok() || !backend.ok()) {
     std::fprintf(stderr, "setup failed: %s / %s\n", model.status().ToString().c_str(),
                  backend.status().ToString().c_str());
@@ -134,9 +137,10 @@ int Main(int argc, char** argv) {
   const Precision precision =
       absl::GetFlag(FLAGS_precision) == "fast" ? Precision::kFast : Precision::kExact;
   const int chunk = absl::GetFlag(FLAGS_chunk_frames);
-  std::printf("model %s, %s precision, %d-frame windows; median of %d calls per caller\n",
+  std::printf("model %s, %s precision, %d-frame windows, pinned scores %lld MiB; median of %d calls "
+              "per caller\n",
               absl::GetFlag(FLAGS_config).c_str(), absl::GetFlag(FLAGS_precision).c_str(), chunk,
-              absl::GetFlag(FLAGS_repeats));
+              static_cast<long long>(absl::GetFlag(FLAGS_pinned_scores_mb)), absl::GetFlag(FLAGS_repeats));
   std::printf("%-6s %7s %7s %10s %10s %12s\n", "kind", "frames", "callers", "ms/call", "us/frame",
               "frames/s");
   const std::vector<std::string> kinds = absl::StrSplit(absl::GetFlag(FLAGS_kinds), ',');

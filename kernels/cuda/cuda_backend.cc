@@ -15,6 +15,7 @@
 #include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/lane_pool.h"
 #include "kernels/cuda/lane_scoring.h"
+#include "kernels/cuda/pinned_block_pool.h"
 
 namespace gmmscore {
 namespace {
@@ -22,6 +23,12 @@ namespace {
 // Concurrent Score calls per device: enough for copies in, a kernel and
 // copies out of different batches to overlap.
 constexpr int kLanes = 4;
+
+// Pinned blocks for dense scores (pinned_block_pool.h): 41 chunks of 10
+// frames of a 5000-state model a block, so a 2048-frame batch is five
+// copies; a window larger than a block (a 100-frame chunk of 21000 states)
+// is copied into its result as before.
+constexpr int64_t kScoresBlockBytes = int64_t{8} << 20;
 
 // A call's windows sorted by kind (CudaModelOf), each with its resident
 // model, and its fusions renumbered into the untied windows.
@@ -36,7 +43,7 @@ struct SortedWindows {
 
 class CudaBackend : public ScoringBackend {
  public:
-  explicit CudaBackend(int device) : device_(device) {}
+  CudaBackend(int device, const CudaBackendOptions& options) : device_(device), options_(options) {}
 
   absl::Status Init() {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), absl::StrCat("select CUDA device ", device_));
@@ -49,6 +56,9 @@ class CudaBackend : public ScoringBackend {
     GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
     wgmma_available_ = info.major == 9 && info.minor == 0;  // the wgmma kernel is sm_90a code only
     GMM_ASSIGN_OR_RETURN(lanes_, LanePool::Create(device_, kLanes));
+    if (const int64_t blocks = options_.pinned_scores_bytes / kScoresBlockBytes; blocks > 0) {
+      scores_pool_ = PinnedBlockPool::Create(kScoresBlockBytes, blocks, PinnedBlockPool::CudaPinned());
+    }
     take_channel_ = std::make_shared<FmllrTakeChannel>();
     take_channel_->device = device_;
     GMM_ASSIGN_OR_RETURN(take_channel_->stream, CudaStream::Create());
@@ -191,11 +201,13 @@ class CudaBackend : public ScoringBackend {
     return absl::OkStatus();
   }
 
-  // Sizes the result of every window whose scores come back whole. Windows
-  // fused only, and untied windows whose states are selected or encoded in
-  // half precision on the device, are never filled whole: sizing them would
-  // zero-fill a T x S matrix each (36 MB for 18 chunks of 10 models) for
-  // nothing.
+  // Resets every window's result, and sizes those of tied windows (their
+  // lane fills them in place). Untied windows whose scores come back whole
+  // are sized by ScoreUntiedOnLane, which may put them on a pinned block;
+  // windows fused only, and untied windows whose states are selected or
+  // encoded in half precision on the device, are never filled whole:
+  // sizing them would allocate a T x S matrix each (36 MB for 18 chunks of
+  // 10 models) for nothing.
   static void PrepareResults(absl::Span<const ScoreWindow> jobs,
                              absl::Span<const FusionJob> fusions, const SortedWindows& sorted) {
     std::vector<bool> fused_only(jobs.size(), false), fused(jobs.size(), false);
@@ -209,11 +221,14 @@ class CudaBackend : public ScoringBackend {
       const bool untied = sorted.untied_index[j] >= 0;
       const bool selected = untied && DeviceSelection::Selects(jobs[j]);
       const bool halved = untied && !fused[j] && DeviceHalves::Encodes(jobs[j]);
-      if (fused_only[j] || selected || halved) {
+      if (fused_only[j] || selected || halved || untied) {
         *jobs[j].result = ScoreResult{};
         const int64_t states = jobs[j].model->num_states();
         if (selected && jobs[j].features.rows == 0) jobs[j].result->sparse = SparseScores{.num_states = states};
         if (halved && jobs[j].features.rows == 0) jobs[j].result->half = HalfScores{.num_states = states};
+        // No lane sees a call's empty windows when all its untied windows are.
+        const bool whole = !fused_only[j] && !selected && !halved;
+        if (whole && jobs[j].features.rows == 0) jobs[j].result->loglikes.Resize(0, states);
         continue;
       }
       jobs[j].result->loglikes.Resize(jobs[j].features.rows, jobs[j].model->num_states());
@@ -238,7 +253,8 @@ class CudaBackend : public ScoringBackend {
     LaneLease lane = lanes_->Acquire();
     if (sorted.untied_frames > 0) {
       GMM_RETURN_IF_ERROR(ScoreUntiedOnLane(*lane, sorted.untied, sorted.untied_resident, options,
-                                            sorted.untied_fusions, wgmma_available_));
+                                            sorted.untied_fusions, wgmma_available_,
+                                            scores_pool_.get()));
     }
     if (sorted.tied_frames > 0) {
       if (absl::Status tied = ScoreTiedOnLane(*lane, sorted.tied, sorted.tied_resident, options);
@@ -256,20 +272,23 @@ class CudaBackend : public ScoringBackend {
   }
 
   const int device_;
+  const CudaBackendOptions options_;
   bool wgmma_available_ = false;  // fixed after Init()
+  std::shared_ptr<PinnedBlockPool> scores_pool_;  // fixed after Init(); null when off
   std::unique_ptr<LanePool> lanes_;  // fixed after Init()
   std::shared_ptr<FmllrTakeChannel> take_channel_;  // fixed after Init()
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateCudaBackend(int device) {
+absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateCudaBackend(int device,
+                                                                  const CudaBackendOptions& options) {
   const int count = CudaDeviceCount();
   if (device < 0 || device >= count) {
     return absl::UnavailableError(
         absl::StrCat("CUDA device ", device, " is not available (", count, " device(s) found)"));
   }
-  auto backend = std::make_unique<CudaBackend>(device);
+  auto backend = std::make_unique<CudaBackend>(device, options);
   GMM_RETURN_IF_ERROR(backend->Init());
   return backend;
 }

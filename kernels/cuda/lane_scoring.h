@@ -13,6 +13,7 @@
 #include "kernels/cuda/batch_plan.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/lane_pool.h"
+#include "kernels/cuda/pinned_block_pool.h"
 #include "kernels/score/scoring_backend.h"
 
 namespace gmmscore {
@@ -23,14 +24,19 @@ namespace gmmscore {
 // window's scores (and frame totals) and one synchronisation. A window asking
 // for its top_k states gets them selected on the device (DeviceSelection):
 // only they are copied out; one asking for half precision and not fused
-// gets its scores encoded there (DeviceHalves): only the halves come out. With `fusions` (indices into `jobs`), every run's
-// frame totals are computed and FuseOnLane fuses after the synchronisation.
-// Results must be sized by the caller (ScoreResult::loglikes for every
-// window whose scores come back whole).
+// gets its scores encoded there (DeviceHalves): only the halves come out.
+// With `fusions` (indices into `jobs`), every run's frame totals are
+// computed and FuseOnLane fuses after the synchronisation.
+// Whole scores (neither selected, halved nor fused only) are copied into a
+// block of `scores_pool` where it has one and the call has no fusions: each
+// such result's loglikes is then a FloatMatrix on the block
+// (FloatMatrix::OnBlock), which no host copy touched. Otherwise, or with no
+// pool, they are copied into loglikes of their own. This sizes the whole
+// windows' loglikes; the caller resets the others.
 absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                absl::Span<const DeviceModel* const> resident,
                                const ScoreOptions& options, absl::Span<const FusionJob> fusions,
-                               bool wgmma_available);
+                               bool wgmma_available, PinnedBlockPool* scores_pool);
 
 // Tied-mixture windows: one copy in, one TiedMixtureDevice::Launch per run
 // of consecutive windows of one model, their frame totals, one copy out, one

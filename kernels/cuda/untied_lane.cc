@@ -1,6 +1,7 @@
 // ScoreUntiedOnLane (lane_scoring.h): untied windows on one lane.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kernels/core/status_macros.h"
@@ -8,6 +9,8 @@
 #include "kernels/cuda/cuda_fmllr_gather.h"
 #include "kernels/cuda/lane_scoring.h"
 #include "kernels/cuda/loglik_launch.h"
+#include "kernels/cuda/pinned_block_pool.h"
+#include "kernels/cuda/scores_blocks.h"
 
 namespace gmmscore {
 namespace {
@@ -98,17 +101,51 @@ absl::Status LaunchRuns(Lane& lane, absl::Span<const DeviceModel* const> residen
   return absl::OkStatus();
 }
 
-// Queues the copies of the plan's ranges to lane.host_out.
-absl::Status CopyBack(Lane& lane, const BatchPlan& plan) {
-  for (const auto& [first, end] : plan.copy_ranges) {
-    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(lane.host_out.data() + first,
-                                             lane.loglikes.data() + first,
-                                             (end - first) * sizeof(float), cudaMemcpyDeviceToHost,
+// Where the call's whole scores go (scores_blocks.h): blocks of `pool` where
+// it has them, and the call has no fusions (they read the scores from
+// lane.host_out); lane.host_out otherwise.
+ScoresPlacement PlaceCallScores(PinnedBlockPool* pool, const BatchPlan& plan,
+                                absl::Span<const PlanWindow> windows, bool fused) {
+  std::vector<int64_t> floats(windows.size());
+  for (size_t j = 0; j < windows.size(); ++j) floats[j] = windows[j].rows * windows[j].num_states;
+  if (pool == nullptr || fused) {
+    return PlaceScores(plan, floats, 0, [] { return std::shared_ptr<float>(); });
+  }
+  return PlaceScores(plan, floats, pool->block_floats(), [pool] { return pool->Take(); });
+}
+
+// Queues the placement's copies back.
+absl::Status CopyBack(Lane& lane, const ScoresPlacement& placed) {
+  for (const ScoresCopy& copy : placed.copies) {
+    float* host = copy.block < 0 ? lane.host_out.data() : placed.blocks[copy.block].get();
+    GMM_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host + copy.host_offset, lane.loglikes.data() + copy.device_offset,
+                                             copy.count * sizeof(float), cudaMemcpyDeviceToHost,
                                              lane.stream.get()),
                              "copy scores to host");
   }
   return absl::OkStatus();
 }
+
+// The call's placement, its blocks held until the lane's stream is done
+// with them: a call that fails after queuing copies into them waits for
+// those here, before the blocks can go back to the pool and to another call.
+class PlacementHold {
+ public:
+  PlacementHold(const Lane& lane, ScoresPlacement placed) : lane_(lane), placed_(std::move(placed)) {}
+  ~PlacementHold() {
+    if (!placed_.blocks.empty() && !synchronized_) (void)cudaStreamSynchronize(lane_.stream.get());
+  }
+  PlacementHold(const PlacementHold&) = delete;
+  PlacementHold& operator=(const PlacementHold&) = delete;
+
+  const ScoresPlacement& placed() const { return placed_; }
+  void MarkSynchronized() { synchronized_ = true; }
+
+ private:
+  const Lane& lane_;
+  const ScoresPlacement placed_;
+  bool synchronized_ = false;
+};
 
 // Poisons the gathering windows' targets unless disarmed: a call that fails
 // after queuing its gathering leaves their sums unknown.
@@ -184,16 +221,26 @@ absl::Status QueueGathers(Lane& lane, absl::Span<const ScoreWindow> jobs, const 
   return absl::OkStatus();
 }
 
-// Each window's scores (whole ones) and asked-for frame totals, from
-// lane.host_out into its result.
+// Each window's scores (whole ones) and asked-for frame totals. Scores
+// copied into a block stay there: the result holds the block and reads its
+// window's part of it. Others are copied from lane.host_out.
 void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
-                 absl::Span<const PlanWindow> windows, const BatchPlan& plan, bool frame_totals) {
+                 absl::Span<const PlanWindow> windows, const BatchPlan& plan, bool frame_totals,
+                 const ScoresPlacement& placed) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     ScoreResult* result = jobs[j].result;
     const int64_t rows = jobs[j].features.rows;
-    if (plan.whole[j] && rows > 0) {
-      std::memcpy(result->loglikes.data(), lane.host_out.data() + plan.scores_offset[j],
-                  rows * windows[j].num_states * sizeof(float));
+    const int64_t states = windows[j].num_states;
+    if (placed.block_of[j] >= 0) {
+      const std::shared_ptr<float>& block = placed.blocks[placed.block_of[j]];
+      result->loglikes = FloatMatrix::OnBlock(
+          std::shared_ptr<float>(block, block.get() + placed.block_offset[j]), rows, states);
+    } else if (plan.whole[j]) {
+      result->loglikes.Resize(rows, states);
+      if (rows > 0) {
+        std::memcpy(result->loglikes.data(), lane.host_out.data() + plan.scores_offset[j],
+                    rows * states * sizeof(float));
+      }
     }
     if (frame_totals && (plan.whole[j] || windows[j].selected || windows[j].halved)) {
       const float* totals = lane.host_out.data() + plan.scores_floats + plan.totals_offset[j];
@@ -207,7 +254,7 @@ void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
 absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                absl::Span<const DeviceModel* const> resident,
                                const ScoreOptions& options, absl::Span<const FusionJob> fusions,
-                               bool wgmma_available) {
+                               bool wgmma_available, PinnedBlockPool* scores_pool) {
   const std::vector<PlanWindow> windows = PlanWindows(jobs, resident, fusions);
   // Posterior fusion weighs models by their frame totals.
   const BatchPlan plan = PlanBatch(windows, {.frame_totals = options.frame_totals || !fusions.empty(),
@@ -226,16 +273,18 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                            plan.scores_offset, lane.stream.get()));
   GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, lane.loglikes.data(), plan.scores_offset,
                                         lane.stream.get()));
-  GMM_RETURN_IF_ERROR(CopyBack(lane, plan));
+  PlacementHold scores(lane, PlaceCallScores(scores_pool, plan, windows, !fusions.empty()));
+  GMM_RETURN_IF_ERROR(CopyBack(lane, scores.placed()));
   // After the copies back: an answer need not wait for the statistics to
   // be queued ahead of it on the stream.
   GatherGuard gather_guard(jobs);
   GMM_RETURN_IF_ERROR(QueueGathers(lane, jobs, plan, &gather_guard));
   GMM_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(lane.stream.get()), "run likelihood kernels");
+  scores.MarkSynchronized();
   lane.selection.Finish(jobs);
   lane.halves.Finish(jobs);
   if (!fusions.empty()) GMM_RETURN_IF_ERROR(FuseOnLane(lane, jobs, plan, fusions));
-  FillResults(lane, jobs, windows, plan, options.frame_totals);
+  FillResults(lane, jobs, windows, plan, options.frame_totals, scores.placed());
   // Only now: a call that fails after gathering is retried, and its frames
   // must not count twice.
   gather_guard.Disarm();

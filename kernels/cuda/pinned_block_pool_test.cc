@@ -1,0 +1,136 @@
+// PinnedBlockPool's bookkeeping, over a counting host allocator: no GPU.
+#include "kernels/cuda/pinned_block_pool.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace gmmscore {
+namespace {
+
+constexpr size_t kBlockBytes = size_t{1} << 20;
+
+// malloc and free, counted; allocate fails while `fail` is set.
+struct CountingAllocator {
+  std::atomic<int> live{0}, made{0};
+  std::atomic<bool> fail{false};
+  PinnedBlockPool::Allocator Get() {
+    return {.allocate =
+                [this](size_t bytes) -> void* {
+                  if (fail) return nullptr;
+                  ++live;
+                  ++made;
+                  return std::malloc(bytes);
+                },
+            .free =
+                [this](void* block) {
+                  --live;
+                  std::free(block);
+                }};
+  }
+};
+
+TEST(PinnedBlockPoolTest, ABlockGivenBackIsTakenAgainNotMadeAgain) {
+  CountingAllocator counting;
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 4, counting.Get());
+  EXPECT_EQ(pool->block_floats(), static_cast<int64_t>(kBlockBytes / sizeof(float)));
+  float* first = nullptr;
+  {
+    std::shared_ptr<float> block = pool->Take();
+    ASSERT_NE(block, nullptr);
+    first = block.get();
+    std::memset(block.get(), 0x7f, kBlockBytes);  // the whole block is there
+    EXPECT_EQ(pool->stats().in_use, 1);
+  }
+  EXPECT_EQ(pool->stats().in_use, 0);
+  EXPECT_EQ(pool->stats().blocks, 1);
+  std::shared_ptr<float> again = pool->Take();
+  EXPECT_EQ(again.get(), first);
+  EXPECT_EQ(counting.made, 1);
+  EXPECT_EQ(pool->stats().taken, 2);
+}
+
+TEST(PinnedBlockPoolTest, NoMoreThanMaxBlocksAreInUseAndARefusalIsCounted) {
+  CountingAllocator counting;
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 2, counting.Get());
+  std::shared_ptr<float> a = pool->Take();
+  std::shared_ptr<float> b = pool->Take();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(pool->Take(), nullptr);
+  EXPECT_EQ(pool->stats().refused, 1);
+  a.reset();
+  EXPECT_NE(pool->Take(), nullptr);  // a's block, idle again
+  EXPECT_EQ(counting.made, 2);
+  EXPECT_EQ(pool->stats().blocks, 2);
+}
+
+TEST(PinnedBlockPoolTest, AFailedAllocationGivesNullAndHoldsNothing) {
+  CountingAllocator counting;
+  counting.fail = true;
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 2, counting.Get());
+  EXPECT_EQ(pool->Take(), nullptr);
+  EXPECT_EQ(pool->stats().blocks, 0);
+  EXPECT_EQ(pool->stats().in_use, 0);
+  EXPECT_EQ(pool->stats().refused, 1);
+  counting.fail = false;
+  EXPECT_NE(pool->Take(), nullptr);
+  EXPECT_NE(pool->Take(), nullptr);  // the failure took no place
+}
+
+TEST(PinnedBlockPoolTest, AnAliasKeepsTheBlockAndTheBlockKeepsThePool) {
+  CountingAllocator counting;
+  std::shared_ptr<float> alias;
+  {
+    auto pool = PinnedBlockPool::Create(kBlockBytes, 2, counting.Get());
+    std::shared_ptr<float> block = pool->Take();
+    alias = std::shared_ptr<float>(block, block.get() + 1000);  // a window's scores
+  }
+  alias.get()[0] = 1.0f;  // the block is still there without the pool's handle
+  EXPECT_EQ(counting.live, 1);
+  alias.reset();  // the last holder: the block goes back and the pool frees it
+  EXPECT_EQ(counting.live, 0);
+}
+
+TEST(PinnedBlockPoolTest, ConcurrentTakesStayUnderTheBoundAndNeverShareABlock) {
+  CountingAllocator counting;
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 6, counting.Get());
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(std::random_device{}());
+      std::vector<std::shared_ptr<float>> held;
+      for (int i = 0; i < 3000; ++i) {
+        if (!held.empty() && rng() % 2 == 0) {
+          held.erase(held.begin() + rng() % held.size());
+          continue;
+        }
+        std::shared_ptr<float> block = pool->Take();
+        if (block == nullptr) continue;
+        // A block is this thread's alone: another writer would change it.
+        const float mark = static_cast<float>(t * 100000 + i);
+        block.get()[0] = mark;
+        std::this_thread::yield();
+        if (block.get()[0] != mark) ++overlaps;
+        held.push_back(std::move(block));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(overlaps, 0);
+  const PinnedBlockPool::Stats stats = pool->stats();
+  EXPECT_EQ(stats.in_use, 0);
+  EXPECT_LE(stats.blocks, 6);
+  EXPECT_EQ(counting.live, stats.blocks);
+  EXPECT_GT(stats.taken, 0);
+}
+
+}  // namespace
+}  // namespace gmmscore

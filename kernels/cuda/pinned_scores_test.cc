@@ -1,0 +1,174 @@
+// Dense scores answered from pinned blocks (CudaBackendOptions::
+// pinned_scores_bytes, pinned_block_pool.h): the same bits as scores copied
+// into results of their own, results that outlive the backend, and blocks
+// that no later call reuses while a result still holds them. Skips where no
+// CUDA device answers.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/device_info.h"
+#include "kernels/cuda/loglik_policy.h"
+#include "kernels/model/synthetic_model.h"
+#include "kernels/score/reference_scorer.h"
+
+namespace gmmscore {
+namespace {
+
+std::unique_ptr<ScoringBackend> Backend(int64_t pinned_scores_bytes) {
+  auto backend = CreateCudaBackend(0, {.pinned_scores_bytes = pinned_scores_bytes});
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return backend.ok() ? std::move(*backend) : nullptr;
+}
+
+// A result whose every field is wrong, so that a field left unwritten shows.
+ScoreResult Poisoned(int64_t rows, int64_t states) {
+  ScoreResult result;
+  result.loglikes = FloatMatrix(rows + 3, states, NAN);
+  result.frame_totals.assign(rows + 5, NAN);
+  return result;
+}
+
+class PinnedScoresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    auto model = GenerateSyntheticModel(
+        {.num_states = 301, .min_gaussians = 1, .max_gaussians = 12, .dim = 39, .seed = 901});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::make_shared<const DiagGmmModel>(std::move(*model));
+    std::mt19937 random(std::random_device{}());
+    // Uneven chunks as a scheduler batches them, an empty and a 1-frame one
+    // among them.
+    for (int w = 0; w < 48; ++w) {
+      const int64_t rows = w == 5 ? 0 : (w == 9 ? 1 : 1 + random() % 40);
+      features_.push_back(GenerateSyntheticFeatures(*model_, rows, random()));
+    }
+  }
+
+  // Every window dense, except window 3 (its top 7 states) and window 7
+  // (half precision): those come back sparse and halved, not on a block.
+  std::vector<ScoreResult> Score(ScoringBackend& backend) {
+    auto prepared = backend.Prepare(model_);
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    std::vector<ScoreResult> results;
+    for (const FloatMatrix& f : features_) results.push_back(Poisoned(f.rows(), model_->num_states()));
+    std::vector<ScoreWindow> jobs;
+    for (size_t w = 0; w < features_.size(); ++w) {
+      jobs.push_back({.model = prepared->get(), .features = features_[w].view(), .result = &results[w]});
+    }
+    jobs[3].select = {.top_k = 7};
+    jobs[7].half_from_best = true;
+    absl::Status status = backend.ScoreBatch(jobs, {.frame_totals = true});
+    EXPECT_TRUE(status.ok()) << status;
+    return results;
+  }
+
+  static bool Dense(size_t w) { return w != 3 && w != 7; }
+
+  std::shared_ptr<const DiagGmmModel> model_;
+  std::vector<FloatMatrix> features_;
+};
+
+TEST_F(PinnedScoresTest, ScoresOnBlocksAreTheCopiedScoresAndOutliveTheBackend) {
+  std::unique_ptr<ScoringBackend> copying = Backend(0);
+  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{64} << 20);
+  ASSERT_NE(copying, nullptr);
+  ASSERT_NE(pinned, nullptr);
+  const std::vector<ScoreResult> copied = Score(*copying);
+  const std::vector<ScoreResult> on_blocks = Score(*pinned);
+  pinned.reset();  // the results keep their block, and it its pool
+  for (size_t w = 0; w < features_.size(); ++w) {
+    SCOPED_TRACE(testing::Message() << "window " << w << " rows " << features_[w].rows());
+    const ScoreResult& got = on_blocks[w];
+    const ScoreResult& want = copied[w];
+    EXPECT_EQ(got.frame_totals, want.frame_totals);
+    if (!Dense(w)) {
+      EXPECT_FALSE(got.loglikes.on_block());
+      EXPECT_EQ(got.sparse.has_value(), w == 3);
+      EXPECT_EQ(got.half.has_value(), w == 7);
+      continue;
+    }
+    ASSERT_EQ(got.loglikes.rows(), features_[w].rows());
+    ASSERT_EQ(got.loglikes.cols(), model_->num_states());
+    EXPECT_EQ(got.loglikes.on_block(), features_[w].rows() > 0);
+    EXPECT_FALSE(want.loglikes.on_block());
+    const size_t bytes = sizeof(float) * want.loglikes.rows() * want.loglikes.cols();
+    EXPECT_EQ(std::memcmp(got.loglikes.data(), want.loglikes.data(), bytes), 0) << "the same float32 bits";
+    EXPECT_LE(MaxNormalizedError(got.loglikes, ReferenceLogLikelihoods(*model_, features_[w].view())),
+              ErrorBound(Algorithm::kAuto));
+  }
+}
+
+TEST_F(PinnedScoresTest, APoolWithNoRoomCopiesTheScoresAsBefore) {
+  std::unique_ptr<ScoringBackend> copying = Backend(0);
+  std::unique_ptr<ScoringBackend> full = Backend(1);  // below the smallest block
+  ASSERT_NE(copying, nullptr);
+  ASSERT_NE(full, nullptr);
+  const std::vector<ScoreResult> want = Score(*copying);
+  const std::vector<ScoreResult> got = Score(*full);
+  for (size_t w = 0; w < features_.size(); ++w) {
+    if (!Dense(w)) continue;
+    EXPECT_FALSE(got[w].loglikes.on_block()) << "window " << w;
+    EXPECT_TRUE(got[w].loglikes == want[w].loglikes) << "window " << w;
+  }
+}
+
+// Blocks are 8 MiB: a 7000-frame window of 301 states (8.4 MB) does not
+// fit one and is copied into its result; its neighbours stay on blocks.
+TEST_F(PinnedScoresTest, AWindowLargerThanABlockIsCopiedAndTheOthersStayOnBlocks) {
+  features_.insert(features_.begin() + 20, GenerateSyntheticFeatures(*model_, 7000, 77));
+  std::unique_ptr<ScoringBackend> copying = Backend(0);
+  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{64} << 20);
+  ASSERT_NE(copying, nullptr);
+  ASSERT_NE(pinned, nullptr);
+  const std::vector<ScoreResult> want = Score(*copying);
+  const std::vector<ScoreResult> got = Score(*pinned);
+  for (size_t w = 0; w < features_.size(); ++w) {
+    if (!Dense(w)) continue;
+    EXPECT_EQ(got[w].loglikes.on_block(), w != 20 && features_[w].rows() > 0) << "window " << w;
+    EXPECT_TRUE(got[w].loglikes == want[w].loglikes) << "window " << w;
+    EXPECT_EQ(got[w].frame_totals, want[w].frame_totals) << "window " << w;
+  }
+}
+
+// Four callers, each keeping the results of its last few calls: a block
+// handed to a later call while a result still read it would change them.
+TEST_F(PinnedScoresTest, ABlockIsNotReusedWhileAResultHoldsIt) {
+  std::unique_ptr<ScoringBackend> copying = Backend(0);
+  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{32} << 20);  // room for a few calls only
+  ASSERT_NE(copying, nullptr);
+  ASSERT_NE(pinned, nullptr);
+  const std::vector<ScoreResult> want = Score(*copying);
+  std::vector<std::thread> callers;
+  std::vector<int> changed(4, 0), on_block(4, 0);
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      std::vector<std::vector<ScoreResult>> kept;
+      for (int call = 0; call < 12; ++call) {
+        kept.push_back(Score(*pinned));
+        if (kept.size() > 3) kept.erase(kept.begin());
+        for (const std::vector<ScoreResult>& results : kept) {
+          for (size_t w = 0; w < results.size(); ++w) {
+            if (!Dense(w)) continue;
+            on_block[c] += results[w].loglikes.on_block();
+            changed[c] += !(results[w].loglikes == want[w].loglikes);
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(changed[c], 0) << "caller " << c;
+    EXPECT_GT(on_block[c], 0) << "caller " << c << " never got a block";
+  }
+}
+
+}  // namespace
+}  // namespace gmmscore

@@ -1,0 +1,57 @@
+// PlaceScores: where a call's whole scores go when they come back from the
+// device: packed, window after window, into fixed-size pinned blocks
+// (pinned_block_pool.h) that the results then keep, or, where no block is
+// had, into the lane's own buffer at the plan's offsets, to be copied into
+// each result as before.
+//
+//   ScoresPlacement placed = PlaceScores(plan, window_floats, pool->block_floats(),
+//                                        [&] { return pool->Take(); });
+//   for (const ScoresCopy& copy : placed.copies) ... one cudaMemcpyAsync each ...
+//
+// Host code only (no CUDA calls): tested without a GPU.
+#ifndef GMMSCORE_KERNELS_CUDA_SCORES_BLOCKS_H_
+#define GMMSCORE_KERNELS_CUDA_SCORES_BLOCKS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
+#include "kernels/cuda/batch_plan.h"
+
+namespace gmmscore {
+
+// One copy back from the lane's device scores buffer (plan layout).
+struct ScoresCopy {
+  int block = -1;              // index in ScoresPlacement::blocks; -1: the lane's host buffer
+  int64_t device_offset = 0;   // first float in the device buffer
+  int64_t host_offset = 0;     // first float in the block, or in the host buffer
+  int64_t count = 0;           // floats
+
+  friend bool operator==(const ScoresCopy&, const ScoresCopy&) = default;
+};
+
+struct ScoresPlacement {
+  std::vector<std::shared_ptr<float>> blocks;
+  // Per window: the block its scores are in (-1: the lane's host buffer,
+  // or no scores come back whole), and where in it.
+  std::vector<int> block_of;
+  std::vector<int64_t> block_offset;
+  // Every copy back, frame totals included (to the host buffer), adjacent
+  // ranges merged: one copy per block for a batch of one kind.
+  std::vector<ScoresCopy> copies;
+};
+
+// window_floats[j]: window j's rows x states. Whole windows with scores
+// (plan.whole) are placed in order into blocks of block_floats taken from
+// `take` as needed; a window larger than a block, and every window after
+// `take` returns null, goes to the host buffer. take == no block at all
+// gives plan.copy_ranges.
+ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> window_floats,
+                            int64_t block_floats,
+                            absl::FunctionRef<std::shared_ptr<float>()> take);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_SCORES_BLOCKS_H_
