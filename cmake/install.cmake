@@ -14,7 +14,7 @@ set(GMMSCORE_INCLUDE_SUBDIR ${CMAKE_INSTALL_INCLUDEDIR}/gmmscore)
 foreach(header client/client.h client/stream_session.h client/remote_decodable.h client/transition_id_decodable.h
                client/adaptation_config.h
                client/fusion_method.h proto/wire_convert.h proto/rpc_status.h proto/half_float.h
-               kernels/core/matrix.h kernels/score/state_selection.h)
+               kernels/core/matrix.h kernels/core/block_array.h kernels/score/state_selection.h)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${GMMSCORE_INCLUDE_SUBDIR}/${dir})
 endforeach()

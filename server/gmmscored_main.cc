@@ -106,8 +106,9 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
           "memory limit. 0: no limit.");
 ABSL_FLAG(int64_t, pinned_scores_mb, 2048,
-          "Page-locked host MiB per GPU that dense float32 scores are copied into from the GPU "
-          "and answered from, with no host copy of them; past it, scores are copied as before. "
+          "Page-locked host MiB per GPU that dense scores (float32, and float16 encoded on the GPU) "
+          "are copied into from the GPU and answered from, with no host copy of them; past it, "
+          "scores are copied as before. "
           "0: always copy.");
 ABSL_FLAG(int32_t, malloc_trim_s, 10,
           "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "

@@ -28,7 +28,8 @@ namespace gmmscore {
 // CudaDeviceCount() (device_info.h) says whether any device answers.
 
 struct CudaBackendOptions {
-  // Page-locked host memory for dense scores (pinned_block_pool.h), in
+  // Page-locked host memory for dense scores, float32 and halves encoded
+  // on the device (pinned_block_pool.h), in
   // blocks of 8 MiB made as they are needed: the copy from the GPU lands
   // in blocks the results keep until answered, and no host copy follows.
   // Past this bound (and below one block) scores are copied into each

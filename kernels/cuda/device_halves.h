@@ -21,6 +21,8 @@
 #include "absl/types/span.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/half_encode_launch.h"
+#include "kernels/cuda/pinned_block_pool.h"
+#include "kernels/cuda/scores_blocks.h"
 #include "kernels/score/scoring_backend.h"
 
 namespace gmmscore {
@@ -34,15 +36,24 @@ class DeviceHalves {
 
   // Queues on `stream` the encoding of every window j with halved[j],
   // whose rows x num_states scores lie at scores + score_offsets[j] on the
-  // device, and the copy of its halves and frame bests back.
+  // device, and the copy of its halves and frame bests back: the halves
+  // into blocks of `pool` where it has them (packed window after window,
+  // scores_blocks.h), into this object's own buffer otherwise.
   absl::Status Queue(absl::Span<const ScoreWindow> jobs, const std::vector<bool>& halved,
-                     const float* scores, absl::Span<const int64_t> score_offsets, cudaStream_t stream);
+                     const float* scores, absl::Span<const int64_t> score_offsets, cudaStream_t stream,
+                     PinnedBlockPool* pool);
 
   // After the stream has synchronised: result->half of every window Queue
-  // staged (windows with frames), then forgets them.
+  // staged (windows with frames), then forgets them. Halves copied into a
+  // block stay there (HalfScores::values on the block); others are copied.
   void Finish(absl::Span<const ScoreWindow> jobs);
 
  private:
+  // The staged windows' halves packed into blocks of `pool`.
+  ScoresPlacement PlaceHalves(PinnedBlockPool& pool) const;
+  // Where the halves of a placement's block go (-1: host_out_'s halves).
+  uint16_t* HalvesAt(int block) const;
+
   // Staged by Queue for Finish: the windows, their segments.
   std::vector<int> windows_;
   std::vector<HalfSegment> segments_;
@@ -52,6 +63,11 @@ class DeviceHalves {
   DeviceBuffer<HalfSegment> device_segments_;
   PinnedBuffer<char> host_out_;  // bests, then halves
   DeviceBuffer<char> device_out_;
+  // Where the staged windows' halves went (halves as the unit). Its blocks
+  // are held until Finish, or the next Queue: a failed call's lease waits
+  // for the stream before the lane is used again, so no copy still lands
+  // in a block another call has.
+  ScoresPlacement placed_;
 };
 
 }  // namespace gmmscore

@@ -27,11 +27,12 @@ namespace gmmscore {
 // gets its scores encoded there (DeviceHalves): only the halves come out.
 // With `fusions` (indices into `jobs`), every run's frame totals are
 // computed and FuseOnLane fuses after the synchronisation.
-// Whole scores (neither selected, halved nor fused only) are copied into a
-// block of `scores_pool` where it has one and the call has no fusions: each
-// such result's loglikes is then a FloatMatrix on the block
-// (FloatMatrix::OnBlock), which no host copy touched. Otherwise, or with no
-// pool, they are copied into loglikes of their own. This sizes the whole
+// Whole scores (neither selected, halved nor fused only) are copied into
+// blocks of `scores_pool` where it has them and the call has no fusions:
+// each such result's loglikes is then a FloatMatrix on a block
+// (FloatMatrix::OnBlock), which no host copy touched; device-encoded halves
+// likewise (HalfScores::values on a block). Otherwise, or with no pool,
+// they are copied into results of their own. This sizes the whole
 // windows' loglikes; the caller resets the others.
 absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                absl::Span<const DeviceModel* const> resident,

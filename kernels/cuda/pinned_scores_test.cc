@@ -1,5 +1,6 @@
 // Dense scores answered from pinned blocks (CudaBackendOptions::
-// pinned_scores_bytes, pinned_block_pool.h): the same bits as scores copied
+// pinned_scores_bytes, pinned_block_pool.h), float32 and device-encoded
+// halves: the same bits as scores copied
 // into results of their own, results that outlive the backend, and blocks
 // that no later call reuses while a result still holds them. Skips where no
 // CUDA device answers.
@@ -91,7 +92,15 @@ TEST_F(PinnedScoresTest, ScoresOnBlocksAreTheCopiedScoresAndOutliveTheBackend) {
     if (!Dense(w)) {
       EXPECT_FALSE(got.loglikes.on_block());
       EXPECT_EQ(got.sparse.has_value(), w == 3);
-      EXPECT_EQ(got.half.has_value(), w == 7);
+      ASSERT_EQ(got.half.has_value(), w == 7);
+      if (w == 7) {  // halves encoded on the device: on a block too
+        ASSERT_TRUE(want.half.has_value());
+        EXPECT_TRUE(got.half->values.on_block());
+        EXPECT_FALSE(want.half->values.on_block());
+        EXPECT_TRUE(got.half->values == want.half->values);
+        EXPECT_EQ(got.half->frame_best, want.half->frame_best);
+        EXPECT_EQ(got.half->values.size(), static_cast<size_t>(features_[w].rows() * model_->num_states()));
+      }
       continue;
     }
     ASSERT_EQ(got.loglikes.rows(), features_[w].rows());
@@ -155,6 +164,10 @@ TEST_F(PinnedScoresTest, ABlockIsNotReusedWhileAResultHoldsIt) {
         if (kept.size() > 3) kept.erase(kept.begin());
         for (const std::vector<ScoreResult>& results : kept) {
           for (size_t w = 0; w < results.size(); ++w) {
+            if (w == 7) {  // halves
+              changed[c] += !results[w].half.has_value() || !(results[w].half->values == want[w].half->values);
+              continue;
+            }
             if (!Dense(w)) continue;
             on_block[c] += results[w].loglikes.on_block();
             changed[c] += !(results[w].loglikes == want[w].loglikes);

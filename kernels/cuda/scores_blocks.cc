@@ -20,19 +20,17 @@ void AddCopy(const ScoresCopy& copy, std::vector<ScoresCopy>* copies) {
 
 }  // namespace
 
-ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> window_floats,
-                            int64_t block_floats,
-                            absl::FunctionRef<std::shared_ptr<float>()> take) {
-  const size_t count = window_floats.size();
+ScoresPlacement PackInBlocks(absl::Span<const int64_t> counts, absl::Span<const int64_t> offsets,
+                             int64_t capacity, absl::FunctionRef<std::shared_ptr<float>()> take) {
+  const size_t count = counts.size();
   ScoresPlacement placed{.block_of = std::vector<int>(count, -1),
                          .block_offset = std::vector<int64_t>(count, 0)};
-  int64_t used = block_floats;  // of the last block: none yet
+  int64_t used = capacity;  // of the last block: none yet
   bool out_of_blocks = false;
-  for (size_t j = 0; j < count; ++j) {
-    const int64_t floats = window_floats[j];
-    if (!plan.whole[j] || floats == 0) continue;
-    const int64_t offset = plan.scores_offset[j];
-    if (!out_of_blocks && floats <= block_floats && used + floats > block_floats) {
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t size = counts[i];
+    if (size == 0) continue;
+    if (!out_of_blocks && size <= capacity && used + size > capacity) {
       std::shared_ptr<float> block = take();
       out_of_blocks = block == nullptr;
       if (!out_of_blocks) {
@@ -40,17 +38,26 @@ ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> win
         used = 0;
       }
     }
-    if (out_of_blocks || floats > block_floats) {
-      AddCopy({.block = -1, .device_offset = offset, .host_offset = offset, .count = floats},
+    if (out_of_blocks || size > capacity) {
+      AddCopy({.block = -1, .device_offset = offsets[i], .host_offset = offsets[i], .count = size},
               &placed.copies);
       continue;
     }
-    placed.block_of[j] = static_cast<int>(placed.blocks.size()) - 1;
-    placed.block_offset[j] = used;
-    AddCopy({.block = placed.block_of[j], .device_offset = offset, .host_offset = used, .count = floats},
+    placed.block_of[i] = static_cast<int>(placed.blocks.size()) - 1;
+    placed.block_offset[i] = used;
+    AddCopy({.block = placed.block_of[i], .device_offset = offsets[i], .host_offset = used, .count = size},
             &placed.copies);
-    used += floats;
+    used += size;
   }
+  return placed;
+}
+
+ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> window_floats,
+                            int64_t block_floats,
+                            absl::FunctionRef<std::shared_ptr<float>()> take) {
+  std::vector<int64_t> counts(window_floats.size(), 0);
+  for (size_t j = 0; j < counts.size(); ++j) counts[j] = plan.whole[j] ? window_floats[j] : 0;
+  ScoresPlacement placed = PackInBlocks(counts, plan.scores_offset, block_floats, take);
   if (plan.frame_totals) {
     AddCopy({.block = -1,
              .device_offset = plan.scores_floats,

@@ -272,7 +272,7 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(lane.selection.Queue(jobs, selected, lane.loglikes.data(),
                                            plan.scores_offset, lane.stream.get()));
   GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, lane.loglikes.data(), plan.scores_offset,
-                                        lane.stream.get()));
+                                        lane.stream.get(), scores_pool));
   PlacementHold scores(lane, PlaceCallScores(scores_pool, plan, windows, !fusions.empty()));
   GMM_RETURN_IF_ERROR(CopyBack(lane, scores.placed()));
   // After the copies back: an answer need not wait for the statistics to

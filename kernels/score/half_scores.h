@@ -12,11 +12,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/core/block_array.h"
+
 namespace gmmscore {
 
 struct HalfScores {
   int64_t num_states = 0;
-  std::vector<uint16_t> values;   // T x S, row-major
+  // T x S, row-major: a vector, or (from the CUDA backend) a pinned block
+  // the GPU copied them into, shared with nothing else.
+  BlockArray<uint16_t> values;
   std::vector<float> frame_best;  // T
 
   int64_t num_frames() const { return static_cast<int64_t>(frame_best.size()); }
