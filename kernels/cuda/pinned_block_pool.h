@@ -3,7 +3,7 @@
 //
 // Why: a dense float32 answer of a 5000-state model is 20 KB a frame. The
 // lane copied it by DMA into its own pinned buffer and then, on the host,
-// into each window's result: 2.3 to 3.1 of a lane's 3.6 to 4.4 us a frame
+// into each window's result: 1.7 to 2.3 of a lane's 3.1 to 4.0 us a frame
 // on an H100 (docs/PERFORMANCE.md, "Dense scores on pinned blocks"). With
 // a pool, the DMA lands in blocks that the results keep
 // (FloatMatrix::OnBlock) until gRPC has sent them, and the host copies
