@@ -24,7 +24,8 @@ std::vector<DeviceCounters> DeviceCountersOf(const DeviceRouter& router) {
     out.push_back({.device = router.name(d),
                    .load = router.load(d),
                    .scheduler = router.scheduler(d)->stats(),
-                   .health = router.health(d)});
+                   .health = router.health(d),
+                   .pinned = router.scheduler(d)->backend()->pinned_scores()});
   }
   return out;
 }
@@ -76,6 +77,9 @@ void FillServerStats(const ServerCounters& counters, v1::GetServerStatsResponse*
     device->set_failing(d.health.failing);
     device->set_failed_dispatches(static_cast<uint64_t>(d.health.failed_dispatches));
     device->set_last_error(d.health.last_error);
+    device->set_pinned_scores_bytes(static_cast<uint64_t>(d.pinned.held_bytes));
+    device->set_pinned_scores_in_use_bytes(static_cast<uint64_t>(d.pinned.in_use_bytes));
+    device->set_pinned_scores_refusals(static_cast<uint64_t>(d.pinned.refusals));
   }
 }
 

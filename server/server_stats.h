@@ -28,6 +28,7 @@ struct DeviceCounters {
   DeviceLoad load;
   BatchSchedulerStats scheduler;
   DeviceHealth health;
+  PinnedScoresStats pinned;  // its backend's
 };
 
 // Every device of `router`, in order.

@@ -18,6 +18,7 @@ class ForwardingBackend : public ScoringBackend {
 
   std::string name() const override { return inner_->name(); }
   int concurrent_calls() const override { return inner_->concurrent_calls(); }
+  PinnedScoresStats pinned_scores() const override { return inner_->pinned_scores(); }
   bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
     return inner_->ReturnsSelected(model, select);
   }

@@ -22,6 +22,7 @@
 #include "server/server_metrics.h"
 #include "tests/adaptation_test_util.h"
 #include "tests/faulty_backend.h"
+#include "tests/forwarding_backend.h"
 #include "tests/host_gather_backend.h"
 #include "tests/test_daemon.h"
 
@@ -446,6 +447,48 @@ TEST(MultiDeviceTest, StreamsMoveOffADeviceThatFailsTheirChunksAndLoseNoChunk) {
       << text;
   broken[1]->store(false);
   EXPECT_TRUE(daemon->WaitUntilIdle(absl::Seconds(10)));
+}
+
+// Reports fixed pinned score memory, as a CUDA backend would.
+class PinnedReportingBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  PinnedScoresStats pinned_scores() const override {
+    return {.held_bytes = int64_t{24} << 20, .in_use_bytes = int64_t{8} << 20, .refusals = 3};
+  }
+};
+
+TEST(MultiDeviceTest, PinnedScoreMemoryIsReportedPerDevice) {
+  std::unique_ptr<TestDaemon> daemon = TestDaemon::Start(
+      Models(), {},
+      {.count = 2,
+       .wrap = [](int d, std::unique_ptr<ScoringBackend> inner) -> std::unique_ptr<ScoringBackend> {
+         if (d == 0) return inner;  // the CPU backend: none
+         return std::make_unique<PinnedReportingBackend>(std::move(inner));
+       }});
+  ASSERT_NE(daemon, nullptr);
+  const DeviceRouter& devices = daemon->daemon().devices();
+  ServerMetrics metrics;
+  const std::string text = metrics.Render({.repository = &daemon->daemon().repository(), .devices = &devices});
+  auto sample = [&](const char* family, int d, const char* value) {
+    return absl::StrCat(family, "{device=\"", devices.name(d), "\",index=\"", d, "\"} ", value);
+  };
+  EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_bytes", 1, "25165824"))) << text;
+  EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_in_use_bytes", 1, "8388608")));
+  EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_refusals_total", 1, "3")));
+  EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_bytes", 0, "0")));
+
+  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetServerStatsResponse stats;
+  const grpc::Status got = stub->GetServerStats(&context, v1::GetServerStatsRequest(), &stats);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  ASSERT_EQ(stats.devices_size(), 2);
+  EXPECT_EQ(stats.devices(0).pinned_scores_bytes(), 0u);
+  EXPECT_EQ(stats.devices(1).pinned_scores_bytes(), uint64_t{24} << 20);
+  EXPECT_EQ(stats.devices(1).pinned_scores_in_use_bytes(), uint64_t{8} << 20);
+  EXPECT_EQ(stats.devices(1).pinned_scores_refusals(), 3u);
 }
 
 // An fMLLR-adapting stream moves like any other (its transform is applied

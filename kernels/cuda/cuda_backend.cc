@@ -67,6 +67,13 @@ class CudaBackend : public ScoringBackend {
 
   std::string name() const override { return absl::StrCat("cuda:", device_); }
   int concurrent_calls() const override { return kLanes; }
+  PinnedScoresStats pinned_scores() const override {
+    if (scores_pool_ == nullptr) return {};
+    const PinnedBlockPool::Stats stats = scores_pool_->stats();
+    return {.held_bytes = stats.blocks * kScoresBlockBytes,
+            .in_use_bytes = stats.in_use * kScoresBlockBytes,
+            .refusals = stats.refused};
+  }
   // As PrepareResults decides: untied windows the device selects for.
   bool ReturnsSelected(const PreparedModel& model, const StateSelection& select) const override {
     return CudaModelOf(model).kind == CudaModel::Kind::kUntied &&

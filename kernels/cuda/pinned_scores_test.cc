@@ -82,7 +82,17 @@ TEST_F(PinnedScoresTest, ScoresOnBlocksAreTheCopiedScoresAndOutliveTheBackend) {
   ASSERT_NE(copying, nullptr);
   ASSERT_NE(pinned, nullptr);
   const std::vector<ScoreResult> copied = Score(*copying);
-  const std::vector<ScoreResult> on_blocks = Score(*pinned);
+  std::vector<ScoreResult> on_blocks = Score(*pinned);
+  const PinnedScoresStats held = pinned->pinned_scores();
+  EXPECT_GE(held.held_bytes, int64_t{8} << 20);  // one 8 MiB block at least
+  EXPECT_GT(held.in_use_bytes, 0);               // held by the results
+  EXPECT_EQ(held.refusals, 0);
+  EXPECT_EQ(copying->pinned_scores().held_bytes, 0);
+  {
+    std::vector<ScoreResult> again = Score(*pinned);
+    EXPECT_GT(pinned->pinned_scores().in_use_bytes, held.in_use_bytes);
+  }
+  EXPECT_EQ(pinned->pinned_scores().in_use_bytes, held.in_use_bytes);  // back when let go
   pinned.reset();  // the results keep their block, and it its pool
   for (size_t w = 0; w < features_.size(); ++w) {
     SCOPED_TRACE(testing::Message() << "window " << w << " rows " << features_[w].rows());

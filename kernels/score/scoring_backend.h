@@ -198,6 +198,16 @@ struct FusionJob {
 absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
                                 absl::Span<const FusionJob> fusions);
 
+// Page-locked host memory a backend keeps for the scores it hands out (the
+// CUDA backend's pinned blocks, CudaBackendOptions::pinned_scores_bytes).
+struct PinnedScoresStats {
+  int64_t held_bytes = 0;    // made, idle or in use
+  int64_t in_use_bytes = 0;  // held by results now
+  // Calls that copied scores into results of their own because no block
+  // was free under the bound.
+  int64_t refusals = 0;
+};
+
 class ScoringBackend {
  public:
   virtual ~ScoringBackend() = default;
@@ -209,6 +219,9 @@ class ScoringBackend {
   // of scheduler workers. The CUDA backend's lanes (streams whose copies and
   // kernels overlap); 2 on the CPU, whose calls share one thread pool.
   virtual int concurrent_calls() const { return 2; }
+
+  // Its pinned score memory now; zeros for a backend that keeps none.
+  virtual PinnedScoresStats pinned_scores() const { return {}; }
 
   // Whether a window of `model` asking for `select` comes back selected
   // (ScoreResult::sparse) rather than dense: what a caller will hold for it.
