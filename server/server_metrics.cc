@@ -206,7 +206,7 @@ void RenderDevices(const DeviceRouter& devices, const ModelRepository* repositor
        "Of gmmscore_device_pinned_scores_bytes, what scores not yet sent hold now.", "gauge",
        [&](int d) { return static_cast<double>(counters[d].pinned.in_use_bytes); }},
       {"gmmscore_device_pinned_scores_refusals_total",
-       "Backend calls that copied scores into memory of their own because no pinned block was free (raise --pinned_scores_mb if it grows).",
+       "Times a backend call found no free pinned block and copied scores instead (raise --pinned_scores_mb if it grows).",
        "counter", [&](int d) { return static_cast<double>(counters[d].pinned.refusals); }},
       {"gmmscore_device_stream_moves_total",
        "Streams and Score requests moved off the device to a healthy one after a device fault (scored there instead).",

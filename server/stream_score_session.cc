@@ -462,6 +462,15 @@ void StreamScoreSession::ScoredLocked(Chunk& chunk) {
   chunk.scored = absl::Now();
   chunk.retry_frames.reset();  // no job will need them again
   if (!chunk.status.ok()) return;
+  // Queued behind an answer being written and another waiting (a client
+  // that reads slowly, or not at all): its scores leave the pinned block
+  // its backend call shares, which would stay out of the pool (and the
+  // other streams' answers copied) for as long as this one waits. At most
+  // the two answers ahead keep theirs.
+  const auto ahead = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) { return p.get() == &chunk; });
+  if (write_in_flight_ && ahead != pending_.end() && ahead != pending_.begin()) {
+    for (ScoreResult& result : chunk.results) DetachFromBlocks(&result);
+  }
   // The charge was the bound made at admission (HeldBoundBytes); from here
   // it is what the results hold: less where the backend made fewer (a beam,
   // ties), more only if the bound was wrong about the backend (it said it
@@ -694,7 +703,10 @@ void StreamScoreSession::Perform(Actions actions) {
     built = BuildAnswer(*actions.answer);
     Chunk& answered = *actions.answer;
     if (built.ok() && answered.adaptation != nullptr) {
-      // The answer holds copies now: the scores go on to the statistics.
+      // The answer holds copies now: the scores go on to the statistics,
+      // which may keep them a while, off the block their backend call
+      // shares.
+      DetachFromBlocks(&answered.results[answered.adaptation->driving_model()]);
       answered.adaptation->Gather(std::move(answered.features),
                                   std::move(answered.results[answered.adaptation->driving_model()]),
                                   std::move(answered.decoder_pairs), answered.gather,

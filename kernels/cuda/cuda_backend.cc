@@ -208,10 +208,10 @@ class CudaBackend : public ScoringBackend {
     return absl::OkStatus();
   }
 
-  // Resets every window's result, and sizes those of tied windows (their
-  // lane fills them in place). Untied windows whose scores come back whole
-  // are sized by ScoreUntiedOnLane, which may put them on a pinned block;
-  // windows fused only, and untied windows whose states are selected or
+  // Resets the result of every untied window and sizes those of tied ones
+  // (their lane fills them in place). Untied windows whose scores come back
+  // whole are sized by ScoreUntiedOnLane, which may put them on a pinned
+  // block; windows fused only, and those whose states are selected or
   // encoded in half precision on the device, are never filled whole:
   // sizing them would allocate a T x S matrix each (36 MB for 18 chunks of
   // 10 models) for nothing.
@@ -228,7 +228,7 @@ class CudaBackend : public ScoringBackend {
       const bool untied = sorted.untied_index[j] >= 0;
       const bool selected = untied && DeviceSelection::Selects(jobs[j]);
       const bool halved = untied && !fused[j] && DeviceHalves::Encodes(jobs[j]);
-      if (fused_only[j] || selected || halved || untied) {
+      if (untied) {  // fused windows are untied ones
         *jobs[j].result = ScoreResult{};
         const int64_t states = jobs[j].model->num_states();
         if (selected && jobs[j].features.rows == 0) jobs[j].result->sparse = SparseScores{.num_states = states};

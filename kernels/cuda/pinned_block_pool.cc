@@ -42,6 +42,9 @@ std::shared_ptr<float> PinnedBlockPool::Take() {
       idle_.pop_back();
     } else if (stats_.blocks < max_blocks_ && block_bytes_ >= sizeof(float)) {
       ++stats_.blocks;  // reserved now, made below
+      // Room for every block to come back: Give runs in a deleter, where
+      // an allocation that throws would terminate.
+      idle_.reserve(static_cast<size_t>(stats_.blocks));
     } else {
       ++stats_.refused;
       return nullptr;

@@ -70,7 +70,7 @@ class PinnedBlockPool : public std::enable_shared_from_this<PinnedBlockPool> {
     int64_t blocks = 0;   // made and not freed: idle or in use
     int64_t in_use = 0;   // taken and not yet back
     int64_t taken = 0;    // Take calls that returned a block
-    int64_t refused = 0;  // Take calls that returned null
+    int64_t refused = 0;  // Take calls that returned null (made none, or all in use)
   };
   Stats stats() const;
 

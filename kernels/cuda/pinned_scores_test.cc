@@ -156,6 +156,40 @@ TEST_F(PinnedScoresTest, AWindowLargerThanABlockIsCopiedAndTheOthersStayOnBlocks
   }
 }
 
+// One 8 MiB block for a call whose scores need two (40 windows of 250
+// frames, 12 MB, and the halves of window 7): the block goes to what asks
+// first, everything else is copied, and every result is right.
+TEST_F(PinnedScoresTest, APoolThatRunsOutMidCallCopiesTheRest) {
+  features_.clear();
+  for (int w = 0; w < 40; ++w) features_.push_back(GenerateSyntheticFeatures(*model_, 250, 300 + w));
+  std::unique_ptr<ScoringBackend> copying = Backend(0);
+  std::unique_ptr<ScoringBackend> one_block = Backend(int64_t{8} << 20);
+  ASSERT_NE(copying, nullptr);
+  ASSERT_NE(one_block, nullptr);
+  const std::vector<ScoreResult> want = Score(*copying);
+  const std::vector<ScoreResult> got = Score(*one_block);
+  int on_block = 0, copied = 0;
+  for (size_t w = 0; w < features_.size(); ++w) {
+    if (w == 7) {
+      ASSERT_TRUE(got[w].half.has_value());
+      on_block += got[w].half->values.on_block();
+      copied += !got[w].half->values.on_block();
+      EXPECT_TRUE(got[w].half->values == want[w].half->values);
+      continue;
+    }
+    if (!Dense(w)) continue;
+    on_block += got[w].loglikes.on_block();
+    copied += !got[w].loglikes.on_block();
+    EXPECT_TRUE(got[w].loglikes == want[w].loglikes) << "window " << w;
+    EXPECT_EQ(got[w].frame_totals, want[w].frame_totals) << "window " << w;
+  }
+  EXPECT_GT(on_block, 0);
+  EXPECT_GT(copied, 0);
+  const PinnedScoresStats stats = one_block->pinned_scores();
+  EXPECT_EQ(stats.held_bytes, int64_t{8} << 20);
+  EXPECT_GE(stats.refusals, 1);
+}
+
 // Four callers, each keeping the results of its last few calls: a block
 // handed to a later call while a result still read it would change them.
 TEST_F(PinnedScoresTest, ABlockIsNotReusedWhileAResultHoldsIt) {

@@ -30,7 +30,7 @@ ScoresPlacement PackInBlocks(absl::Span<const int64_t> counts, absl::Span<const 
   for (size_t i = 0; i < count; ++i) {
     const int64_t size = counts[i];
     if (size == 0) continue;
-    if (!out_of_blocks && size <= capacity && used + size > capacity) {
+    if (size <= capacity && used + size > capacity && !out_of_blocks) {
       std::shared_ptr<float> block = take();
       out_of_blocks = block == nullptr;
       if (!out_of_blocks) {
@@ -38,7 +38,8 @@ ScoresPlacement PackInBlocks(absl::Span<const int64_t> counts, absl::Span<const 
         used = 0;
       }
     }
-    if (out_of_blocks || size > capacity) {
+    // Out of blocks, a later item that fits the last one's room still goes there.
+    if (size > capacity || used + size > capacity) {
       AddCopy({.block = -1, .device_offset = offsets[i], .host_offset = offsets[i], .count = size},
               &placed.copies);
       continue;

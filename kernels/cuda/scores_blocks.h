@@ -45,17 +45,17 @@ struct ScoresPlacement {
 
 // Items packed in order into blocks of `capacity` elements taken from
 // `take` as needed: item i is counts[i] elements at offsets[i] of the device
-// buffer (0: nothing to copy). An item larger than a block, and every item
-// after `take` returns null, is copied to the host buffer at its own offset.
+// buffer (0: nothing to copy). An item larger than a block, and, once `take`
+// returns null, every item that does not fit the last block's room, is
+// copied to the host buffer at its own offset.
 // The unit is the caller's: floats for scores, halves for DeviceHalves.
 ScoresPlacement PackInBlocks(absl::Span<const int64_t> counts, absl::Span<const int64_t> offsets,
                              int64_t capacity, absl::FunctionRef<std::shared_ptr<float>()> take);
 
 // window_floats[j]: window j's rows x states. Whole windows with scores
 // (plan.whole) are placed in order into blocks of block_floats taken from
-// `take` as needed; a window larger than a block, and every window after
-// `take` returns null, goes to the host buffer. take == no block at all
-// gives plan.copy_ranges.
+// `take` as needed (PackInBlocks); frame totals go to the host buffer. A
+// `take` that never gives a block gives plan.copy_ranges.
 ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> window_floats,
                             int64_t block_floats,
                             absl::FunctionRef<std::shared_ptr<float>()> take);

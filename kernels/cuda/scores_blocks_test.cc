@@ -129,6 +129,20 @@ TEST(ScoresBlocksTest, RandomBatchesLandWhereTheirPlacementSays) {
   }
 }
 
+// Items of 60, 60, 30 in blocks of 100 with one block to give: the second
+// finds none and is copied; the third still fits the first block's room.
+TEST(ScoresBlocksTest, OutOfBlocksAnItemThatFitsTheLastBlocksRoomGoesThere) {
+  BlockSource source{.floats = 100, .limit = 1};
+  const std::vector<int64_t> counts = {60, 60, 30}, offsets = {0, 60, 120};
+  const ScoresPlacement placed = PackInBlocks(counts, offsets, 100, std::ref(source));
+  ASSERT_EQ(placed.blocks.size(), 1u);
+  EXPECT_EQ(placed.block_of, (std::vector<int>{0, -1, 0}));
+  EXPECT_EQ(placed.block_offset[2], 60);
+  ASSERT_EQ(placed.copies.size(), 3u);
+  EXPECT_EQ(placed.copies[1], (ScoresCopy{.block = -1, .device_offset = 60, .host_offset = 60, .count = 60}));
+  EXPECT_EQ(placed.copies[2], (ScoresCopy{.block = 0, .device_offset = 120, .host_offset = 60, .count = 30}));
+}
+
 // A scheduler's batch: 200 chunks of 10 frames of a 5000-state model, in
 // blocks of 8 MiB: 41 chunks (200 KB each) a block, one copy a block.
 TEST(ScoresBlocksTest, ABatchOfOneKindIsOneCopyABlock) {

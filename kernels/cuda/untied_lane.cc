@@ -102,8 +102,9 @@ absl::Status LaunchRuns(Lane& lane, absl::Span<const DeviceModel* const> residen
 }
 
 // Where the call's whole scores go (scores_blocks.h): blocks of `pool` where
-// it has them, and the call has no fusions (they read the scores from
-// lane.host_out); lane.host_out otherwise.
+// it has them; lane.host_out otherwise, and for calls with fusions (their
+// model scores come back only where asked for beside the fused ones, and
+// blocks are not measured there: FuseOnLane is left as it was).
 ScoresPlacement PlaceCallScores(PinnedBlockPool* pool, const BatchPlan& plan,
                                 absl::Span<const PlanWindow> windows, bool fused) {
   std::vector<int64_t> floats(windows.size());

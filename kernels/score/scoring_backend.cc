@@ -105,6 +105,13 @@ absl::StatusOr<std::shared_ptr<const PreparedModel>> ScoringBackend::PrepareTied
       absl::StrCat("the ", name(), " backend cannot score tied-mixture models"));
 }
 
+void DetachFromBlocks(ScoreResult* result) {
+  if (result->loglikes.on_block()) result->loglikes = FloatMatrix(result->loglikes);  // a deep copy
+  if (result->half.has_value() && result->half->values.on_block()) {
+    result->half->values = BlockArray<uint16_t>(result->half->values);
+  }
+}
+
 absl::Status ValidateWindowShape(const ScoreWindow& job) {
   if (job.model == nullptr || job.result == nullptr) {
     return absl::InvalidArgumentError("batch job without a model or a result");

@@ -168,6 +168,13 @@ struct ScoreWindow {
   bool half_from_best = false;
 };
 
+// Copies the scores of `result` that a backend left on a shared block
+// (FloatMatrix::on_block, HalfScores::values on a block) into memory of
+// their own: a result held long (behind a slow client's answers, in an
+// adaptation backlog) then holds its own bytes, not the block that every
+// window of its backend call shares.
+void DetachFromBlocks(ScoreResult* result);
+
 // INVALID_ARGUMENT unless job has a model and a result, and its features
 // (and transform, if any) have the model's dimension.
 absl::Status ValidateWindowShape(const ScoreWindow& job);
@@ -203,8 +210,9 @@ absl::Status ValidateFusionJobs(absl::Span<const ScoreWindow> jobs,
 struct PinnedScoresStats {
   int64_t held_bytes = 0;    // made, idle or in use
   int64_t in_use_bytes = 0;  // held by results now
-  // Calls that copied scores into results of their own because no block
-  // was free under the bound.
+  // Times a backend call found no free block and copied scores into
+  // results of their own instead (a call with float32 and half-precision
+  // scores may count twice).
   int64_t refusals = 0;
 };
 

@@ -1,6 +1,9 @@
 #include "kernels/score/scoring_backend.h"
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -76,6 +79,36 @@ TEST(ScoringBackendTest, FrameTotalsAreLogSumExpOverStates) {
   std::vector<float> totals = ComputeFrameTotals(ll);
   EXPECT_NEAR(totals[0], -1000.0 + std::log(2.0), 1e-3);
   EXPECT_NEAR(totals[1], std::log(4.0), 1e-6);
+}
+
+TEST(ScoringBackendTest, DetachFromBlocksCopiesScoresOffTheirBlock) {
+  int released = 0;
+  auto block = std::shared_ptr<float>(new float[12], [&released](float* p) {
+    ++released;
+    delete[] p;
+  });
+  for (int i = 0; i < 12; ++i) block.get()[i] = static_cast<float>(i);
+  ScoreResult result;
+  result.loglikes = FloatMatrix::OnBlock(std::shared_ptr<float>(block, block.get() + 2), 2, 3);
+  result.half = HalfScores{.num_states = 2,
+                           .values = BlockArray<uint16_t>::OnBlock(
+                               std::shared_ptr<uint16_t>(block, reinterpret_cast<uint16_t*>(block.get() + 8)), 4),
+                           .frame_best = {0.0f, 0.0f}};
+  const std::vector<uint16_t> halves(result.half->values.begin(), result.half->values.end());
+  block.reset();
+  DetachFromBlocks(&result);
+  EXPECT_EQ(released, 1) << "the block goes once nothing reads it";
+  EXPECT_FALSE(result.loglikes.on_block());
+  EXPECT_FALSE(result.half->values.on_block());
+  EXPECT_EQ(result.loglikes.rows(), 2);
+  EXPECT_EQ(result.loglikes.at(1, 2), 7.0f);
+  EXPECT_EQ(std::vector<uint16_t>(result.half->values.begin(), result.half->values.end()), halves);
+
+  ScoreResult own;  // nothing on a block: left as it is
+  own.loglikes = FloatMatrix(1, 2, 5.0f);
+  const float* floats = own.loglikes.data();
+  DetachFromBlocks(&own);
+  EXPECT_EQ(own.loglikes.data(), floats);
 }
 
 }  // namespace
