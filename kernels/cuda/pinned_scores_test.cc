@@ -72,22 +72,29 @@ class PinnedScoresTest : public ::testing::Test {
 
   static bool Dense(size_t w) { return w != 3 && w != 7; }
 
+  // copying_: a backend with no pool; pinned_: one with `pinned_bytes`.
+  void MakeBackends(int64_t pinned_bytes) {
+    copying_ = Backend(0);
+    pinned_ = Backend(pinned_bytes);
+    ASSERT_NE(copying_, nullptr);
+    ASSERT_NE(pinned_, nullptr);
+  }
+
   std::shared_ptr<const DiagGmmModel> model_;
   std::vector<FloatMatrix> features_;
+  std::unique_ptr<ScoringBackend> copying_, pinned_;
 };
 
 TEST_F(PinnedScoresTest, ScoresOnBlocksAreTheCopiedScoresAndOutliveTheBackend) {
-  std::unique_ptr<ScoringBackend> copying = Backend(0);
-  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{64} << 20);
-  ASSERT_NE(copying, nullptr);
-  ASSERT_NE(pinned, nullptr);
-  const std::vector<ScoreResult> copied = Score(*copying);
+  ASSERT_NO_FATAL_FAILURE(MakeBackends(int64_t{64} << 20));
+  std::unique_ptr<ScoringBackend>& pinned = pinned_;
+  const std::vector<ScoreResult> copied = Score(*copying_);
   std::vector<ScoreResult> on_blocks = Score(*pinned);
   const PinnedScoresStats held = pinned->pinned_scores();
   EXPECT_GE(held.held_bytes, int64_t{8} << 20);  // one 8 MiB block at least
   EXPECT_GT(held.in_use_bytes, 0);               // held by the results
   EXPECT_EQ(held.refusals, 0);
-  EXPECT_EQ(copying->pinned_scores().held_bytes, 0);
+  EXPECT_EQ(copying_->pinned_scores().held_bytes, 0);
   {
     std::vector<ScoreResult> again = Score(*pinned);
     EXPECT_GT(pinned->pinned_scores().in_use_bytes, held.in_use_bytes);
@@ -125,11 +132,9 @@ TEST_F(PinnedScoresTest, ScoresOnBlocksAreTheCopiedScoresAndOutliveTheBackend) {
 }
 
 TEST_F(PinnedScoresTest, APoolWithNoRoomCopiesTheScoresAsBefore) {
-  std::unique_ptr<ScoringBackend> copying = Backend(0);
-  std::unique_ptr<ScoringBackend> full = Backend(1);  // below the smallest block
-  ASSERT_NE(copying, nullptr);
-  ASSERT_NE(full, nullptr);
-  const std::vector<ScoreResult> want = Score(*copying);
+  ASSERT_NO_FATAL_FAILURE(MakeBackends(1));  // less than one block: no pool at all
+  std::unique_ptr<ScoringBackend>& full = pinned_;
+  const std::vector<ScoreResult> want = Score(*copying_);
   const std::vector<ScoreResult> got = Score(*full);
   for (size_t w = 0; w < features_.size(); ++w) {
     if (!Dense(w)) continue;
@@ -142,11 +147,9 @@ TEST_F(PinnedScoresTest, APoolWithNoRoomCopiesTheScoresAsBefore) {
 // fit one and is copied into its result; its neighbours stay on blocks.
 TEST_F(PinnedScoresTest, AWindowLargerThanABlockIsCopiedAndTheOthersStayOnBlocks) {
   features_.insert(features_.begin() + 20, GenerateSyntheticFeatures(*model_, 7000, 77));
-  std::unique_ptr<ScoringBackend> copying = Backend(0);
-  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{64} << 20);
-  ASSERT_NE(copying, nullptr);
-  ASSERT_NE(pinned, nullptr);
-  const std::vector<ScoreResult> want = Score(*copying);
+  ASSERT_NO_FATAL_FAILURE(MakeBackends(int64_t{64} << 20));
+  std::unique_ptr<ScoringBackend>& pinned = pinned_;
+  const std::vector<ScoreResult> want = Score(*copying_);
   const std::vector<ScoreResult> got = Score(*pinned);
   for (size_t w = 0; w < features_.size(); ++w) {
     if (!Dense(w)) continue;
@@ -162,11 +165,9 @@ TEST_F(PinnedScoresTest, AWindowLargerThanABlockIsCopiedAndTheOthersStayOnBlocks
 TEST_F(PinnedScoresTest, APoolThatRunsOutMidCallCopiesTheRest) {
   features_.clear();
   for (int w = 0; w < 40; ++w) features_.push_back(GenerateSyntheticFeatures(*model_, 250, 300 + w));
-  std::unique_ptr<ScoringBackend> copying = Backend(0);
-  std::unique_ptr<ScoringBackend> one_block = Backend(int64_t{8} << 20);
-  ASSERT_NE(copying, nullptr);
-  ASSERT_NE(one_block, nullptr);
-  const std::vector<ScoreResult> want = Score(*copying);
+  ASSERT_NO_FATAL_FAILURE(MakeBackends(int64_t{8} << 20));
+  std::unique_ptr<ScoringBackend>& one_block = pinned_;
+  const std::vector<ScoreResult> want = Score(*copying_);
   const std::vector<ScoreResult> got = Score(*one_block);
   int on_block = 0, copied = 0;
   for (size_t w = 0; w < features_.size(); ++w) {
@@ -193,11 +194,9 @@ TEST_F(PinnedScoresTest, APoolThatRunsOutMidCallCopiesTheRest) {
 // Four callers, each keeping the results of its last few calls: a block
 // handed to a later call while a result still read it would change them.
 TEST_F(PinnedScoresTest, ABlockIsNotReusedWhileAResultHoldsIt) {
-  std::unique_ptr<ScoringBackend> copying = Backend(0);
-  std::unique_ptr<ScoringBackend> pinned = Backend(int64_t{32} << 20);  // room for a few calls only
-  ASSERT_NE(copying, nullptr);
-  ASSERT_NE(pinned, nullptr);
-  const std::vector<ScoreResult> want = Score(*copying);
+  ASSERT_NO_FATAL_FAILURE(MakeBackends(int64_t{32} << 20));  // room for a few calls only
+  std::unique_ptr<ScoringBackend>& pinned = pinned_;
+  const std::vector<ScoreResult> want = Score(*copying_);
   std::vector<std::thread> callers;
   std::vector<int> changed(4, 0), on_block(4, 0);
   for (int c = 0; c < 4; ++c) {
