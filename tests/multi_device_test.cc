@@ -81,6 +81,17 @@ int64_t SettledFramesOn(TestDaemon& daemon, int device, int64_t expected) {
   return FramesOn(daemon, device);
 }
 
+// The daemon at `address`'s GetServerStats answer.
+absl::StatusOr<v1::GetServerStatsResponse> ServerStats(const std::string& address) {
+  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetServerStatsResponse stats;
+  const grpc::Status got = stub->GetServerStats(&context, v1::GetServerStatsRequest(), &stats);
+  if (!got.ok()) return absl::UnknownError(got.error_message());
+  return stats;
+}
+
 // A session gives its place on its device back as it is destroyed, just
 // after its client sees it finish: false if some device still counts a
 // stream after 5 s.
@@ -180,13 +191,9 @@ TEST(MultiDeviceTest, OpenStreamsAreSpreadAndCountedPerDevice) {
   // Frames are counted once each group's answers were handed out.
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   while (devices.TotalStats().frames < 8 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(2));
-  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
-      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  v1::GetServerStatsResponse response;
-  const grpc::Status got = stub->GetServerStats(&context, v1::GetServerStatsRequest(), &response);
-  ASSERT_TRUE(got.ok()) << got.error_message();
-  const v1::GetServerStatsResponse* stats = &response;
+  absl::StatusOr<v1::GetServerStatsResponse> response = ServerStats(daemon->address());
+  ASSERT_TRUE(response.ok()) << response.status();
+  const v1::GetServerStatsResponse* stats = &*response;
   ASSERT_EQ(stats->devices_size(), 2);
   EXPECT_EQ(stats->devices(0).assigned_weight(), 2u);
   EXPECT_EQ(stats->devices(0).frames() + stats->devices(1).frames(), stats->frames());
@@ -293,11 +300,9 @@ TEST(MultiDeviceTest, AFailingDeviceGetsNoNewStreamsItsModelsReadNotServingAndIt
   EXPECT_EQ(SettledFramesOn(*daemon, 0, 30), 30);
   EXPECT_EQ(FramesOn(*daemon, 1), frames_on_1);
 
-  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  v1::GetServerStatsResponse stats;
-  ASSERT_TRUE(stub->GetServerStats(&context, v1::GetServerStatsRequest(), &stats).ok());
+  absl::StatusOr<v1::GetServerStatsResponse> answer = ServerStats(address);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  const v1::GetServerStatsResponse& stats = *answer;
   ASSERT_EQ(stats.devices_size(), 2);
   EXPECT_FALSE(stats.devices(0).failing());
   EXPECT_TRUE(stats.devices(1).failing());
@@ -478,12 +483,9 @@ TEST(MultiDeviceTest, PinnedScoreMemoryIsReportedPerDevice) {
   EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_refusals_total", 1, "3")));
   EXPECT_TRUE(absl::StrContains(text, sample("gmmscore_device_pinned_scores_bytes", 0, "0")));
 
-  std::unique_ptr<v1::AcousticScorer::Stub> stub = v1::AcousticScorer::NewStub(
-      grpc::CreateChannel(daemon->address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  v1::GetServerStatsResponse stats;
-  const grpc::Status got = stub->GetServerStats(&context, v1::GetServerStatsRequest(), &stats);
-  ASSERT_TRUE(got.ok()) << got.error_message();
+  absl::StatusOr<v1::GetServerStatsResponse> answer = ServerStats(daemon->address());
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  const v1::GetServerStatsResponse& stats = *answer;
   ASSERT_EQ(stats.devices_size(), 2);
   EXPECT_EQ(stats.devices(0).pinned_scores_bytes(), 0u);
   EXPECT_EQ(stats.devices(1).pinned_scores_bytes(), uint64_t{24} << 20);
