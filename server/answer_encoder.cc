@@ -99,6 +99,33 @@ struct EncodedPart {
   }
 };
 
+// A packed repeated uint32 field as protobuf writes it (absent when empty),
+// appended to *out.
+void AppendPackedVarints(int field, absl::Span<const uint32_t> values, std::string* out) {
+  if (values.empty()) return;
+  size_t payload = 0;
+  for (uint32_t v : values) payload += CodedOutputStream::VarintSize32(v);
+  const size_t at = out->size();
+  out->resize(at + DelimitedSize(field, payload));
+  uint8_t* p = WriteDelimitedHead(field, payload, reinterpret_cast<uint8_t*>(out->data() + at));
+  for (uint32_t v : values) p = CodedOutputStream::WriteVarint32ToArray(v, p);
+}
+
+// Whether the selected states `kept` fit the shape of `scores` and the
+// values given for them (INTERNAL, naming what does not, otherwise).
+absl::Status CheckSelection(const v1::StateScores& scores, const SparseScores& kept, size_t count) {
+  if (kept.frame_offsets.empty() || kept.num_frames() != scores.num_frames() ||
+      kept.num_states != scores.num_states() || kept.state_ids.size() != count ||
+      kept.frame_offsets.back() != count) {
+    return absl::InternalError(absl::StrFormat(
+        "the answer's selected scores of '%s' (%d frames of %d states) were given %d frame offsets "
+        "ending at %d, %d state ids and %d values",
+        scores.model(), scores.num_frames(), scores.num_states(), kept.frame_offsets.size(),
+        kept.frame_offsets.empty() ? 0 : kept.frame_offsets.back(), kept.state_ids.size(), count));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores, const DeferredValues& deferred) {
   EncodedPart part{.scores = &scores};
   if (deferred.empty()) {
@@ -111,7 +138,14 @@ absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores, const Defe
     return absl::InternalError(absl::StrFormat(
         "the answer's scores of '%s' were given both float32 and half-precision values", scores.model()));
   }
-  if (static_cast<int64_t>(count) != static_cast<int64_t>(scores.num_frames()) * scores.num_states()) {
+  if (deferred.sparse != nullptr) {
+    if (halves) {
+      return absl::InternalError(absl::StrFormat(
+          "the answer's selected scores of '%s' were given half-precision values", scores.model()));
+    }
+    GMM_RETURN_IF_ERROR(CheckSelection(scores, *deferred.sparse, count));
+  } else if (static_cast<int64_t>(count) !=
+             static_cast<int64_t>(scores.num_frames()) * scores.num_states()) {
     return absl::InternalError(absl::StrFormat(
         "the answer's scores of '%s' are %d x %d but the encoder was given %d values",
         scores.model(), scores.num_frames(), scores.num_states(), count));
@@ -130,6 +164,13 @@ absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores, const Defe
         scores.frame_best_size(), scores.num_frames()));
   }
   part.message = scores.SerializeAsString();
+  if (deferred.sparse != nullptr) {
+    // Fields 6 and 7 follow every field the float32 message holds (1 to 3,
+    // and the totals, 5); 8 and 9 are half-precision only.
+    AppendPackedVarints(v1::StateScores::kFrameOffsetsFieldNumber, deferred.sparse->frame_offsets,
+                        &part.message);
+    AppendPackedVarints(v1::StateScores::kStateIdsFieldNumber, deferred.sparse->state_ids, &part.message);
+  }
   // Protobuf writes fields in number order.
   part.field = halves ? kHalvesField : kLoglikesField;
   part.values_at = halves ? FieldsBeforeHalvesSize(scores) : FieldsBeforeLoglikesSize(scores);

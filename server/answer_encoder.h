@@ -16,7 +16,10 @@
 // capacity between chunks. Capacity issue 23, docs/PERFORMANCE.md. Half-
 // precision scores a backend encoded (ScoreResult::half, on a GPU) travel
 // the same way as the loglikes_f16 bytes; halves made here from float32
-// scores go into the message as before.
+// scores go into the message as before. States a backend selected (top_k
+// on a GPU) are written here too: their float32 values like a dense
+// matrix's, their state ids and frame offsets as packed varints straight
+// into the answer, never into the message's repeated fields.
 //
 // The bytes are exactly what StreamScoreResponse::SerializeAsString gives
 // for the answer FillAnswer / FillFusedAnswer build (answer_encoder_test
@@ -68,7 +71,10 @@ absl::StatusOr<grpc::ByteBuffer> EncodeStreamAnswerTaking(const ScoringPlan& pla
 // with no loglikes, frame_offsets, state_ids or half-precision fields of its
 // own; or half-precision loglikes_f16 for one with its frame_best and no
 // other values (INTERNAL otherwise, or where the count is not frames x
-// states). Empty entries leave the message as it is.
+// states). An entry with `sparse` adds that selection's frame_offsets and
+// state_ids, its count being the selection's (INTERNAL where the selection
+// does not fit the StateScores' shape). Empty entries leave the message as
+// it is.
 absl::StatusOr<grpc::ByteBuffer> EncodeWithValues(const v1::StreamScoreResponse& shell,
                                                   absl::Span<const internal::DeferredValues> values);
 

@@ -194,6 +194,36 @@ TEST_F(AnswerEncoderTest, SparseAndHalfPrecisionAnswersAreTheMessagesBytes) {
   ExpectSameBytes(plan, mixed, nullptr, {.first_frame = 1}, "backend-selected");
 }
 
+// States a backend selected (top_k on a GPU) go out as the bytes protobuf
+// gives for the message SparseScoresToProto fills: state ids of one, two and
+// three varint bytes, frame offsets past 127, no frames, totals or not, a
+// dense matrix beside them, and half precision (encoded into the message).
+TEST_F(AnswerEncoderTest, BackendSelectedStatesAreTheMessagesBytes) {
+  for (ValueEncoding encoding : {ValueEncoding::kFloat32, ValueEncoding::kHalfFromBest}) {
+    for (bool totals : {false, true}) {
+      for (int64_t frames : {int64_t{0}, int64_t{1}, int64_t{10}, int64_t{33}}) {
+        for (int64_t states : {int64_t{3}, int64_t{500}, int64_t{20000}}) {
+          for (int top_k : {1, 2, 100}) {
+            if (top_k >= states) continue;
+            ScoringPlan plan = PlanOf({kLongName, "b"});
+            plan.frame_totals = totals;
+            plan.encoding = encoding;
+            plan.sparse.top_k = top_k;
+            std::vector<ScoreResult> results = Results(2, frames, states, totals);
+            // The first model's states selected as the backend does; the
+            // second's matrix cut here.
+            results[0].sparse = SelectStates(results[0].loglikes.view(), plan.sparse);
+            results[0].loglikes = FloatMatrix();
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = 90},
+                            absl::StrCat(encoding == ValueEncoding::kFloat32 ? "float32" : "float16", " totals ", totals, " ", frames, " x ",
+                                         states, " top_k ", top_k));
+          }
+        }
+      }
+    }
+  }
+}
+
 // Halves a backend encoded (on a GPU) go out as the bytes the host's
 // encoding of the same float32 scores gives, with and without frame totals,
 // names of one- and two-byte lengths, several models, no frames.
@@ -254,6 +284,18 @@ TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
   absl::StatusOr<grpc::ByteBuffer> no_best = EncodeWithValues(shell, unanchored);
   EXPECT_EQ(no_best.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(no_best.status().message().find("frame bests"), std::string::npos) << no_best.status();
+  // A selection that does not fit the matrix: 2 states kept of frame 0's 2,
+  // but offsets that end at 1; then half-precision values for a selection.
+  SparseScores kept{.num_states = 2, .frame_offsets = {0, 1}, .state_ids = {0, 1}, .values = values};
+  std::vector<DeferredValues> misplaced = {{.loglikes = span, .sparse = &kept}};
+  absl::StatusOr<grpc::ByteBuffer> unfit = EncodeWithValues(shell, misplaced);
+  EXPECT_EQ(unfit.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(unfit.status().message().find("selected"), std::string::npos) << unfit.status();
+  kept.frame_offsets = {0, 2};
+  std::vector<DeferredValues> fitting = {{.loglikes = span, .sparse = &kept}};
+  EXPECT_TRUE(EncodeWithValues(shell, fitting).ok());
+  std::vector<DeferredValues> selected_halves = {{.halves = halves, .sparse = &kept}};
+  EXPECT_EQ(EncodeWithValues(shell, selected_halves).status().code(), absl::StatusCode::kInternal);
   // A matrix with values of its own and values given.
   scores->add_loglikes(5.0f);
   std::vector<DeferredValues> one = {{.loglikes = span}};

@@ -274,6 +274,25 @@ void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatr
   if (deferred != nullptr) deferred->emplace_back();
 }
 
+// States a backend selected into *out, as AddScores does for a matrix: with
+// `deferred` set, float32 values, state ids and frame offsets are left out of
+// the message for the encoder to write (protobuf would copy them into the
+// message's repeated fields, then serialise them: its varint sizing and
+// writing were the top_k answers' largest cost in the daemon's profile).
+// Half-precision ones (encoded here) and an empty selection go into the
+// message.
+void AddSelected(const ScoringPlan& plan, absl::string_view model, const SparseScores& kept,
+                 absl::Span<const float> totals, v1::StateScores* out,
+                 std::vector<internal::DeferredValues>* deferred) {
+  if (deferred != nullptr && plan.encoding == ValueEncoding::kFloat32 && !kept.values.empty()) {
+    DenseScoresShapeToProto(model, kept.num_frames(), kept.num_states, totals, out);
+    deferred->push_back({.loglikes = kept.values, .sparse = &kept});
+    return;
+  }
+  SparseScoresToProto(model, kept, totals, out, plan.encoding);
+  if (deferred != nullptr) deferred->emplace_back();
+}
+
 // A backend's half-precision scores into *out, as AddScores does for float32
 // ones: the halves left out of the message with `deferred` set. INTERNAL
 // for halves the plan did not ask for or of the wrong shape.
@@ -313,9 +332,8 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       const absl::Span<const float> totals =
           plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals) : absl::Span<const float>();
       if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
-        SparseScoresToProto(plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
-                            plan.encoding);
-        if (deferred_values != nullptr) deferred_values->emplace_back();
+        AddSelected(plan, plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
+                    deferred_values);
       } else if (results[m].half.has_value()) {  // encoded by the backend (on a GPU)
         GMM_RETURN_IF_ERROR(AddHalves(plan, plan.models[m]->name, *results[m].half, totals, scores->Add(),
                                       deferred_values));

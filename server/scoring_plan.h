@@ -140,10 +140,14 @@ namespace internal {
 // The values of one StateScores left out of its message, for the answer's
 // encoder to write (server/answer_encoder.h): a dense float32 part's
 // loglikes (field 4), or a dense half-precision part's loglikes_f16 (field
-// 8); both empty for a part whose message carries its values.
+// 8); both empty for a part whose message carries its values. A float32
+// part of states the backend selected (top_k on a GPU) has `sparse` too:
+// loglikes are its values, and its frame_offsets (6) and state_ids (7) are
+// left to the encoder as well.
 struct DeferredValues {
   absl::Span<const float> loglikes;
   absl::Span<const uint16_t> halves;
+  const SparseScores* sparse = nullptr;
 
   bool empty() const { return loglikes.empty() && halves.empty(); }
 };
