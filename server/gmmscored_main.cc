@@ -105,10 +105,10 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "MiB of computed, not yet sent answers all streams together may hold; a chunk beyond "
           "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
           "memory limit. 0: no limit.");
-ABSL_FLAG(int64_t, pinned_scores_mb, 2048,
+ABSL_FLAG(int64_t, pinned_scores_mb, 1024,
           "Page-locked host MiB per GPU that dense scores (float32, and float16 encoded on the GPU) "
           "are copied into from the GPU and answered from, with no host copy of them; past it, "
-          "scores are copied as before. "
+          "scores are copied as before. Made at start. "
           "0: always copy.");
 ABSL_FLAG(int32_t, malloc_trim_s, 10,
           "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "
@@ -222,7 +222,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   std::vector<ScoringBackend*> backend_pointers;
   for (std::string& name : devices->backends) {
     absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
-        CreateBackend(name, {.cuda_pinned_scores_bytes = pinned_scores_mb << 20});
+        CreateBackend(name, {.cuda_pinned_scores_bytes = pinned_scores_mb << 20,
+                             .cuda_pinned_scores_at_start = true});
     if (!backend.ok()) return backend.status();
     name = (*backend)->name();  // "auto" resolved
     backend_pointers.push_back(backend->get());
@@ -230,6 +231,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   }
   const std::unique_ptr<ScoringBackend>& backend = backends.front();
   LogInfo("backend%s: %s", backends.size() > 1 ? "s" : "", absl::StrJoin(devices->backends, ", "));
+  for (const std::unique_ptr<ScoringBackend>& b : backends) {
+    const int64_t pinned_mb = b->pinned_scores().held_bytes >> 20;
+    // A CUDA backend pins whole 8 MiB blocks; fewer than asked: the host refused the rest.
+    if (absl::StartsWith(b->name(), "cuda") && pinned_mb + 8 <= pinned_scores_mb) {
+      LogWarning("%s: %d of --pinned_scores_mb %d MiB could be page-locked; past them scores are copied",
+                 b->name(), pinned_mb, pinned_scores_mb);
+    }
+  }
 
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20,

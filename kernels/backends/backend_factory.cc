@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view 
       return absl::InvalidArgumentError(absl::StrCat("bad CUDA device in backend '", name, "'"));
     }
 #ifdef GMMSCORE_HAVE_CUDA
-    return CreateCudaBackend(device, {.pinned_scores_bytes = options.cuda_pinned_scores_bytes});
+    return CreateCudaBackend(device, {.pinned_scores_bytes = options.cuda_pinned_scores_bytes,
+                                      .pinned_scores_at_start = options.cuda_pinned_scores_at_start});
 #else
     (void)options;
     return absl::UnavailableError("this build of gmmscore has no CUDA backend (built without nvcc)");

@@ -22,6 +22,8 @@ namespace gmmscore {
 struct BackendOptions {
   // CUDA backends: CudaBackendOptions::pinned_scores_bytes.
   int64_t cuda_pinned_scores_bytes = int64_t{2} << 30;
+  // CudaBackendOptions::pinned_scores_at_start.
+  bool cuda_pinned_scores_at_start = false;
 };
 absl::StatusOr<std::unique_ptr<ScoringBackend>> CreateBackend(absl::string_view name,
                                                              const BackendOptions& options = {});

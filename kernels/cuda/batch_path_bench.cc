@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, callers, "1,4", "threads calling at once, comma-separated
 ABSL_FLAG(std::string, precision, "exact", "exact or fast (every window's precision)");
 ABSL_FLAG(int, top_k, 100, "states kept per frame for topk");
 ABSL_FLAG(int, repeats, 20, "timed calls per caller (median reported)");
-ABSL_FLAG(int64_t, pinned_scores_mb, 2048,
+ABSL_FLAG(int64_t, pinned_scores_mb, 1024,
           "CudaBackendOptions::pinned_scores_bytes in MiB (0: dense scores copied into each result)");
 
 namespace gmmscore {
@@ -122,7 +122,8 @@ int Main(int argc, char** argv) {
   absl::StatusOr<DiagGmmModel> model = GenerateSyntheticModel(
       {.num_states = shape[0], .min_gaussians = shape[1], .max_gaussians = shape[1], .dim = shape[2], .seed = 1});
   absl::StatusOr<std::unique_ptr<ScoringBackend>> backend =
-      CreateCudaBackend(0, {.pinned_scores_bytes = absl::GetFlag(FLAGS_pinned_scores_mb) << 20});
+      CreateCudaBackend(0, {.pinned_scores_bytes = absl::GetFlag(FLAGS_pinned_scores_mb) << 20,
+                            .pinned_scores_at_start = true});
   if (!model.ok() || !backend.ok()) {
     std::fprintf(stderr, "setup failed: %s / %s\n", model.status().ToString().c_str(),
                  backend.status().ToString().c_str());

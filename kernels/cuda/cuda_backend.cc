@@ -57,7 +57,8 @@ class CudaBackend : public ScoringBackend {
     wgmma_available_ = info.major == 9 && info.minor == 0;  // the wgmma kernel is sm_90a code only
     GMM_ASSIGN_OR_RETURN(lanes_, LanePool::Create(device_, kLanes));
     if (const int64_t blocks = options_.pinned_scores_bytes / kScoresBlockBytes; blocks > 0) {
-      scores_pool_ = PinnedBlockPool::Create(kScoresBlockBytes, blocks, PinnedBlockPool::CudaPinned());
+      scores_pool_ = PinnedBlockPool::Create(kScoresBlockBytes, blocks, PinnedBlockPool::CudaPinned(),
+                                             options_.pinned_scores_at_start ? blocks : 0);
     }
     take_channel_ = std::make_shared<FmllrTakeChannel>();
     take_channel_->device = device_;

@@ -36,6 +36,11 @@ struct CudaBackendOptions {
   // result as before. At 3500 streams of a 5000-state model on an H100
   // host, answers waited about 50 ms to be sent: some 400 MB of scores.
   int64_t pinned_scores_bytes = int64_t{2} << 30;
+  // Make every block of pinned_scores_bytes in Init rather than as calls
+  // need them. For a server: a block made under load takes milliseconds of
+  // cudaHostAlloc on a lane; a two-GPU daemon's lanes stalled at its start
+  // while the pools grew, and its first seconds of streams were refused.
+  bool pinned_scores_at_start = false;
 };
 
 // UNAVAILABLE when `device` does not exist or no driver answers.

@@ -102,10 +102,12 @@ TEST_P(CudaKernelShapesTest, EveryAlgorithmMatchesFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(
     AwkwardShapes, CudaKernelShapesTest,
     // 5 and 7 Gaussians a block: fused8x4's last group has 1 and 3 members
-    // (odd and even quads of dimensions).
+    // (odd and even quads of dimensions). Dimensions 25 and 33 have 7 and 9
+    // k-steps of tensor-core columns, run by the tensor-core kernels' 8- and
+    // 10-step instances (the steps past the model's columns skipped).
     ::testing::Values(Shape{1, 1, 1, 13}, Shape{63, 1, 1, 36}, Shape{65, 16, 16, 39}, Shape{130, 1, 256, 40},
                       Shape{257, 1, 32, 13}, Shape{300, 32, 32, 39}, Shape{97, 5, 70, 36}, Shape{65, 5, 5, 36},
-                      Shape{64, 7, 7, 39}),
+                      Shape{64, 7, 7, 39}, Shape{70, 3, 9, 25}, Shape{50, 2, 40, 33}),
     [](const auto& info) { return ShapeName(info.param); });
 
 class CudaBackendTest : public CudaBackendFixture {};

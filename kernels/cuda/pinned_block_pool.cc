@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace gmmscore {
@@ -20,9 +21,19 @@ PinnedBlockPool::Allocator PinnedBlockPool::CudaPinned() {
 }
 
 std::shared_ptr<PinnedBlockPool> PinnedBlockPool::Create(size_t block_bytes, int64_t max_blocks,
-                                                         Allocator allocator) {
-  return std::shared_ptr<PinnedBlockPool>(
-      new PinnedBlockPool(block_bytes, max_blocks, std::move(allocator)));
+                                                         Allocator allocator, int64_t made_now) {
+  std::shared_ptr<PinnedBlockPool> pool(new PinnedBlockPool(block_bytes, max_blocks, std::move(allocator)));
+  if (block_bytes < sizeof(float)) return pool;
+  const int64_t wanted = std::min(made_now, max_blocks);
+  std::lock_guard<std::mutex> lock(pool->mu_);  // uncontended: no one has the pool yet
+  pool->idle_.reserve(static_cast<size_t>(std::max<int64_t>(wanted, 0)));
+  for (int64_t i = 0; i < wanted; ++i) {
+    void* block = pool->allocator_.allocate(block_bytes);
+    if (block == nullptr) break;
+    pool->idle_.push_back(block);
+    ++pool->stats_.blocks;
+  }
+  return pool;
 }
 
 PinnedBlockPool::PinnedBlockPool(size_t block_bytes, int64_t max_blocks, Allocator allocator)

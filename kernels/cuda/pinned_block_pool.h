@@ -15,8 +15,11 @@
 //   result.loglikes = FloatMatrix::OnBlock(
 //       std::shared_ptr<float>(block, block.get() + offset), rows, cols);
 //
-// One size, made on demand up to max_blocks and never freed while the pool
-// lives: an earlier pool of power-of-two sizes freed idle blocks of one
+// One size, made on demand up to max_blocks (or up front: Create's
+// made_now) and never freed while the pool lives. The daemon makes them all
+// up front: a block made under load takes milliseconds of cudaHostAlloc on
+// a lane, and a two-GPU daemon's lanes stalled at its start while their
+// pools grew (docs/PERFORMANCE.md, "Pinned blocks made at start"). And: an earlier pool of power-of-two sizes freed idle blocks of one
 // size to make another as batches grew and shrank, and each cudaFreeHost /
 // cudaHostAlloc pair (milliseconds, the free waiting for the device) held
 // the daemon's lanes; at 3500 streams its 4096-frame batches took 34 ms.
@@ -49,9 +52,11 @@ class PinnedBlockPool : public std::enable_shared_from_this<PinnedBlockPool> {
   static Allocator CudaPinned();
 
   // Blocks of block_bytes (a multiple of sizeof(float), at least one
-  // float), at most max_blocks of them.
+  // float), at most max_blocks of them. The first made_now (at most
+  // max_blocks) are made here, the rest when Take finds none idle; one that
+  // cannot be made here is left to Take (stats().blocks says how many were).
   static std::shared_ptr<PinnedBlockPool> Create(size_t block_bytes, int64_t max_blocks,
-                                                 Allocator allocator);
+                                                 Allocator allocator, int64_t made_now = 0);
   ~PinnedBlockPool();
 
   PinnedBlockPool(const PinnedBlockPool&) = delete;

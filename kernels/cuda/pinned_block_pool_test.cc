@@ -56,6 +56,42 @@ TEST(PinnedBlockPoolTest, ABlockGivenBackIsTakenAgainNotMadeAgain) {
   EXPECT_EQ(pool->stats().taken, 2);
 }
 
+// Blocks made up front are taken without making more; past them, and past
+// one the allocator could not make up front, blocks are made on demand up to
+// the bound.
+TEST(PinnedBlockPoolTest, BlocksMadeUpFrontAreTakenWithoutMakingMore) {
+  CountingAllocator counting;
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 3, counting.Get(), /*made_now=*/2);
+  EXPECT_EQ(counting.made, 2);
+  EXPECT_EQ(pool->stats().blocks, 2);
+  EXPECT_EQ(pool->stats().in_use, 0);
+  std::shared_ptr<float> a = pool->Take(), b = pool->Take();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(counting.made, 2);
+  std::shared_ptr<float> c = pool->Take();  // the third, on demand
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(counting.made, 3);
+  EXPECT_EQ(pool->Take(), nullptr);
+  EXPECT_EQ(pool->stats().refused, 1);
+
+  // More than the bound asked up front: the bound.
+  CountingAllocator bounded;
+  EXPECT_EQ(PinnedBlockPool::Create(kBlockBytes, 2, bounded.Get(), 5)->stats().blocks, 2);
+  EXPECT_EQ(bounded.made, 2);
+
+  // An allocator that fails up front: none made, the first Take makes one.
+  CountingAllocator failing;
+  failing.fail = true;
+  auto lazy = PinnedBlockPool::Create(kBlockBytes, 2, failing.Get(), 2);
+  EXPECT_EQ(lazy->stats().blocks, 0);
+  failing.fail = false;
+  EXPECT_NE(lazy->Take(), nullptr);
+  EXPECT_EQ(failing.made, 1);
+  lazy.reset();
+  EXPECT_EQ(failing.live, 0);  // the block went back and the pool freed it
+}
+
 TEST(PinnedBlockPoolTest, NoMoreThanMaxBlocksAreInUseAndARefusalIsCounted) {
   CountingAllocator counting;
   auto pool = PinnedBlockPool::Create(kBlockBytes, 2, counting.Get());
