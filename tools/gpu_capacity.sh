@@ -32,7 +32,10 @@
 # PERF_S (POINT mode: also sample every CPU with `perf record -a` for that
 # many seconds beside the thread profile, CASE-perf.txt by process, library
 # and function; needs perf in the bundle: NO_STRIP=1
-# EXTRA_FILES=/usr/bin/perf tools/build_load_bundle.sh).
+# EXTRA_FILES=/usr/bin/perf tools/build_load_bundle.sh), TRANSPORT (unix:
+# the daemon listens on, and the generators reach it by, a unix socket,
+# /tmp/gmmscore-PORT.sock, instead of loopback TCP: clients on the daemon's
+# host).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 case_name=${1:?usage: tools/gpu_capacity.sh a|b|c|ptm|smoke [gmmscore-load flags]}
@@ -96,6 +99,8 @@ case "$case_name" in
 esac
 
 port=${PORT:-50151}
+address=127.0.0.1:$port
+[ "${TRANSPORT:-tcp}" = unix ] && address=unix:/tmp/gmmscore-$port.sock
 log=$OUT/gmmscored-$case_name.log
 config=()
 if [ -n "${PRECISION:-}" ] && [ ${#synthesized[@]} -eq 0 ]; then
@@ -109,7 +114,7 @@ if [ -n "${PRECISION:-}" ]; then
   config=(--config "$config_file")
 fi
 # shellcheck disable=SC2086
-"${DAEMON_BIN:-$BIN/gmmscored}" --model_repository "$repo" --listen "127.0.0.1:$port" \
+"${DAEMON_BIN:-$BIN/gmmscored}" --model_repository "$repo" --listen "$address" \
   --backend "${BACKEND:-cuda}" --max_streams 100000 "${config[@]}" ${DAEMON_FLAGS:-} > "$log" 2>&1 &
 daemon=$!
 for _ in $(seq 600); do
@@ -120,7 +125,7 @@ done
 grep -E 'backend|model|listening' "$log"
 
 duration=${DURATION_S:-10}
-common=(--server "127.0.0.1:$port" "${load[@]}" "${verify[@]}" --slo_ms "${SLO_MS:-50}"
+common=(--server "$address" "${load[@]}" "${verify[@]}" --slo_ms "${SLO_MS:-50}"
         --duration_s "$duration" --pacer_threads 2)
 if [ -n "${WARM_STREAMS:-}" ]; then
   # At most 2000 streams a generator, as in the points (tools/gpu_points.sh):
