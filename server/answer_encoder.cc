@@ -139,9 +139,10 @@ absl::StatusOr<EncodedPart> EncodePart(const v1::StateScores& scores, const Defe
         "the answer's scores of '%s' were given both float32 and half-precision values", scores.model()));
   }
   if (deferred.sparse != nullptr) {
-    if (halves) {
+    if (halves) {  // or no values at all: an empty selection goes into the message
       return absl::InternalError(absl::StrFormat(
-          "the answer's selected scores of '%s' were given half-precision values", scores.model()));
+          "the answer's selected scores of '%s' were given %s", scores.model(),
+          count == 0 ? "no values" : "half-precision values"));
     }
     GMM_RETURN_IF_ERROR(CheckSelection(scores, *deferred.sparse, count));
   } else if (static_cast<int64_t>(count) !=

@@ -112,6 +112,22 @@ class AnswerEncoderTest : public ::testing::Test {
     EXPECT_EQ(BytesOf(copy), expected) << what << " (taken)";
   }
 
+  // Float32 values of a backend's selection go out without a copy when the
+  // encoder takes the results over: one of the answer's slices is them.
+  static void ExpectSelectedValuesTaken(const ScoringPlan& plan, const std::vector<ScoreResult>& results,
+                                        const std::string& what) {
+    if (plan.encoding != ValueEncoding::kFloat32 || results[0].sparse->values.empty()) return;
+    std::vector<ScoreResult> taken = results;
+    const float* values = taken[0].sparse->values.data();  // moving the vector keeps its buffer
+    absl::StatusOr<grpc::ByteBuffer> owning = EncodeStreamAnswerTaking(plan, std::move(taken), std::nullopt, {});
+    ASSERT_TRUE(owning.ok()) << what << ": " << owning.status();
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(owning->Dump(&slices).ok());
+    bool found = false;
+    for (const grpc::Slice& slice : slices) found |= static_cast<const void*>(slice.begin()) == values;
+    EXPECT_TRUE(found) << what << ": the selected values were copied, not written from the results";
+  }
+
   std::mt19937 rng_{std::random_device{}()};
 };
 
@@ -186,6 +202,7 @@ TEST_F(AnswerEncoderTest, SparseAndHalfPrecisionAnswersAreTheMessagesBytes) {
   }
   // States selected by the backend beside a dense matrix from another.
   ScoringPlan plan = PlanOf({"a", "b"});
+  plan.num_states = 500;
   std::vector<ScoreResult> mixed = Results(2, 10, 500, false);
   StateSelection keep;
   keep.top_k = 9;
@@ -209,19 +226,30 @@ TEST_F(AnswerEncoderTest, BackendSelectedStatesAreTheMessagesBytes) {
             plan.frame_totals = totals;
             plan.encoding = encoding;
             plan.sparse.top_k = top_k;
+            plan.num_states = static_cast<int>(states);
             std::vector<ScoreResult> results = Results(2, frames, states, totals);
             // The first model's states selected as the backend does; the
             // second's matrix cut here.
             results[0].sparse = SelectStates(results[0].loglikes.view(), plan.sparse);
             results[0].loglikes = FloatMatrix();
-            ExpectSameBytes(plan, results, nullptr, {.first_frame = 90},
-                            absl::StrCat(encoding == ValueEncoding::kFloat32 ? "float32" : "float16", " totals ", totals, " ", frames, " x ",
-                                         states, " top_k ", top_k));
+            const std::string what =
+                absl::StrCat(encoding == ValueEncoding::kFloat32 ? "float32" : "float16", " totals ", totals,
+                             " ", frames, " x ", states, " top_k ", top_k);
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = 90}, what);
+            ExpectSelectedValuesTaken(plan, results, what);
           }
         }
       }
     }
   }
+  // A selection among another number of states than the stream's model has.
+  ScoringPlan plan = PlanOf({"a"});
+  plan.num_states = 501;
+  std::vector<ScoreResult> results = Results(1, 4, 500, false);
+  results[0].sparse = SelectStates(results[0].loglikes.view(), {.top_k = 3});
+  absl::StatusOr<grpc::ByteBuffer> misfit = EncodeStreamAnswer(plan, results, nullptr, {});
+  EXPECT_EQ(misfit.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(misfit.status().message().find("among 500"), std::string::npos) << misfit.status();
 }
 
 // Halves a backend encoded (on a GPU) go out as the bytes the host's
@@ -295,7 +323,14 @@ TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
   std::vector<DeferredValues> fitting = {{.loglikes = span, .sparse = &kept}};
   EXPECT_TRUE(EncodeWithValues(shell, fitting).ok());
   std::vector<DeferredValues> selected_halves = {{.halves = halves, .sparse = &kept}};
-  EXPECT_EQ(EncodeWithValues(shell, selected_halves).status().code(), absl::StatusCode::kInternal);
+  absl::StatusOr<grpc::ByteBuffer> halved = EncodeWithValues(shell, selected_halves);
+  EXPECT_EQ(halved.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(halved.status().message().find("selected scores of 'a' were given half-precision"), std::string::npos)
+      << halved.status();
+  std::vector<DeferredValues> selected_nothing = {{.sparse = &kept}};
+  absl::StatusOr<grpc::ByteBuffer> nothing = EncodeWithValues(shell, selected_nothing);
+  EXPECT_EQ(nothing.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(nothing.status().message().find("given no values"), std::string::npos) << nothing.status();
   // A matrix with values of its own and values given.
   scores->add_loglikes(5.0f);
   std::vector<DeferredValues> one = {{.loglikes = span}};

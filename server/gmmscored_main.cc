@@ -11,15 +11,18 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "absl/flags/flag.h"
-#include "absl/strings/match.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage_config.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "kernels/core/mutex_mode.h"
+#include "kernels/core/status_macros.h"
 #include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
 #include "server/auth_token.h"
@@ -106,9 +109,9 @@ ABSL_FLAG(int64_t, answer_memory_mb, 4096,
           "it ends its stream with RESOURCE_EXHAUSTED. Keep it well below the process's "
           "memory limit. 0: no limit.");
 ABSL_FLAG(int64_t, pinned_scores_mb, 1024,
-          "Page-locked host MiB per GPU that dense scores (float32, and float16 encoded on the GPU) "
-          "are copied into from the GPU and answered from, with no host copy of them; past it, "
-          "scores are copied as before. Made at start. "
+          "Page-locked host MiB per scheduled GPU (--devices 0,0 has two) that dense scores "
+          "(float32, and float16 encoded on the GPU) are copied into from the GPU and answered "
+          "from, with no host copy of them; past it, scores are copied as before. Made at start. "
           "0: always copy.");
 ABSL_FLAG(int32_t, malloc_trim_s, 10,
           "Every this many seconds, give memory that malloc holds free (at least 256 MiB, e.g. "
@@ -202,6 +205,36 @@ ABSL_FLAG(bool, strict_config, false,
 namespace gmmscore {
 namespace {
 
+// --pinned_scores_mb is made at start on each of `schedulers` CUDA
+// backends: refuse what would pin more than half the host's memory (the
+// kernel would run out of memory, or kill the daemon, instead of refusing).
+absl::Status CheckPinnedScores(int64_t mb, size_t schedulers) {
+  if (mb < 0 || mb > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--pinned_scores_mb takes 0 (always copy) to 2^30");
+  }
+  const int64_t host_mb = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) >> 20;
+  const int64_t total_mb = mb * static_cast<int64_t>(schedulers);
+  if (host_mb > 0 && total_mb > host_mb / 2) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--pinned_scores_mb %d on %d scheduled GPUs would page-lock %d MiB at start, over half of this "
+        "host's %d MiB",
+        mb, schedulers, total_mb, host_mb));
+  }
+  return absl::OkStatus();
+}
+
+// A CUDA backend pins whole blocks (8 MiB) at start: fewer than asked means
+// the host refused the rest, and scores past them are copied.
+void WarnOnUnpinnedScores(const std::vector<std::unique_ptr<ScoringBackend>>& backends, int64_t mb) {
+  for (const std::unique_ptr<ScoringBackend>& b : backends) {
+    const int64_t pinned_mb = b->pinned_scores().held_bytes >> 20;
+    if (absl::StartsWith(b->name(), "cuda") && pinned_mb + 8 <= mb) {
+      LogWarning("%s: %d of --pinned_scores_mb %d MiB could be page-locked; past them scores are copied",
+                 b->name(), pinned_mb, mb);
+    }
+  }
+}
+
 // `config`: the --config file's content (empty without one); its scalar
 // fields are already in the flags.
 absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& config) {
@@ -215,9 +248,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
       device_flag, absl::GetFlag(FLAGS_backend), device_flag.empty() ? 0 : CudaDevicesPresent());
   if (!devices.ok()) return devices.status();
   const int64_t pinned_scores_mb = absl::GetFlag(FLAGS_pinned_scores_mb);
-  if (pinned_scores_mb < 0 || pinned_scores_mb > (int64_t{1} << 30)) {
-    return absl::InvalidArgumentError("--pinned_scores_mb takes 0 (always copy) to 2^30");
-  }
+  GMM_RETURN_IF_ERROR(CheckPinnedScores(pinned_scores_mb, devices->backends.size()));
   std::vector<std::unique_ptr<ScoringBackend>> backends;
   std::vector<ScoringBackend*> backend_pointers;
   for (std::string& name : devices->backends) {
@@ -231,14 +262,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   }
   const std::unique_ptr<ScoringBackend>& backend = backends.front();
   LogInfo("backend%s: %s", backends.size() > 1 ? "s" : "", absl::StrJoin(devices->backends, ", "));
-  for (const std::unique_ptr<ScoringBackend>& b : backends) {
-    const int64_t pinned_mb = b->pinned_scores().held_bytes >> 20;
-    // A CUDA backend pins whole 8 MiB blocks; fewer than asked: the host refused the rest.
-    if (absl::StartsWith(b->name(), "cuda") && pinned_mb + 8 <= pinned_scores_mb) {
-      LogWarning("%s: %d of --pinned_scores_mb %d MiB could be page-locked; past them scores are copied",
-                 b->name(), pinned_mb, pinned_scores_mb);
-    }
-  }
+  WarnOnUnpinnedScores(backends, pinned_scores_mb);
 
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20,

@@ -281,16 +281,22 @@ void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatr
 // writing were the top_k answers' largest cost in the daemon's profile).
 // Half-precision ones (encoded here) and an empty selection go into the
 // message.
-void AddSelected(const ScoringPlan& plan, absl::string_view model, const SparseScores& kept,
-                 absl::Span<const float> totals, v1::StateScores* out,
-                 std::vector<internal::DeferredValues>* deferred) {
+// INTERNAL for a selection of another state count than the plan's.
+absl::Status AddSelected(const ScoringPlan& plan, absl::string_view model, const SparseScores& kept,
+                         absl::Span<const float> totals, v1::StateScores* out,
+                         std::vector<internal::DeferredValues>* deferred) {
+  if (kept.num_states != plan.num_states) {
+    return absl::InternalError(absl::StrCat("the backend selected states of '", model, "' among ",
+                                            kept.num_states, "; the plan has ", plan.num_states));
+  }
   if (deferred != nullptr && plan.encoding == ValueEncoding::kFloat32 && !kept.values.empty()) {
     DenseScoresShapeToProto(model, kept.num_frames(), kept.num_states, totals, out);
     deferred->push_back({.loglikes = kept.values, .sparse = &kept});
-    return;
+    return absl::OkStatus();
   }
   SparseScoresToProto(model, kept, totals, out, plan.encoding);
   if (deferred != nullptr) deferred->emplace_back();
+  return absl::OkStatus();
 }
 
 // A backend's half-precision scores into *out, as AddScores does for float32
@@ -332,8 +338,8 @@ absl::Status FillAnswerParts(const ScoringPlan& plan, absl::Span<const ScoreResu
       const absl::Span<const float> totals =
           plan.frame_totals ? absl::MakeConstSpan(results[m].frame_totals) : absl::Span<const float>();
       if (results[m].sparse.has_value()) {  // selected by the backend (on a GPU)
-        AddSelected(plan, plan.models[m]->name, *results[m].sparse, totals, scores->Add(),
-                    deferred_values);
+        GMM_RETURN_IF_ERROR(AddSelected(plan, plan.models[m]->name, *results[m].sparse, totals,
+                                        scores->Add(), deferred_values));
       } else if (results[m].half.has_value()) {  // encoded by the backend (on a GPU)
         GMM_RETURN_IF_ERROR(AddHalves(plan, plan.models[m]->name, *results[m].half, totals, scores->Add(),
                                       deferred_values));

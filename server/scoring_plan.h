@@ -149,7 +149,7 @@ struct DeferredValues {
   absl::Span<const uint16_t> halves;
   const SparseScores* sparse = nullptr;
 
-  bool empty() const { return loglikes.empty() && halves.empty(); }
+  bool empty() const { return loglikes.empty() && halves.empty() && sparse == nullptr; }
 };
 
 // `fused` null: no fusion (a single model). `deferred_values` null: every

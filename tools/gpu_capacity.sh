@@ -99,8 +99,11 @@ case "$case_name" in
 esac
 
 port=${PORT:-50151}
-address=127.0.0.1:$port
-[ "${TRANSPORT:-tcp}" = unix ] && address=unix:/tmp/gmmscore-$port.sock
+case ${TRANSPORT:-tcp} in
+  tcp) address=127.0.0.1:$port ;;
+  unix) address=unix:/tmp/gmmscore-$port.sock ;;
+  *) echo "unknown TRANSPORT ${TRANSPORT} (tcp or unix)"; exit 2 ;;
+esac
 log=$OUT/gmmscored-$case_name.log
 config=()
 if [ -n "${PRECISION:-}" ] && [ ${#synthesized[@]} -eq 0 ]; then

@@ -21,7 +21,7 @@ namespace gmmscore {
 // INVALID_ARGUMENT for any other name.
 struct BackendOptions {
   // CUDA backends: CudaBackendOptions::pinned_scores_bytes.
-  int64_t cuda_pinned_scores_bytes = int64_t{2} << 30;
+  int64_t cuda_pinned_scores_bytes = int64_t{1} << 30;
   // CudaBackendOptions::pinned_scores_at_start.
   bool cuda_pinned_scores_at_start = false;
 };

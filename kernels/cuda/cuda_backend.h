@@ -30,12 +30,13 @@ namespace gmmscore {
 struct CudaBackendOptions {
   // Page-locked host memory for dense scores, float32 and halves encoded
   // on the device (pinned_block_pool.h), in
-  // blocks of 8 MiB made as they are needed: the copy from the GPU lands
+  // blocks of 8 MiB made as they are needed (or all in Init:
+  // pinned_scores_at_start): the copy from the GPU lands
   // in blocks the results keep until answered, and no host copy follows.
   // Past this bound (and below one block) scores are copied into each
   // result as before. At 3500 streams of a 5000-state model on an H100
   // host, answers waited about 50 ms to be sent: some 400 MB of scores.
-  int64_t pinned_scores_bytes = int64_t{2} << 30;
+  int64_t pinned_scores_bytes = int64_t{1} << 30;
   // Make every block of pinned_scores_bytes in Init rather than as calls
   // need them. For a server: a block made under load takes milliseconds of
   // cudaHostAlloc on a lane; a two-GPU daemon's lanes stalled at its start

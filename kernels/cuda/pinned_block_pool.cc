@@ -29,7 +29,12 @@ std::shared_ptr<PinnedBlockPool> PinnedBlockPool::Create(size_t block_bytes, int
   pool->idle_.reserve(static_cast<size_t>(std::max<int64_t>(wanted, 0)));
   for (int64_t i = 0; i < wanted; ++i) {
     void* block = pool->allocator_.allocate(block_bytes);
-    if (block == nullptr) break;
+    if (block == nullptr) {
+      // The host pins no more: trying again on a lane under load would
+      // cost milliseconds a call and most likely fail again.
+      pool->max_blocks_ = pool->stats_.blocks;
+      break;
+    }
     pool->idle_.push_back(block);
     ++pool->stats_.blocks;
   }

@@ -19,7 +19,8 @@
 // made_now) and never freed while the pool lives. The daemon makes them all
 // up front: a block made under load takes milliseconds of cudaHostAlloc on
 // a lane, and a two-GPU daemon's lanes stalled at its start while their
-// pools grew (docs/PERFORMANCE.md, "Pinned blocks made at start"). And: an earlier pool of power-of-two sizes freed idle blocks of one
+// pools grew (docs/PERFORMANCE.md, "Pinned blocks made at start, two GPUs
+// on a 32-core host"). And: an earlier pool of power-of-two sizes freed idle blocks of one
 // size to make another as batches grew and shrank, and each cudaFreeHost /
 // cudaHostAlloc pair (milliseconds, the free waiting for the device) held
 // the daemon's lanes; at 3500 streams its 4096-frame batches took 34 ms.
@@ -53,8 +54,9 @@ class PinnedBlockPool : public std::enable_shared_from_this<PinnedBlockPool> {
 
   // Blocks of block_bytes (a multiple of sizeof(float), at least one
   // float), at most max_blocks of them. The first made_now (at most
-  // max_blocks) are made here, the rest when Take finds none idle; one that
-  // cannot be made here is left to Take (stats().blocks says how many were).
+  // max_blocks) are made here, the rest when Take finds none idle. Where
+  // the allocator refuses one of those made here, the pool keeps the blocks
+  // it made as its bound (max_blocks()): Take never tries again under load.
   static std::shared_ptr<PinnedBlockPool> Create(size_t block_bytes, int64_t max_blocks,
                                                  Allocator allocator, int64_t made_now = 0);
   ~PinnedBlockPool();
@@ -84,7 +86,7 @@ class PinnedBlockPool : public std::enable_shared_from_this<PinnedBlockPool> {
   void Give(void* block);
 
   const size_t block_bytes_;
-  const int64_t max_blocks_;
+  int64_t max_blocks_;  // set before the pool is shared (Create), then read-only
   const Allocator allocator_;
   mutable std::mutex mu_;
   std::vector<void*> idle_;  // guarded by mu_

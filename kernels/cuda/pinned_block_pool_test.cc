@@ -80,16 +80,45 @@ TEST(PinnedBlockPoolTest, BlocksMadeUpFrontAreTakenWithoutMakingMore) {
   EXPECT_EQ(PinnedBlockPool::Create(kBlockBytes, 2, bounded.Get(), 5)->stats().blocks, 2);
   EXPECT_EQ(bounded.made, 2);
 
-  // An allocator that fails up front: none made, the first Take makes one.
+  // An allocator that refuses up front: what was made is the bound, and
+  // Take does not try again.
   CountingAllocator failing;
   failing.fail = true;
-  auto lazy = PinnedBlockPool::Create(kBlockBytes, 2, failing.Get(), 2);
-  EXPECT_EQ(lazy->stats().blocks, 0);
+  auto refused = PinnedBlockPool::Create(kBlockBytes, 2, failing.Get(), 2);
+  EXPECT_EQ(refused->stats().blocks, 0);
+  EXPECT_EQ(refused->max_blocks(), 0);
   failing.fail = false;
+  EXPECT_EQ(refused->Take(), nullptr);
+  EXPECT_EQ(failing.made, 0);
+  EXPECT_EQ(refused->stats().refused, 1);
+
+  // Made up front none: blocks on demand, freed with the pool.
+  CountingAllocator lazy_counting;
+  auto lazy = PinnedBlockPool::Create(kBlockBytes, 2, lazy_counting.Get());
+  EXPECT_EQ(lazy->stats().blocks, 0);
   EXPECT_NE(lazy->Take(), nullptr);
-  EXPECT_EQ(failing.made, 1);
+  EXPECT_EQ(lazy_counting.made, 1);
   lazy.reset();
-  EXPECT_EQ(failing.live, 0);  // the block went back and the pool freed it
+  EXPECT_EQ(lazy_counting.live, 0);  // the block went back and the pool freed it
+}
+
+// A host that pins some blocks and then refuses: the ones made are kept and
+// are the bound.
+TEST(PinnedBlockPoolTest, APartialUpFrontMakingIsTheBound) {
+  CountingAllocator counting;
+  int calls = 0;
+  PinnedBlockPool::Allocator allocator = counting.Get();
+  PinnedBlockPool::Allocator third_refused{
+      .allocate = [&, inner = allocator.allocate](size_t bytes) { return ++calls == 3 ? nullptr : inner(bytes); },
+      .free = allocator.free};
+  auto pool = PinnedBlockPool::Create(kBlockBytes, 5, third_refused, 5);
+  EXPECT_EQ(pool->stats().blocks, 2);
+  EXPECT_EQ(pool->max_blocks(), 2);
+  std::shared_ptr<float> a = pool->Take(), b = pool->Take();
+  EXPECT_NE(a, nullptr);
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(pool->Take(), nullptr);
+  EXPECT_EQ(calls, 3);  // no try under load
 }
 
 TEST(PinnedBlockPoolTest, NoMoreThanMaxBlocksAreInUseAndARefusalIsCounted) {
