@@ -4,6 +4,7 @@
 //   gmmscored --model_repository /srv/models --listen 0.0.0.0:50051 --backend auto
 //
 // Flags around Daemon (daemon.h); SIGTERM or SIGINT drains and exits 0.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -248,7 +249,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
       device_flag, absl::GetFlag(FLAGS_backend), device_flag.empty() ? 0 : CudaDevicesPresent());
   if (!devices.ok()) return devices.status();
   const int64_t pinned_scores_mb = absl::GetFlag(FLAGS_pinned_scores_mb);
-  GMM_RETURN_IF_ERROR(CheckPinnedScores(pinned_scores_mb, devices->backends.size()));
+  // CPU backends pin nothing ("auto" may be a GPU).
+  const auto cpu_backends = std::count(devices->backends.begin(), devices->backends.end(), "cpu");
+  GMM_RETURN_IF_ERROR(CheckPinnedScores(pinned_scores_mb, devices->backends.size() - cpu_backends));
   std::vector<std::unique_ptr<ScoringBackend>> backends;
   std::vector<ScoringBackend*> backend_pointers;
   for (std::string& name : devices->backends) {
