@@ -373,6 +373,14 @@ TEST(AnswerEncoderGuardTest, TheAnswerHasTheFieldsTheEncoderWrites) {
   EXPECT_EQ(scores->FindFieldByNumber(8)->type(), google::protobuf::FieldDescriptor::TYPE_BYTES);
   EXPECT_EQ(scores->FindFieldByNumber(9)->name(), "frame_best");
   EXPECT_TRUE(scores->FindFieldByNumber(9)->is_packed());
+  // Selections: the encoder appends frame_offsets (6) and state_ids (7) as
+  // packed varints after the totals.
+  for (int number : {6, 7}) {
+    const google::protobuf::FieldDescriptor* field = scores->FindFieldByNumber(number);
+    EXPECT_EQ(field->name(), number == 6 ? "frame_offsets" : "state_ids");
+    EXPECT_EQ(field->type(), google::protobuf::FieldDescriptor::TYPE_UINT32);
+    EXPECT_TRUE(field->is_packed());
+  }
 }
 
 }  // namespace

@@ -276,12 +276,12 @@ void AddScores(const ScoringPlan& plan, absl::string_view model, const FloatMatr
 
 // States a backend selected into *out, as AddScores does for a matrix: with
 // `deferred` set, float32 values, state ids and frame offsets are left out of
-// the message for the encoder to write (protobuf would copy them into the
-// message's repeated fields, then serialise them: its varint sizing and
-// writing were the top_k answers' largest cost in the daemon's profile).
-// Half-precision ones (encoded here) and an empty selection go into the
-// message.
-// INTERNAL for a selection of another state count than the plan's.
+// the message for the encoder to write (protobuf copied them into the
+// message's repeated fields, then sized and wrote them again: the encoder
+// is 1.13-1.19x faster an answer, docs/PERFORMANCE.md, "top_k answers
+// written by the encoder"). Half-precision ones (encoded here) and an empty
+// selection go into the message. INTERNAL for a selection among another
+// number of states than the plan's.
 absl::Status AddSelected(const ScoringPlan& plan, absl::string_view model, const SparseScores& kept,
                          absl::Span<const float> totals, v1::StateScores* out,
                          std::vector<internal::DeferredValues>* deferred) {
