@@ -33,7 +33,8 @@ ABSL_FLAG(std::string, fmllr, "",
 ABSL_FLAG(std::string, utt2spk, "",
           "utterance-to-speaker map (Kaldi's utt2spk, FILE or ark:FILE): --fmllr tables are keyed by speaker");
 ABSL_FLAG(std::string, algo, "auto",
-          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, fused8x4, split8, tf32x3, wgmma or gemm "
+          "CUDA algorithm: auto, fused8, fused16, fused32, fused8x2, fused8x4, split8, tf32x3, wgmma, wgmma_f16 "
+          "or gemm "
           "(CPU ignores it)");
 ABSL_FLAG(int, states, 0, "number of states (pdfs)");
 ABSL_FLAG(int, gaussians, 0, "Gaussians in every state (or give --min_gaussians and --max_gaussians)");
@@ -293,14 +294,14 @@ std::vector<Command> OfflineCommands() {
       {"score", "score a feature archive with a model; write a Kaldi log-likelihood archive",
        "gmmscore score --model M --features ark:FEATS --output ark[,t]:OUT\n"
        "               [--backend cpu|cuda|auto]\n"
-       "               [--algo auto|fused8|fused16|fused32|fused8x2|fused8x4|split8|tf32x3|wgmma|gemm]\n"
+       "               [--algo auto|fused8|fused16|fused32|fused8x2|fused8x4|split8|tf32x3|wgmma|wgmma_f16|gemm]\n"
        "               [--fmllr TRANS.mat | --fmllr ark:TRANS.ark [--utt2spk ark:utt2spk]]\n\n"
        "For every utterance of FEATS (frames x dim float matrices), writes the frames x states\n"
        "matrix of state log-likelihoods under the same key, as Kaldi's gmm-compute-likes does.\n"
        "The model may be a native file or a Kaldi text AmDiagGmm. Output is binary for ark:,\n"
        "text for ark,t:; ark:- reads stdin or writes stdout. On error the partial output file\n"
        "is removed. --algo picks the CUDA kernel (docs/PERFORMANCE.md): auto chooses by window\n"
-       "length and model size; tf32x3 and wgmma (H100/H200) are the tensor-core paths (\"fast\"\n"
+       "length and model size; tf32x3, wgmma and wgmma_f16 (H100/H200) are the tensor-core paths (\"fast\"\n"
        "precision, up to 1e-3 nats); the CPU backend ignores it. --fmllr applies Kaldi fMLLR transforms y = A x + b to\n"
        "the features first: one matrix file for all utterances, or a table keyed by utterance\n"
        "(or by speaker, with --utt2spk: Kaldi's utt2spk file, 'utt spk' lines).",

@@ -36,6 +36,14 @@ struct DeviceModel {
   DeviceBuffer<float> tc_small;
   DeviceBuffer<int32_t> tc_row_group_state;
   DeviceBuffer<int32_t> tc_range_begin;
+  // Binary16 layout of the same rows (half_tc_layout.h), for the 3xFP16
+  // wgmma kernel: made on compute capability 9.0 devices only (tc16_cols 0
+  // elsewhere), where that kernel runs.
+  int tc16_cols = 0;
+  DeviceBuffer<uint16_t> tc16_big;
+  DeviceBuffer<uint16_t> tc16_small;
+  DeviceBuffer<float> tc16_gconst;
+  DeviceBuffer<float> tc16_frame_scale;
   // Two-kernel path.
   DeviceBuffer<float> params;          // Gtot x (1 + 2D), row-major
   DeviceBuffer<int64_t> state_offsets; // S + 1

@@ -34,7 +34,7 @@
 
 ABSL_FLAG(std::string, configs, "5000x16x36,5000x256x36", "models as STATESxGAUSSIANSxDIM, comma-separated");
 ABSL_FLAG(std::string, frames, "8,16,256", "window lengths T, comma-separated");
-ABSL_FLAG(std::string, algos, "fused8,fused16,fused32,fused8x2,fused8x4,split8,tf32x3,wgmma,gemm", "algorithms to time");
+ABSL_FLAG(std::string, algos, "fused8,fused16,fused32,fused8x2,fused8x4,split8,tf32x3,wgmma,wgmma_f16,gemm", "algorithms to time");
 ABSL_FLAG(int, repeats, 30, "timed runs per point (median reported)");
 ABSL_FLAG(std::string, csv, "", "also write every row to this CSV file");
 ABSL_FLAG(std::string, many_models, "",

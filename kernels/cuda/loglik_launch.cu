@@ -238,6 +238,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
       return LaunchTensorCore(model, features, num_frames, loglikes, stream);
     case Algorithm::kWgmma:
       return LaunchWgmmaLoglik(model, features, num_frames, loglikes, stream);
+    case Algorithm::kWgmmaHalf:
+      return LaunchWgmmaHalfLoglik(model, features, num_frames, loglikes, stream);
     case Algorithm::kGemm:
       return LaunchGemm(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kAuto:

@@ -163,6 +163,29 @@ struct WgmmaPolicy {
   }
 };
 
+// The 3xFP16 wgmma kernel (wgmma_half_loglik_kernel.cuh): the same block
+// shape and order as WgmmaPolicy, with k-steps of 16 halves (a 32-byte row
+// per step, as TF32's 8), so a chunk's stage is half the bytes.
+template <int kStepsIn>
+struct WgmmaHalfPolicy {
+  static constexpr int kSteps = kStepsIn;  // k-steps of 16: cols <= 16 * kSteps
+  static constexpr int kWarpGroups = 2;
+  static constexpr int kThreads = 128 * kWarpGroups;
+  static constexpr int kFrames = 64 * kWarpGroups;
+  static constexpr int kChunkRows = 64;
+  static constexpr int kChunkGroups = kChunkRows / 8;
+  static constexpr int kStages = 2;
+  static constexpr int kMinBlocks = 2;
+  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
+
+  GMMSCORE_HOST_DEVICE static constexpr size_t StageBytes(int cols) {
+    return 2ull * kChunkRows * cols * sizeof(uint16_t);
+  }
+  GMMSCORE_HOST_DEVICE static constexpr size_t SharedBytes(int cols) {
+    return kStages * StageBytes(cols);
+  }
+};
+
 // Waves of wgmma blocks the span count aims at: WgmmaPolicy::kMinBlocks
 // blocks are resident per SM, and a few waves even out spans of unequal
 // length without re-running the A prologue (features into fragments) too
@@ -192,28 +215,30 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
   return Algorithm::kFused8x4;
 }
 
-// Algorithm for kAuto on a model of Precision::kFast: the wgmma tensor-core
-// kernel where it beat fused8x4 on the H100 (loglik_bench, 2026-11-27,
-// docs/loglik_h100_fast_policy.csv; PERFORMANCE.md "precision: fast at the
-// daemon's batch sizes"), else the exact choice. wgmma scores 128-frame
-// tiles, so its time steps at 129 frames; fused8x4's grows with T.
-// - >= 256 Gaussians a state (5000x256x36): from 96 frames (T = 96 180k vs
-//   130k, 128 234k vs 164k, 160 177k vs 170k, 256 277k vs 172k; T = 80
-//   151k vs 158k).
-// - >= 32 a state: from 256 frames (5000x64x39 T = 256 742k vs 613k;
-//   5000x32x39 1.21M vs 1.18M). Below 256 frames it loses on 32 Gaussians
-//   a state at every length (T = 128 936k vs 1.11M) and on 64 at T = 160
-//   (484k vs 600k), winning 64 a state at 96-128 by only 3-5%.
+// Algorithm for kAuto on a model of Precision::kFast: the 3xFP16 wgmma
+// kernel where it beat fused8x4 on the H100 (loglik_bench, 2026-11-28,
+// docs/loglik_h100_wgmma_f16.csv; PERFORMANCE.md "3xFP16 on wgmma"), else
+// the exact choice. It scores 128-frame tiles, so its time is flat up to
+// 128 frames and steps at 129. Frames/s at T = 64 / 96 / 256, wgmma_f16
+// against fused8x4:
+// - >= 64 Gaussians a state, from 64 frames: 5000x256x36 165k vs 126k,
+//   245k vs 130k, 373k vs 172k; 5000x64x39 486k vs 435k, 732k vs 460k,
+//   1.09M vs 613k.
+// - >= 32 a state, from 96 frames: 5000x32x39 824k vs 840k at T = 64 (a
+//   2% loss), 1.23M vs 880k at 96, 1.87M vs 1.17M at 256.
+// Narrower states and windows under 64 frames were not measured and stay
+// exact. The TF32 wgmma kernel (kWgmma) lost to wgmma_f16 in every row of
+// that run (275k vs 373k on 5000x256x36 at T = 256) and is no longer chosen.
 // `wgmma_available`: a compute-capability-9.0 device.
-inline constexpr int kWgmmaMinFramesWide = 96;    // >= 256 Gaussians a state
-inline constexpr int kWgmmaMinFrames = 256;       // >= 32 Gaussians a state
+inline constexpr int kWgmmaMinFramesWide = 64;    // >= 64 Gaussians a state
+inline constexpr int kWgmmaMinFrames = 96;        // >= 32 Gaussians a state
 inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, int num_states,
                                      bool wgmma_available) {
   if (wgmma_available && num_states > 0) {
-    const int64_t min_frames = num_gaussians >= 256LL * num_states ? kWgmmaMinFramesWide
+    const int64_t min_frames = num_gaussians >= 64LL * num_states ? kWgmmaMinFramesWide
                                : num_gaussians >= 32LL * num_states ? kWgmmaMinFrames
                                                                     : -1;
-    if (min_frames > 0 && num_frames >= min_frames) return Algorithm::kWgmma;
+    if (min_frames > 0 && num_frames >= min_frames) return Algorithm::kWgmmaHalf;
   }
   return ChooseAlgorithm(num_frames, num_gaussians);
 }
@@ -228,7 +253,9 @@ inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, 
 // distance sums in float32; their base-2 log-add adds at most a float32
 // rounding of K' log2(e) and of the result.
 inline double ErrorBound(Algorithm algorithm) {
-  if (algorithm == Algorithm::kTf32x3 || algorithm == Algorithm::kWgmma) return 1e-3;
+  if (algorithm == Algorithm::kTf32x3 || algorithm == Algorithm::kWgmma || algorithm == Algorithm::kWgmmaHalf) {
+    return 1e-3;
+  }
   return algorithm == Algorithm::kGemm ? 2.5e-4 : 2e-4;
 }
 

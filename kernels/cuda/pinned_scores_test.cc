@@ -220,10 +220,15 @@ TEST_F(PinnedScoresTest, ABlockIsNotReusedWhileAResultHoldsIt) {
     });
   }
   for (std::thread& caller : callers) caller.join();
+  int total_on_block = 0;
   for (int c = 0; c < 4; ++c) {
     EXPECT_EQ(changed[c], 0) << "caller " << c;
-    EXPECT_GT(on_block[c], 0) << "caller " << c << " never got a block";
+    total_on_block += on_block[c];
   }
+  // Blocks were in use (else nothing above was tested). Not per caller: with
+  // 4 blocks and 12 results held at once, one caller may find every block
+  // taken at each of its calls (seen once on an H100) and be copied instead.
+  EXPECT_GT(total_on_block, 0);
 }
 
 // Made at start (the daemon's choice): every block is held before the first

@@ -27,6 +27,7 @@ TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
     rows += static_cast<int64_t>(groups) * TensorCoreLayout::kRowGroup;
   }
   layout.rows = rows;
+  layout.row_gaussian.assign(rows, -1);
   std::vector<float> params((rows + TensorCoreLayout::kChunkRows) * layout.cols, 0.0f);
 
   int64_t row = 0;
@@ -38,6 +39,7 @@ TensorCoreLayout BuildTensorCoreLayout(const DiagGmmModel& model) {
     for (int g = 0; g < padded; ++g, ++row) {
       float* out = &params[row * layout.cols];
       if (g < count) {
+        layout.row_gaussian[row] = first + g;
         const float* in = model.params().row(first + g);
         std::copy(in, in + param_cols, out);
       } else {

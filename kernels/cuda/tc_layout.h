@@ -33,6 +33,7 @@ struct TensorCoreLayout {
   std::vector<float> small;               // same shape: TF32 of the rounding rest
   std::vector<int32_t> row_group_state;   // rows / 8
   std::vector<int32_t> range_begin;       // in row groups; ranges + 1 entries
+  std::vector<int64_t> row_gaussian;      // rows: the model's Gaussian, -1 for padding
   int num_ranges() const { return static_cast<int>(range_begin.size()) - 1; }
 };
 

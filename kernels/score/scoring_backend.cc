@@ -21,6 +21,7 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
     case Algorithm::kSplit8: return "split8";
     case Algorithm::kTf32x3: return "tf32x3";
     case Algorithm::kWgmma: return "wgmma";
+    case Algorithm::kWgmmaHalf: return "wgmma_f16";
     case Algorithm::kGemm: return "gemm";
   }
   return "unknown";
@@ -29,12 +30,12 @@ absl::string_view AlgorithmName(Algorithm algorithm) {
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32,
                        Algorithm::kFused8x2, Algorithm::kFused8x4, Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma,
-                       Algorithm::kGemm}) {
+                       Algorithm::kWgmmaHalf, Algorithm::kGemm}) {
     if (name == AlgorithmName(a)) return a;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown algorithm '", name,
-      "' (expected auto, fused8, fused16, fused32, fused8x2, fused8x4, split8, tf32x3, wgmma or gemm)"));
+      "' (expected auto, fused8, fused16, fused32, fused8x2, fused8x4, split8, tf32x3, wgmma, wgmma_f16 or gemm)"));
 }
 
 absl::string_view PrecisionName(Precision precision) {

@@ -54,11 +54,13 @@ enum class Algorithm {
              // ("fast" precision: error up to 1e-3 nats), mma.sync
   kWgmma,    // the same 3xTF32 form on Hopper's asynchronous warpgroup MMAs
              // (wgmma, H100/H200 only), model chunks streamed by cp.async
+  kWgmmaHalf,// the wgmma kernel in 3xFP16 with power-of-two scales (same
+             // mantissa bits as 3xTF32, twice the k per MMA; H100/H200 only)
   kGemm,     // cuBLAS SGEMM on [1, y, y^2] + segmented log-sum-exp
 };
 
 // "auto", "fused8", "fused16", "fused32", "fused8x2", "fused8x4", "split8",
-// "tf32x3", "wgmma", "gemm".
+// "tf32x3", "wgmma", "wgmma_f16", "gemm".
 absl::string_view AlgorithmName(Algorithm algorithm);
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 

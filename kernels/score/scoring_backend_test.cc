@@ -17,7 +17,8 @@ using ::testing::HasSubstr;
 
 TEST(ScoringBackendTest, AlgorithmNamesRoundTrip) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kFused8, Algorithm::kFused16, Algorithm::kFused32, Algorithm::kFused8x2,
-                      Algorithm::kFused8x4, Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma, Algorithm::kGemm}) {
+                      Algorithm::kFused8x4, Algorithm::kSplit8, Algorithm::kTf32x3, Algorithm::kWgmma, Algorithm::kWgmmaHalf,
+                      Algorithm::kGemm}) {
     auto parsed = ParseAlgorithm(AlgorithmName(a));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, a);
