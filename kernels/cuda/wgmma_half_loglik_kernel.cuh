@@ -115,7 +115,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   using P = Policy;
   extern __shared__ __align__(128) uint4 shared_wh[];
   const int cols = args.cols;
-  const int units_per_row = cols / 8;  // 16-byte units of 8 halves
   const uint32_t shared_base = static_cast<uint32_t>(__cvta_generic_to_shared(shared_wh));
   const uint32_t stage_bytes = static_cast<uint32_t>(P::StageBytes(cols));
   const uint32_t matrix_bytes = stage_bytes / 2;  // big, then small
@@ -126,35 +125,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const int thread = lane & 3;
   const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * P::kFrames + warp * 16;
 
-  const int range_first = static_cast<int>(static_cast<int64_t>(blockIdx.y) * args.num_ranges / gridDim.y);
-  const int range_last = static_cast<int>((static_cast<int64_t>(blockIdx.y) + 1) * args.num_ranges / gridDim.y);
-  const int span_begin = args.range_begin[range_first];
-  const int span_end = args.range_begin[range_last];
-  const int chunks = (span_end - span_begin + P::kChunkGroups - 1) / P::kChunkGroups;
+  const WgmmaSpan span = BlockSpan<P::kChunkGroups>(args.range_begin, args.num_ranges);
+  const int span_begin = span.begin;
+  const int span_end = span.end;
+  const int chunks = span.chunks;
 
-  // A k-step of 16 halves is 32 bytes a row: the same 64 x 32-byte block in
-  // the 32-byte swizzle as the TF32 kernel's k-step of 8 (see there).
-  auto unit_offset = [&](int r, int k, int h) -> uint32_t {
-    return static_cast<uint32_t>(k * P::kChunkRows * 32 + r * 32 + ((h ^ ((r >> 2) & 1)) << 4));
-  };
-  auto descriptor = [&](uint32_t matrix, int k) -> uint64_t {
-    return MatrixDescriptor(matrix + static_cast<uint32_t>(k * P::kChunkRows * 32), 16u, 256u) | (3ull << 62);
-  };
-
+  // Chunk c into stage c % kStages: a k-step of 16 halves is 32 bytes a
+  // row, the TF32 kernel's swizzled block (SwizzledUnitOffset).
   auto load_chunk = [&](int c) {
     if (c < chunks) {
-      const int64_t first_row = static_cast<int64_t>(span_begin + c * P::kChunkGroups) * 8;
-      const uint32_t stage = shared_base + static_cast<uint32_t>(c % P::kStages) * stage_bytes;
-      const int units = P::kChunkRows * units_per_row;
-      for (int u = threadIdx.x; u < units; u += P::kThreads) {
-        const int h = u & 1;
-        const int row = (u >> 1) % P::kChunkRows;
-        const int k = (u >> 1) / P::kChunkRows;
-        const int64_t at = (first_row + row) * cols + k * 16 + h * 8;
-        const uint32_t offset = unit_offset(row, k, h);
-        CopyAsync16(stage + offset, args.big + at);
-        CopyAsync16(stage + matrix_bytes + offset, args.small + at);
-      }
+      CopyChunkAsync<P::kChunkRows, P::kThreads>(
+          args.big, args.small, static_cast<int64_t>(span_begin + c * P::kChunkGroups) * 8,
+          cols * static_cast<int>(sizeof(uint16_t)),
+          shared_base + static_cast<uint32_t>(c % P::kStages) * stage_bytes, matrix_bytes);
     }
     CopyAsyncCommit();
   };
@@ -201,18 +184,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 #pragma unroll
     for (int s = 0; s < P::kSteps; ++s) {
       if (s * 16 < cols) {
-        const uint64_t big_desc = descriptor(stage, s);
+        const uint64_t big_desc = SwizzledStepDescriptor<P::kChunkRows>(stage, s);
         if (s == 0) {
           WgmmaF16<false>(d, a_small[s], big_desc);
         } else {
           WgmmaF16<true>(d, a_small[s], big_desc);
         }
-        WgmmaF16<true>(d, a_big[s], descriptor(stage + matrix_bytes, s));
+        WgmmaF16<true>(d, a_big[s], SwizzledStepDescriptor<P::kChunkRows>(stage + matrix_bytes, s));
       }
     }
 #pragma unroll
     for (int s = 0; s < P::kSteps; ++s) {
-      if (s * 16 < cols) WgmmaF16<true>(d, a_big[s], descriptor(stage, s));
+      if (s * 16 < cols) WgmmaF16<true>(d, a_big[s], SwizzledStepDescriptor<P::kChunkRows>(stage, s));
     }
     WgmmaCommit();
   };

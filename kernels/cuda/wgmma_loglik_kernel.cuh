@@ -101,6 +101,59 @@ __device__ __forceinline__ void FenceProxyAsyncShared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// The row groups [begin, end) block y scores, a span of whole ranges (so
+// every state's log-sum finishes inside the block), in `chunks` chunks of
+// kChunkGroups row groups.
+struct WgmmaSpan {
+  int begin;
+  int end;
+  int chunks;
+};
+template <int kChunkGroups>
+__device__ __forceinline__ WgmmaSpan BlockSpan(const int32_t* __restrict__ range_begin, int num_ranges) {
+  const int first = static_cast<int>(static_cast<int64_t>(blockIdx.y) * num_ranges / gridDim.y);
+  const int last = static_cast<int>((static_cast<int64_t>(blockIdx.y) + 1) * num_ranges / gridDim.y);
+  WgmmaSpan span{range_begin[first], range_begin[last], 0};
+  span.chunks = (span.end - span.begin + kChunkGroups - 1) / kChunkGroups;
+  return span;
+}
+
+// A stage's matrix holds, per k-step (32 bytes a row: 8 TF32 or 16
+// binary16 values), a kChunkRows x 32-byte block in the 32-byte swizzle
+// (address bit 4 ^= bit 7), which the descriptor names (mode 3; 8-row
+// groups 256 bytes apart; the leading offset is unused when a k-step fills
+// the swizzle). Byte of 16-byte unit (row, k-step k, half h):
+template <int kChunkRows>
+__device__ __forceinline__ uint32_t SwizzledUnitOffset(int row, int k, int h) {
+  return static_cast<uint32_t>(k * kChunkRows * 32 + row * 32 + ((h ^ ((row >> 2) & 1)) << 4));
+}
+template <int kChunkRows>
+__device__ __forceinline__ uint64_t SwizzledStepDescriptor(uint32_t matrix, int k) {
+  return MatrixDescriptor(matrix + static_cast<uint32_t>(k * kChunkRows * 32), 16u, 256u) | (3ull << 62);
+}
+
+// Starts copying rows [first_row, first_row + kChunkRows) of `big` and
+// `small` (row-major, `row_bytes` a row, a multiple of 32) into a stage's two
+// matrices, big at `stage` and small `matrix_bytes` after it. Thread order:
+// 16-byte unit u is half u % 2 of k-step u / (2 kChunkRows) of row
+// u / 2 % kChunkRows, so a warp reads whole 32-byte sectors.
+template <int kChunkRows, int kThreads>
+__device__ __forceinline__ void CopyChunkAsync(const void* big, const void* small, int64_t first_row,
+                                               int row_bytes, uint32_t stage, uint32_t matrix_bytes) {
+  const char* big_bytes = static_cast<const char*>(big);
+  const char* small_bytes = static_cast<const char*>(small);
+  const int units = kChunkRows * row_bytes / 16;
+  for (int u = threadIdx.x; u < units; u += kThreads) {
+    const int h = u & 1;
+    const int row = (u >> 1) % kChunkRows;
+    const int k = (u >> 1) / kChunkRows;
+    const int64_t at = (first_row + row) * row_bytes + k * 32 + h * 16;
+    const uint32_t offset = SwizzledUnitOffset<kChunkRows>(row, k, h);
+    CopyAsync16(stage + offset, big_bytes + at);
+    CopyAsync16(stage + matrix_bytes + offset, small_bytes + at);
+  }
+}
+
 template <typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLoglikKernel(const TensorCoreArgs args) {
   // kMinBlocks blocks of the widest instance must fit one SM's shared memory.
@@ -109,7 +162,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLog
   using P = Policy;
   extern __shared__ __align__(128) float shared_wg[];
   const int cols = args.cols;
-  const int quads = cols / 4;  // 16-byte units per row
   const uint32_t shared_base = static_cast<uint32_t>(__cvta_generic_to_shared(shared_wg));
   const uint32_t stage_bytes = static_cast<uint32_t>(P::StageBytes(cols));
   const uint32_t matrix_bytes = stage_bytes / 2;  // big, then small
@@ -120,41 +172,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLog
   const int thread = lane & 3;
   const int64_t first_frame = static_cast<int64_t>(blockIdx.x) * P::kFrames + warp * 16;
 
-  // This block's span of ranges, in row groups.
-  const int range_first = static_cast<int>(static_cast<int64_t>(blockIdx.y) * args.num_ranges / gridDim.y);
-  const int range_last = static_cast<int>((static_cast<int64_t>(blockIdx.y) + 1) * args.num_ranges / gridDim.y);
-  const int span_begin = args.range_begin[range_first];
-  const int span_end = args.range_begin[range_last];
-  const int chunks = (span_end - span_begin + P::kChunkGroups - 1) / P::kChunkGroups;
+  const WgmmaSpan span = BlockSpan<P::kChunkGroups>(args.range_begin, args.num_ranges);
+  const int span_begin = span.begin;
+  const int span_end = span.end;
+  const int chunks = span.chunks;
 
-  // Byte of 16-byte unit (row r, k-step k, half h) within a stage's matrix:
-  // per k-step a 64 x 32-byte block in the 32-byte swizzle (address bit 4 ^=
-  // bit 7), which the descriptor names (mode 3; 8-row groups 256 bytes
-  // apart; the leading offset is unused when a k-step fills the swizzle).
-  auto unit_offset = [&](int r, int k, int h) -> uint32_t {
-    return static_cast<uint32_t>(k * P::kChunkRows * 32 + r * 32 + ((h ^ ((r >> 2) & 1)) << 4));
-  };
-  auto descriptor = [&](uint32_t matrix, int k) -> uint64_t {
-    return MatrixDescriptor(matrix + static_cast<uint32_t>(k * P::kChunkRows * 32), 16u, 256u) | (3ull << 62);
-  };
-
-  // Chunk c (64 rows from row group span_begin + 8c) into stage c % kStages,
-  // big matrix then small. Thread order: 16-byte unit u is half u % 2 of
-  // k-step u / 128 of row u / 2 % 64, so a warp reads whole 32-byte sectors.
+  // Chunk c (64 rows from row group span_begin + 8c) into stage c % kStages.
   auto load_chunk = [&](int c) {
     if (c < chunks) {
-      const int64_t first_row = static_cast<int64_t>(span_begin + c * P::kChunkGroups) * 8;
-      const uint32_t stage = shared_base + static_cast<uint32_t>(c % P::kStages) * stage_bytes;
-      const int units = P::kChunkRows * quads;
-      for (int u = threadIdx.x; u < units; u += P::kThreads) {
-        const int h = u & 1;
-        const int row = (u >> 1) % P::kChunkRows;
-        const int k = (u >> 1) / P::kChunkRows;
-        const int64_t at = (first_row + row) * cols + k * 8 + h * 4;
-        const uint32_t offset = unit_offset(row, k, h);
-        CopyAsync16(stage + offset, args.big + at);
-        CopyAsync16(stage + matrix_bytes + offset, args.small + at);
-      }
+      CopyChunkAsync<P::kChunkRows, P::kThreads>(
+          args.big, args.small, static_cast<int64_t>(span_begin + c * P::kChunkGroups) * 8,
+          cols * static_cast<int>(sizeof(float)), shared_base + static_cast<uint32_t>(c % P::kStages) * stage_bytes,
+          matrix_bytes);
     }
     CopyAsyncCommit();  // empty groups keep the wait counts uniform
   };
@@ -204,18 +233,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks) WgmmaLog
 #pragma unroll
     for (int s = 0; s < P::kSteps; ++s) {
       if (s * 8 < cols) {
-        const uint64_t big_desc = descriptor(stage, s);
+        const uint64_t big_desc = SwizzledStepDescriptor<P::kChunkRows>(stage, s);
         if (s == 0) {
           WgmmaTf32<false>(d, a_small[s], big_desc);
         } else {
           WgmmaTf32<true>(d, a_small[s], big_desc);
         }
-        WgmmaTf32<true>(d, a_big[s], descriptor(stage + matrix_bytes, s));
+        WgmmaTf32<true>(d, a_big[s], SwizzledStepDescriptor<P::kChunkRows>(stage + matrix_bytes, s));
       }
     }
 #pragma unroll
     for (int s = 0; s < P::kSteps; ++s) {
-      if (s * 8 < cols) WgmmaTf32<true>(d, a_big[s], descriptor(stage, s));
+      if (s * 8 < cols) WgmmaTf32<true>(d, a_big[s], SwizzledStepDescriptor<P::kChunkRows>(stage, s));
     }
     WgmmaCommit();
   };
