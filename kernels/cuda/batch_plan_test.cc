@@ -153,8 +153,8 @@ TEST(BatchPlanTest, AlgorithmsFollowThePolicy) {
   EXPECT_EQ(PlanBatch(fast, {.wgmma_available = false}).runs[0].algorithm, Algorithm::kAuto);
   fast[0].dim = 48;  // wider than the wgmma kernels take
   EXPECT_EQ(PlanBatch(fast, {.wgmma_available = true}).runs[0].algorithm, Algorithm::kAuto);
-  // Fast precision's lengths (ChooseFastAlgorithm): 64 or more Gaussians a
-  // state from 64 frames, 32 to 63 a state from 96 frames, narrower never.
+  // Fast precision's lengths (ChooseFastAlgorithm): 32 or more Gaussians a
+  // state from 64 frames, narrower never.
   auto fast_choice = [](int64_t rows, int64_t gaussians_per_state) {
     std::vector<PlanWindow> one = {Window(&kModelA, rows, 36, 100, 100 * gaussians_per_state)};
     one[0].precision = Precision::kFast;
@@ -162,10 +162,9 @@ TEST(BatchPlanTest, AlgorithmsFollowThePolicy) {
   };
   EXPECT_EQ(fast_choice(63, 256), Algorithm::kAuto);
   EXPECT_EQ(fast_choice(64, 256), Algorithm::kWgmmaHalf);
-  EXPECT_EQ(fast_choice(64, 64), Algorithm::kWgmmaHalf);
   EXPECT_EQ(fast_choice(160, 256), Algorithm::kWgmmaHalf);
-  EXPECT_EQ(fast_choice(95, 63), Algorithm::kAuto);
-  EXPECT_EQ(fast_choice(96, 32), Algorithm::kWgmmaHalf);
+  EXPECT_EQ(fast_choice(63, 32), Algorithm::kAuto);
+  EXPECT_EQ(fast_choice(64, 32), Algorithm::kWgmmaHalf);
   EXPECT_EQ(fast_choice(4096, 31), Algorithm::kAuto);
   // The caller's algorithm wins, and one-launch needs split8 everywhere.
   const BatchPlan asked = PlanBatch(short_runs, {.requested = Algorithm::kFused16});

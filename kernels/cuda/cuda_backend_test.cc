@@ -290,7 +290,7 @@ TEST_F(CudaBackendTest, ManyChunksOfOneModelScoreAsOneRun) {
   }
 }
 
-// Per-model precision: a kFast window of >= 96 frames on a model of 32
+// Per-model precision: a kFast window of >= 64 frames on a model of 32
 // Gaussians a state takes the wgmma_f16 path on an H100/H200 (its float32
 // rounding differs from the exact kernels', so the answers are not bitwise
 // equal there) and stays within the fast bound; kExact windows of the same

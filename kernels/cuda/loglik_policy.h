@@ -178,11 +178,14 @@ struct WgmmaHalfPolicy {
   static constexpr int kMinBlocks = 2;
   static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 
+  // A stage's big and small matrices; after all stages, each stage's table
+  // of the chunk's K values (float) and row-group states (int).
+  static constexpr int kTableBytes = 4 * (kChunkRows + kChunkGroups);
   GMMSCORE_HOST_DEVICE static constexpr size_t StageBytes(int cols) {
     return 2ull * kChunkRows * cols * sizeof(uint16_t);
   }
   GMMSCORE_HOST_DEVICE static constexpr size_t SharedBytes(int cols) {
-    return kStages * StageBytes(cols);
+    return kStages * (StageBytes(cols) + kTableBytes);
   }
 };
 
@@ -216,29 +219,25 @@ inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
 }
 
 // Algorithm for kAuto on a model of Precision::kFast: the 3xFP16 wgmma
-// kernel where it beat fused8x4 on the H100 (loglik_bench, 2026-11-28,
-// docs/loglik_h100_wgmma_f16.csv; PERFORMANCE.md "3xFP16 on wgmma"), else
-// the exact choice. It scores 128-frame tiles, so its time is flat up to
-// 128 frames and steps at 129. Frames/s at T = 64 / 96 / 256, wgmma_f16
-// against fused8x4:
-// - >= 64 Gaussians a state, from 64 frames: 5000x256x36 165k vs 126k,
-//   245k vs 130k, 373k vs 172k; 5000x64x39 486k vs 435k, 732k vs 460k,
-//   1.09M vs 613k.
-// - >= 32 a state, from 96 frames: 5000x32x39 824k vs 840k at T = 64 (a
-//   2% loss), 1.23M vs 880k at 96, 1.87M vs 1.17M at 256.
-// Narrower states and windows under 64 frames were not measured and stay
-// exact. The TF32 wgmma kernel (kWgmma) lost to wgmma_f16 in every row of
-// that run (275k vs 373k on 5000x256x36 at T = 256) and is no longer chosen.
+// kernel where it beat fused8x4 on the H100 (loglik_bench, 2026-11-28, its
+// K values and states staged in shared memory: docs/loglik_h100_wgmma_f16_staged.csv;
+// PERFORMANCE.md "3xFP16 on wgmma"), else the exact choice. It scores
+// 128-frame tiles, so its time is flat up to 128 frames and steps at 129.
+// Frames/s at T = 64 / 256, wgmma_f16 against fused8x4:
+//   5000x256x36  256k vs 127k   569k vs 173k
+//   5000x64x39   684k vs 433k   1.52M vs 608k
+//   5000x32x39   1.05M vs 810k  2.37M vs 1.16M
+// so from 64 frames on every model of >= 32 Gaussians a state. Narrower
+// states and windows under 64 frames were not measured and stay exact. The
+// TF32 wgmma kernel (kWgmma) lost to wgmma_f16 in every row measured (275k
+// vs 373k on 5000x256x36 at T = 256 before the staging) and is no longer
+// chosen.
 // `wgmma_available`: a compute-capability-9.0 device.
-inline constexpr int kWgmmaMinFramesWide = 64;    // >= 64 Gaussians a state
-inline constexpr int kWgmmaMinFrames = 96;        // >= 32 Gaussians a state
+inline constexpr int kWgmmaMinFrames = 64;        // >= 32 Gaussians a state
 inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, int num_states,
                                      bool wgmma_available) {
-  if (wgmma_available && num_states > 0) {
-    const int64_t min_frames = num_gaussians >= 64LL * num_states ? kWgmmaMinFramesWide
-                               : num_gaussians >= 32LL * num_states ? kWgmmaMinFrames
-                                                                    : -1;
-    if (min_frames > 0 && num_frames >= min_frames) return Algorithm::kWgmmaHalf;
+  if (wgmma_available && num_states > 0 && num_gaussians >= 32LL * num_states && num_frames >= kWgmmaMinFrames) {
+    return Algorithm::kWgmmaHalf;
   }
   return ChooseAlgorithm(num_frames, num_gaussians);
 }

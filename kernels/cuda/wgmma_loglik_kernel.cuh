@@ -90,6 +90,9 @@ __device__ __forceinline__ void WgmmaTf32(float (&d)[32], const uint32_t (&a)[4]
 __device__ __forceinline__ void CopyAsync16(uint32_t shared_address, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address), "l"(global) : "memory");
 }
+__device__ __forceinline__ void CopyAsync4(uint32_t shared_address, const void* global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(shared_address), "l"(global) : "memory");
+}
 __device__ __forceinline__ void CopyAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ __forceinline__ void CopyAsyncWait() {
