@@ -145,7 +145,7 @@ TEST(BatchPlanTest, AlgorithmsFollowThePolicy) {
   short_runs[1].rows = 300;
   plan = PlanBatch(short_runs, {});
   EXPECT_FALSE(plan.one_launch);
-  // Fast precision on a wide model (>= 32 Gaussians a state), >= 256 frames:
+  // Fast precision on a wide model (>= 32 Gaussians a state), 256 frames:
   // wgmma_f16 where the device has it and the dimension fits, else the exact choice.
   std::vector<PlanWindow> fast = {Window(&kModelA, 256, 39, 100, 3200)};
   fast[0].precision = Precision::kFast;

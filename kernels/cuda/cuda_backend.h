@@ -1,8 +1,8 @@
 // The CUDA scoring backend: models resident on one device (untied and tied
 // mixtures), scored by the kernel each run's precision and length choose
-// (loglik_policy.h: split8, fused8x4, the wgmma tensor-core kernel for
+// (loglik_policy.h: split8, fused8x4, the wgmma_f16 tensor-core kernel for
 // "fast" models, or the one the caller names: fused8/16/32, fused8x2,
-// tf32x3, gemm),
+// tf32x3, wgmma, wgmma_f16, gemm),
 // with speaker transforms, top_k selection and model fusion on the device.
 // Its rooms: batch_plan.h (the host-side plan of a call), lane_pool.h
 // (leased lanes), lane_scoring.h (what runs on a lane), cuda_models.h.

@@ -105,9 +105,13 @@ INSTANTIATE_TEST_SUITE_P(
     // (odd and even quads of dimensions). Dimensions 25 and 33 have 7 and 9
     // k-steps of tensor-core columns, run by the tensor-core kernels' 8- and
     // 10-step instances (the steps past the model's columns skipped).
+    // Dimensions 5, 20 and 45 reach wgmma_f16's 2-step instance with one
+    // step of columns, its 3-step and its 6-step instances (45: the TF32
+    // kernels' 12-step ones too).
     ::testing::Values(Shape{1, 1, 1, 13}, Shape{63, 1, 1, 36}, Shape{65, 16, 16, 39}, Shape{130, 1, 256, 40},
                       Shape{257, 1, 32, 13}, Shape{300, 32, 32, 39}, Shape{97, 5, 70, 36}, Shape{65, 5, 5, 36},
-                      Shape{64, 7, 7, 39}, Shape{70, 3, 9, 25}, Shape{50, 2, 40, 33}),
+                      Shape{64, 7, 7, 39}, Shape{70, 3, 9, 25}, Shape{50, 2, 40, 33}, Shape{40, 3, 12, 5},
+                      Shape{45, 4, 20, 20}, Shape{33, 2, 36, 45}),
     [](const auto& info) { return ShapeName(info.param); });
 
 class CudaBackendTest : public CudaBackendFixture {};

@@ -69,6 +69,13 @@ HalfTensorCoreLayout BuildHalfTensorCoreLayout(const DiagGmmModel& model, const 
   const std::vector<int> exponents = ColumnExponents(model);
   layout.frame_scale.assign(layout.cols, 0.0f);
   for (int k = 0; k < 2 * dim; ++k) layout.frame_scale[k] = std::ldexp(1.0f, exponents[k]);
+  // A column that is zero in every row adds nothing: its frames' values are
+  // zeroed too, so that a large one cannot scale the rest of its frame down.
+  for (int k = 0; k < 2 * dim; ++k) {
+    bool zero = true;
+    for (int64_t g = 0; g < model.num_gaussians() && zero; ++g) zero = model.params().row(g)[1 + k] == 0.0f;
+    if (zero) layout.frame_scale[k] = 0.0f;
+  }
 
   const int64_t stored_rows = rows.rows + TensorCoreLayout::kChunkRows;
   layout.big.assign(stored_rows * layout.cols, 0);

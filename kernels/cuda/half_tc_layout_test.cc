@@ -36,6 +36,14 @@ void ExpectLayoutReproducesModel(const DiagGmmModel& model) {
       EXPECT_EQ(layout.frame_scale[k], 0.0f) << k;
       continue;
     }
+    bool zero_column = true;
+    for (int64_t g = 0; g < model.num_gaussians() && zero_column; ++g) {
+      zero_column = model.params().row(g)[1 + k] == 0.0f;
+    }
+    if (zero_column) {
+      EXPECT_EQ(layout.frame_scale[k], 0.0f) << "column " << k << " is zero in every row";
+      continue;
+    }
     int exponent = 0;
     EXPECT_EQ(std::frexp(layout.frame_scale[k], &exponent), 0.5f) << "column " << k << " is not a power of two";
   }
@@ -46,7 +54,10 @@ void ExpectLayoutReproducesModel(const DiagGmmModel& model) {
     const int64_t g = r < rows.rows ? rows.row_gaussian[r] : -1;
     if (g < 0) {
       EXPECT_EQ(layout.gconst[r], r < rows.rows ? kPaddingGconst : 0.0f) << "row " << r;
-      for (int k = 0; k < layout.cols; ++k) ASSERT_EQ(layout.big[r * layout.cols + k], 0) << "row " << r;
+      for (int k = 0; k < layout.cols; ++k) {
+        ASSERT_EQ(layout.big[r * layout.cols + k], 0) << "row " << r;
+        ASSERT_EQ(layout.small[r * layout.cols + k], 0) << "row " << r;
+      }
       continue;
     }
     const float* want = model.params().row(g);
@@ -72,6 +83,17 @@ TEST(HalfTensorCoreLayoutTest, SyntheticModelIsReproduced) {
                                        .seed = seed});
   ASSERT_TRUE(model.ok());
   ExpectLayoutReproducesModel(*model);
+}
+
+// One Gaussian is its own centre: every u is zero, and those columns take
+// no frame values (a large one would otherwise scale its whole frame down).
+TEST(HalfTensorCoreLayoutTest, ColumnsZeroInEveryRowTakeNoFrameValues) {
+  auto model = GenerateSyntheticModel({.num_states = 1, .min_gaussians = 1, .max_gaussians = 1, .dim = 13, .seed = 3});
+  ASSERT_TRUE(model.ok());
+  ExpectLayoutReproducesModel(*model);
+  const HalfTensorCoreLayout layout = BuildHalfTensorCoreLayout(*model, BuildTensorCoreLayout(*model));
+  for (int k = 0; k < 13; ++k) EXPECT_EQ(layout.frame_scale[k], 0.0f) << "u column " << k;
+  for (int k = 13; k < 26; ++k) EXPECT_GT(layout.frame_scale[k], 0.0f) << "v column " << k;
 }
 
 TEST(HalfTensorCoreLayoutTest, ParametersPastBinary16RangeAreScaledIntoIt) {

@@ -97,7 +97,9 @@ absl::Status LaunchWgmmaHalfLoglik(const DeviceModel& model, const float* featur
     return LaunchHalfSteps<decltype(steps_constant)::value>(model, features, num_frames, loglikes, info.sms,
                                                             stream);
   };
-  // One instance per step count: 2D = 26 (D = 13) to 94 (D = 47) columns.
+  // One instance per step count of 16 columns (2D columns): 2 for D <= 16
+  // (1 step for D <= 8 runs there, the columns past 2D being zero), up to 6
+  // for D <= 47.
   switch (steps) {
     case 1:
     case 2: return launch(std::integral_constant<int, 2>{});

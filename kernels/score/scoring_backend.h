@@ -67,9 +67,10 @@ absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 // How exactly a model is scored, chosen per model (the daemon's config file,
 // ModelConfig.precision):
 //   kExact  float32 kernels only: max error ~1e-4 nats (docs/PERFORMANCE.md)
-//   kFast   may use the 3xTF32 tensor-core kernels where they are faster for
-//           the window's shape (error up to 1e-3 nats); the same as kExact
-//           on the CPU backend and wherever no tensor-core kernel wins.
+//   kFast   may use a tensor-core kernel where it is faster for the window's
+//           shape (3xFP16 wgmma_f16 on an H100/H200; error up to 1e-3 nats);
+//           the same as kExact on the CPU backend and wherever no
+//           tensor-core kernel wins.
 enum class Precision { kExact, kFast };
 
 // "exact", "fast".
