@@ -35,17 +35,22 @@ std::vector<double> LikelyFrameReach(const DiagGmmModel& model) {
   return reach;
 }
 
+// The largest |value| of every u and v column over the model's Gaussians.
+std::vector<double> ColumnLargest(const DiagGmmModel& model) {
+  std::vector<double> largest(2 * model.dim(), 0.0);
+  for (int64_t g = 0; g < model.num_gaussians(); ++g) {
+    const float* row = model.params().row(g);
+    for (int k = 0; k < 2 * model.dim(); ++k) largest[k] = std::max(largest[k], std::abs(double{row[1 + k]}));
+  }
+  return largest;
+}
+
 // e_k for every u and v column: the model's largest |value| times 2^-e and
 // the frames' likely largest times 2^e meet in the middle (their product is
 // what the column contributes), the model side capped at kLargestScaled.
-std::vector<int> ColumnExponents(const DiagGmmModel& model) {
+std::vector<int> ColumnExponents(const DiagGmmModel& model, const std::vector<double>& largest) {
   const int dim = model.dim();
   const std::vector<double> reach = LikelyFrameReach(model);
-  std::vector<double> largest(2 * dim, 0.0);
-  for (int64_t g = 0; g < model.num_gaussians(); ++g) {
-    const float* row = model.params().row(g);
-    for (int k = 0; k < 2 * dim; ++k) largest[k] = std::max(largest[k], std::abs(double{row[1 + k]}));
-  }
   std::vector<int> exponents(2 * dim, 0);
   for (int k = 0; k < 2 * dim; ++k) {
     const double frame = k < dim ? reach[k] : reach[k - dim] * reach[k - dim];
@@ -66,15 +71,14 @@ HalfTensorCoreLayout BuildHalfTensorCoreLayout(const DiagGmmModel& model, const 
   HalfTensorCoreLayout layout;
   layout.cols = (2 * dim + HalfTensorCoreLayout::kStep - 1) / HalfTensorCoreLayout::kStep *
                 HalfTensorCoreLayout::kStep;
-  const std::vector<int> exponents = ColumnExponents(model);
-  layout.frame_scale.assign(layout.cols, 0.0f);
-  for (int k = 0; k < 2 * dim; ++k) layout.frame_scale[k] = std::ldexp(1.0f, exponents[k]);
+  const std::vector<double> largest = ColumnLargest(model);
+  const std::vector<int> exponents = ColumnExponents(model, largest);
   // A column that is zero in every row adds nothing: its frames' values are
-  // zeroed too, so that a large one cannot scale the rest of its frame down.
+  // zeroed too (scale 0), so that a large one cannot scale the rest of its
+  // frame down.
+  layout.frame_scale.assign(layout.cols, 0.0f);
   for (int k = 0; k < 2 * dim; ++k) {
-    bool zero = true;
-    for (int64_t g = 0; g < model.num_gaussians() && zero; ++g) zero = model.params().row(g)[1 + k] == 0.0f;
-    if (zero) layout.frame_scale[k] = 0.0f;
+    layout.frame_scale[k] = largest[k] > 0.0 ? std::ldexp(1.0f, exponents[k]) : 0.0f;
   }
 
   const int64_t stored_rows = rows.rows + TensorCoreLayout::kChunkRows;

@@ -136,23 +136,29 @@ struct TensorCorePolicy {
   }
 };
 
-// The wgmma kernel (wgmma_loglik_kernel.cuh, sm_90a); docs/PERFORMANCE.md,
-// "The wgmma kernel (sm_90a) and why it stops at ~280k", on how it was built
-// and what bounds it.
-template <int kStepsIn>
-struct WgmmaPolicy {
-  static constexpr int kSteps = kStepsIn;  // k-steps of 8: cols <= 8 * kSteps
+// The block shape both wgmma kernels share (wgmma_loglik_kernel.cuh and
+// wgmma_half_loglik_kernel.cuh, sm_90a): two warpgroups of 64 frames share
+// each 64-row model chunk, two stages (chunk c in use, chunk c + 1 loading).
+// Two blocks per SM (2 x 80 KB of shared memory at D = 36/39 for TF32); this
+// caps registers at 128 (ptxas, CUDA 13.0: 136 bytes of spills at the TF32
+// kernel's kSteps 10, still 1.2x faster than one block of 208 registers
+// without them).
+struct WgmmaBlockShape {
   static constexpr int kWarpGroups = 2;
   static constexpr int kThreads = 128 * kWarpGroups;
   static constexpr int kFrames = 64 * kWarpGroups;
   static constexpr int kChunkRows = 64;    // the MMA's N
   static constexpr int kChunkGroups = kChunkRows / 8;
-  static constexpr int kStages = 2;        // chunk c in use, chunk c + 1 loading
-  // Two blocks per SM (2 x 80 KB of shared memory at D = 36/39); this caps
-  // registers at 128 (ptxas, CUDA 13.0: 136 bytes of spills at kSteps 10,
-  // still 1.2x faster than one block of 208 registers without them).
+  static constexpr int kStages = 2;
   static constexpr int kMinBlocks = 2;
   static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
+};
+
+// The wgmma kernel (3xTF32); docs/PERFORMANCE.md, "The wgmma kernel (sm_90a)
+// and why it stops at ~280k", on how it was built and what bounds it.
+template <int kStepsIn>
+struct WgmmaPolicy : WgmmaBlockShape {
+  static constexpr int kSteps = kStepsIn;  // k-steps of 8: cols <= 8 * kSteps
 
   // One stage holds a chunk's big and small matrices.
   GMMSCORE_HOST_DEVICE static constexpr size_t StageBytes(int cols) {
@@ -163,20 +169,11 @@ struct WgmmaPolicy {
   }
 };
 
-// The 3xFP16 wgmma kernel (wgmma_half_loglik_kernel.cuh): the same block
-// shape and order as WgmmaPolicy, with k-steps of 16 halves (a 32-byte row
-// per step, as TF32's 8), so a chunk's stage is half the bytes.
+// The 3xFP16 wgmma kernel: k-steps of 16 halves (a 32-byte row per step, as
+// TF32's 8), so a chunk's stage is half the bytes.
 template <int kStepsIn>
-struct WgmmaHalfPolicy {
+struct WgmmaHalfPolicy : WgmmaBlockShape {
   static constexpr int kSteps = kStepsIn;  // k-steps of 16: cols <= 16 * kSteps
-  static constexpr int kWarpGroups = 2;
-  static constexpr int kThreads = 128 * kWarpGroups;
-  static constexpr int kFrames = 64 * kWarpGroups;
-  static constexpr int kChunkRows = 64;
-  static constexpr int kChunkGroups = kChunkRows / 8;
-  static constexpr int kStages = 2;
-  static constexpr int kMinBlocks = 2;
-  static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 
   // A stage's big and small matrices; after all stages, each stage's table
   // of the chunk's K values (float) and row-group states (int).
