@@ -54,7 +54,7 @@ class CudaBackend : public ScoringBackend {
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync),
                              "make CUDA waits block");
     GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
-    wgmma_available_ = info.major == 9 && info.minor == 0;  // the wgmma kernel is sm_90a code only
+    wgmma_available_ = info.has_wgmma();
     GMM_ASSIGN_OR_RETURN(lanes_, LanePool::Create(device_, kLanes));
     if (const int64_t blocks = options_.pinned_scores_bytes / kScoresBlockBytes; blocks > 0) {
       scores_pool_ = PinnedBlockPool::Create(kScoresBlockBytes, blocks, PinnedBlockPool::CudaPinned(),

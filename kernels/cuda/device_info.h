@@ -20,6 +20,10 @@ struct DeviceInfo {
   int major = 0;  // compute capability
   int minor = 0;
   int sms = 0;    // multiprocessors
+
+  // Compute capability 9.0 (H100, H200): the wgmma kernels exist as sm_90a
+  // machine code only.
+  bool has_wgmma() const { return major == 9 && minor == 0; }
 };
 
 // Number of CUDA devices that answer (0 when there is no driver or device).

@@ -25,7 +25,7 @@ absl::StatusOr<DeviceModel> DeviceModel::Upload(const DiagGmmModel& model) {
   const FusedLayout layout = BuildFusedLayout(model, kFusedStatesPerBlock);
   const TensorCoreLayout tc = BuildTensorCoreLayout(model);
   GMM_ASSIGN_OR_RETURN(const DeviceInfo info, CurrentDeviceInfo());
-  const bool wants_halves = info.major == 9 && info.minor == 0 && model.dim() <= kWgmmaMaxDim;
+  const bool wants_halves = info.has_wgmma() && model.dim() <= kWgmmaMaxDim;
   const HalfTensorCoreLayout halves = wants_halves ? BuildHalfTensorCoreLayout(model, tc) : HalfTensorCoreLayout{};
   const ConstMatrixView params = model.params();
   const int64_t needed =

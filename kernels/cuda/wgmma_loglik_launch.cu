@@ -58,7 +58,7 @@ absl::Status LaunchHalfSteps(const DeviceModel& model, const float* features, in
 }
 
 absl::Status RequireHopper(const DeviceInfo& info) {
-  if (info.major == 9 && info.minor == 0) return absl::OkStatus();
+  if (info.has_wgmma()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "wgmma needs a compute capability 9.0 GPU (H100, H200); this one is ", info.major, ".", info.minor));
 }
