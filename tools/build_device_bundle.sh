@@ -4,10 +4,16 @@
 # cuBLAS, which the GPU machine's CUDA install provides), into .device/ so the
 # device tool can carry them to a machine without our Debian packages.
 #   tools/build_device_bundle.sh && <device run, carry .devpack> tools/gpu_check.sh
+# TARGETS="cuda_backend_test loglik_bench" bundles only those (a kernel's
+# tests and benchmark without building the daemon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(cuda_backend_test fused_layout_test loglik_bench)
-targets+=($(cat tools/device_extra_targets.txt 2>/dev/null || true))
+if [ -n "${TARGETS:-}" ]; then
+  read -r -a targets <<< "$TARGETS"
+else
+  targets=(cuda_backend_test fused_layout_test loglik_bench)
+  targets+=($(cat tools/device_extra_targets.txt 2>/dev/null || true))
+fi
 build=${BUILD_DIR:-build-device}
 cmake -S . -B "$build" -G Ninja -DGMMSCORE_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" "${targets[@]}"

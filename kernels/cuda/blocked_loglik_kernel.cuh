@@ -37,6 +37,12 @@
 // Frames beyond the window and the dimension padding are zeros in shared
 // memory; empty slots (slot_state < 0) compute on padding Gaussians and
 // write nothing.
+//
+// Slices (gridDim.z > 1): each block takes a contiguous run of its states'
+// groups and writes (max, sum) partials that MergeSlicesKernel folds, as
+// the split kernel does. They exist for the last wave: at T = 256 on
+// 5000 x 256 x 36 the 2528 blocks fill 3.2 waves of 792 resident blocks,
+// and the fourth runs a fifth full (ChooseBlockedSlices, loglik_policy.h).
 #ifndef GMMSCORE_KERNELS_CUDA_BLOCKED_LOGLIK_KERNEL_CUH_
 #define GMMSCORE_KERNELS_CUDA_BLOCKED_LOGLIK_KERNEL_CUH_
 
@@ -128,9 +134,11 @@ __device__ __forceinline__ void AccumulateGroupQuad(const GroupQuad<kGroup>& p, 
 
 }  // namespace blocked_detail
 
+// `partials`: null with one slice; else [slice][frame][state] (max, sum)
+// pairs in natural-log units, as two planes of slices * frames * states.
 template <typename Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
-    BlockedLoglikKernel(const FusedKernelArgs args) {
+    BlockedLoglikKernel(const FusedKernelArgs args, float* __restrict__ partials) {
   using blocked_detail::kLn2;
   using blocked_detail::kLog2E;
   constexpr int kFrames = Policy::kFramesPerBlock;
@@ -157,7 +165,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   float running_sum[kFrames];
   StartLogSums(running_max, running_sum);
 
+  // This block's slice: whole groups [begin, end) of the block's Gaussians.
   const int gaussians = args.block_gaussians[block];
+  const int groups = (gaussians + kGroup - 1) / kGroup;
+  const int per_slice = (groups + gridDim.z - 1) / gridDim.z;
+  const int begin = min(gaussians, static_cast<int>(blockIdx.z) * per_slice * kGroup);
+  const int end = min(gaussians, begin + per_slice * kGroup);
   const float* gconst = args.gconsts + args.block_gconst_offset[block] + lane;
   // Model reads are `ab + offset` with 32-bit offsets in float4s (the
   // launcher checks that a block fits): one 64-bit base instead of a 64-bit
@@ -167,37 +180,37 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // Offset of quad 0 (part a) of the group's first Gaussian, and from it to
   // each member's; 0 for a missing member of a short last group (its
   // parameters are the first's again: read, never counted).
-  uint32_t first = 0;
+  uint32_t first = static_cast<uint32_t>(begin) * stride;
   uint32_t member[kGroup];
 #pragma unroll
-  for (int j = 0; j < kGroup; ++j) member[j] = j < gaussians ? j * stride : 0;
+  for (int j = 0; j < kGroup; ++j) member[j] = begin + j < end ? j * stride : 0;
 
   // Two register sets of one quad of the group, used in turn (ping-pong):
   // while one feeds the FFMAs the other is being loaded, one quad ahead.
   // Writing the loop twice over instead of copying `next` into `current`
   // saves the 8 * kGroup register moves per quad that a rotating prefetch costs.
   blocked_detail::GroupQuad<kGroup> set_a{}, set_b{};
-  if (gaussians > 0) set_a = blocked_detail::LoadGroupQuad<kStates>(ab, first, member);
+  if (begin < end) set_a = blocked_detail::LoadGroupQuad<kStates>(ab, first, member);
 
-  for (int g = 0; g < gaussians; g += kGroup) {
+  for (int g = begin; g < end; g += kGroup) {
     // K' in base 2, loaded here so the loads are done by the log-add; -inf
     // for a missing member.
     float k[kGroup];
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
-      k[j] = j == 0 || g + j < gaussians ? __ldg(gconst + (g + j) * kStates) * kLog2E : -INFINITY;
+      k[j] = j == 0 || g + j < end ? __ldg(gconst + (g + j) * kStates) * kLog2E : -INFINITY;
     }
     // The next group: Gaussians g + kGroup on (a missing member re-reads
     // its first). After the last group the prefetch re-reads this group's
     // quad 0 instead (in bounds, cached, unused): an unconditional load lets
     // the register set it overwrites die at its last use, where a skipped
     // load would keep the old set alive through the next quad.
-    const bool more = g + kGroup < gaussians;
+    const bool more = g + kGroup < end;
     const uint32_t next_first = more ? first + kGroup * stride : first;
     uint32_t next_member[kGroup];
 #pragma unroll
     for (int j = 0; j < kGroup; ++j) {
-      next_member[j] = more ? (g + kGroup + j < gaussians ? j * stride : 0) : member[j];
+      next_member[j] = more ? (g + kGroup + j < end ? j * stride : 0) : member[j];
     }
 
     float acc[kGroup][kFrames];
@@ -245,13 +258,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
 
   const int state = args.slot_state[block * kStates + lane];
   if (state < 0) return;
+  const int64_t plane = static_cast<int64_t>(gridDim.z) * args.num_frames * args.num_states;
 #pragma unroll
   for (int f = 0; f < kFrames; ++f) {
     const int64_t frame = first_frame + f;
-    if (frame < args.num_frames) {
+    if (frame >= args.num_frames) continue;
+    if (partials == nullptr) {
       // (max + log2 sum) ln 2 with one rounding of the large term.
       args.loglikes[frame * args.num_states + state] =
           fmaf(running_max[f], kLn2, blocked_detail::FastLog2(running_sum[f]) * kLn2);
+    } else {
+      // An empty slice (fewer groups than slices) leaves (-inf, 0), which
+      // the merge skips.
+      const int64_t at = (static_cast<int64_t>(blockIdx.z) * args.num_frames + frame) * args.num_states + state;
+      partials[at] = running_max[f] * kLn2;
+      partials[plane + at] = running_sum[f];
     }
   }
 }

@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_backend_fixture.h"
 #include "kernels/cuda/gpu_test_util.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_info.h"
 #include "kernels/cuda/device_model.h"
 #include "kernels/cuda/loglik_launch.h"
 #include "kernels/cuda/loglik_policy.h"
@@ -195,6 +196,32 @@ TEST_F(CudaBackendTest, ConcurrentCallersGetTheirOwnAnswers) {
   }
   for (auto& t : threads) t.join();
   for (int i = 0; i < 12; ++i) EXPECT_EQ(mismatches[i], 0) << "caller " << i;
+}
+
+TEST_F(CudaBackendTest, BlockedKernelsSliceGaussiansOfAShortLaunch) {
+  // 300 states of 1 to 130 Gaussians, sorted into 5 state blocks: a
+  // 100-frame window is 13 tiles x 5 blocks, a tenth of a wave, so the
+  // blocked kernels cut each block's Gaussians into 4 slices. The last state
+  // block's states have the fewest Gaussians: its later slices are empty
+  // and must merge as nothing.
+  auto prepared = Prepare({.num_states = 300, .min_gaussians = 1, .max_gaussians = 130, .dim = 39, .seed = 77});
+  const DiagGmmModel& model = prepared->model();
+  auto device = CurrentDeviceInfo();
+  ASSERT_TRUE(device.ok()) << device.status();
+  const int64_t frames = 100;
+  const int64_t blocks = (frames + 7) / 8 * ((model.num_states() + 63) / 64);
+  ASSERT_EQ(ChooseBlockedSlices(blocks, int64_t{device->sms} * Fused8x4Policy::kMinBlocksPerSm,
+                                (model.max_gaussians_per_state() + 3) / 4, frames * model.num_states()),
+            4)
+      << "the window no longer slices: the test would not reach the partials";
+  const FloatMatrix features = GenerateSyntheticFeatures(model, frames, 78);
+  const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view());
+  for (Algorithm algorithm : {Algorithm::kFused8x2, Algorithm::kFused8x4}) {
+    ScoreResult result;
+    result.loglikes = FloatMatrix(frames, model.num_states(), NAN);
+    ASSERT_TRUE(backend_->Score(*prepared, features.view(), {.algorithm = algorithm}, &result).ok());
+    EXPECT_LE(MaxNormalizedError(result.loglikes, reference), ErrorBound(algorithm)) << AlgorithmName(algorithm);
+  }
 }
 
 TEST_F(CudaBackendTest, GemmPathSlicesLongWindows) {

@@ -58,7 +58,7 @@ FusedLayout BuildFusedLayout(const DiagGmmModel& model, int states_per_block) {
         const int64_t base = layout.block_ab_offset[b] +
                              ((static_cast<int64_t>(g) * layout.dim4 + q) * 2) * states_per_block + lane;
         (&layout.ab[base].x)[d % 4] = static_cast<float>(root);
-        (&layout.ab[base + states_per_block].x)[d % 4] = static_cast<float>(-u[d] / (2.0 * root));
+        (&layout.ab[base + states_per_block].x)[BComponent(d % 4)] = static_cast<float>(-u[d] / (2.0 * root));
       }
       layout.gconsts[layout.block_gconst_offset[b] + static_cast<int64_t>(g) * states_per_block + lane] =
           static_cast<float>(gconst);

@@ -30,9 +30,9 @@ FloatMatrix EmulateFusedKernel(const FusedLayout& layout, const DiagGmmModel& mo
           for (int q = 0; q < layout.dim4; ++q) {
             const int64_t base = layout.block_ab_offset[b] + ((int64_t{g} * layout.dim4 + q) * 2) * lanes + lane;
             const Float4 a4 = layout.ab[base], b4 = layout.ab[base + lanes];
-            const double a[4] = {a4.x, a4.y, a4.z, a4.w}, bb[4] = {b4.x, b4.y, b4.z, b4.w};
+            const double a[4] = {a4.x, a4.y, a4.z, a4.w}, b_stored[4] = {b4.x, b4.y, b4.z, b4.w};
             for (int i = 0; i < 4; ++i) {
-              const double z = a[i] * y[4 * q + i] + bb[i];
+              const double z = a[i] * y[4 * q + i] + b_stored[BComponent(i)];
               acc -= z * z;
             }
           }

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/fused_layout.h"
 #include "kernels/cuda/internal/frame_staging.cuh"
 #include "kernels/cuda/internal/log_math.cuh"
 
@@ -37,12 +38,14 @@ struct FusedKernelArgs {
   float* loglikes;  // num_frames x num_states, row-major
 };
 
-// acc - sum_i (a_i x_i + b_i)^2 over one quad of dimensions: 8 FMAs.
+// acc - sum_i (a_i x_i + b_i)^2 over one quad of dimensions: 8 FMAs. b_i
+// is in component BComponent(i) (fused_layout.h).
 __device__ __forceinline__ float SubtractSquaredDistance(float4 a, float4 b, float4 x, float acc) {
-  const float z0 = fmaf(a.x, x.x, b.x);
-  const float z1 = fmaf(a.y, x.y, b.y);
-  const float z2 = fmaf(a.z, x.z, b.z);
-  const float z3 = fmaf(a.w, x.w, b.w);
+  static_assert(BComponent(0) == 1 && BComponent(1) == 2 && BComponent(2) == 3 && BComponent(3) == 0);
+  const float z0 = fmaf(a.x, x.x, b.y);
+  const float z1 = fmaf(a.y, x.y, b.z);
+  const float z2 = fmaf(a.z, x.z, b.w);
+  const float z3 = fmaf(a.w, x.w, b.x);
   acc = fmaf(-z0, z0, acc);
   acc = fmaf(-z1, z1, acc);
   acc = fmaf(-z2, z2, acc);

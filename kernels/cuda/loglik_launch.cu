@@ -72,11 +72,12 @@ bool FitsBlocked(const DeviceModel& model) {
   return block_float4s <= int64_t{0xffffffff};
 }
 
-// The register-blocked kernel: the fused kernel's grid, shared memory and
-// launch cuts; its model offsets within a block are 32-bit.
+// The register-blocked kernel: the fused kernel's grid and shared memory,
+// its model offsets within a block 32-bit, and its states' Gaussians in
+// ChooseBlockedSlices slices (merged after) where that fills the last wave.
 template <typename Policy>
 absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int64_t num_frames,
-                           float* loglikes, cudaStream_t stream) {
+                           float* loglikes, LoglikWorkspace& workspace, cudaStream_t stream) {
   const size_t shared_bytes = 1ull * Policy::kFramesPerBlock * model.dim4 * sizeof(float4);
   GMM_RETURN_IF_ERROR(CheckFusedBlocks(model));
   if (!FitsBlocked<Policy>(model)) {
@@ -85,14 +86,29 @@ absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int6
                                                        Policy::kGaussiansPerThread,
                                                    " Gaussians per state at dimension ", model.dim));
   }
+  GMM_ASSIGN_OR_RETURN(const DeviceInfo device, CurrentDeviceInfo());
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
-    const FusedKernelArgs args =
-        MakeFusedArgs(model, features + first * model.dim, frames, loglikes + first * model.num_states);
-    const dim3 grid(static_cast<unsigned>((frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock),
-                    model.num_fused_blocks);
-    BlockedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args);
+    const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
+    const int groups = static_cast<int>((model.max_block_gaussians + Policy::kGaussiansPerThread - 1) /
+                                        Policy::kGaussiansPerThread);
+    const int64_t count = frames * model.num_states;
+    const int slices = ChooseBlockedSlices(tiles * model.num_fused_blocks,
+                                           int64_t{device.sms} * Policy::kMinBlocksPerSm, groups, count);
+    float* out = loglikes + first * model.num_states;
+    float* partials = nullptr;
+    if (slices > 1) {
+      GMM_RETURN_IF_ERROR(EnsureCapacity(workspace.slice_partials, 2 * slices * count));
+      partials = workspace.slice_partials.data();
+    }
+    const FusedKernelArgs args = MakeFusedArgs(model, features + first * model.dim, frames, out);
+    const dim3 grid(static_cast<unsigned>(tiles), model.num_fused_blocks, slices);
+    BlockedLoglikKernel<Policy><<<grid, Policy::kThreads, shared_bytes, stream>>>(args, partials);
     GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch register-blocked likelihood kernel");
+    if (slices > 1) {
+      MergeSlicesKernel<<<static_cast<unsigned>((count + 255) / 256), 256, 0, stream>>>(partials, slices, count, out);
+      GMM_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launch slice merge");
+    }
   }
   return absl::OkStatus();
 }
@@ -229,9 +245,9 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
     case Algorithm::kFused32:
       return LaunchFused<Fused32Policy>(model, features, num_frames, loglikes, stream);
     case Algorithm::kFused8x2:
-      return LaunchBlocked<Fused8x2Policy>(model, features, num_frames, loglikes, stream);
+      return LaunchBlocked<Fused8x2Policy>(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kFused8x4:
-      return LaunchBlocked<Fused8x4Policy>(model, features, num_frames, loglikes, stream);
+      return LaunchBlocked<Fused8x4Policy>(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kSplit8:
       return LaunchSplit(model, features, num_frames, loglikes, workspace, stream);
     case Algorithm::kTf32x3:

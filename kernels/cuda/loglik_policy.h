@@ -7,6 +7,7 @@
 #ifndef GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
 #define GMMSCORE_KERNELS_CUDA_LOGLIK_POLICY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -115,6 +116,40 @@ using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
 // T = 1024 shows every form issuing in 67-70% of the cycles with 76% of
 // the instructions FFMAs (the FMA pipe 54%), at 3 to 5 warps a scheduler.
 using Fused8x4Policy = BlockedPolicy<Algorithm::kFused8x4, 8, 4, 6>;
+
+// Slices of each state block's Gaussians for a register-blocked launch, so
+// that the last wave of blocks is not mostly empty. `blocks`: frame tiles x
+// state blocks; `slots`: blocks resident at once (SMs x kMinBlocksPerSm);
+// `groups`: the most Gaussian groups of a state block; `outputs`: frames x
+// states of the launch. The wave efficiency waves / ceil(waves) is computed
+// for 1 to kMaxBlockedSlices slices, each of at least kMinGroupsPerSlice
+// groups (below that the partials and the merge cost more than a tail: 8
+// groups of 4 are 2304 FFMAs a frame and state against 16 bytes of
+// partials) and with all partials within kMaxSlicePartialBytes (the
+// workspace stays bounded whatever the batch), and the fewest slices within
+// 0.02 of the best are taken. 5000 x 256 x 36 (64 groups of 4) on 132 SMs x
+// 6: T = 256, 2528 blocks, 3.19 waves: 1 slice 0.80, 2 0.91, 3 0.96, 4 0.98
+// -> 4 (41 MB of partials); T = 128 -> 3; T = 160 (1.99 waves) and 1024
+// (12.8) -> 1.
+inline constexpr int kMaxBlockedSlices = 4;
+inline constexpr int kMinGroupsPerSlice = 8;
+inline constexpr int64_t kMaxSlicePartialBytes = int64_t{64} << 20;
+inline int ChooseBlockedSlices(int64_t blocks, int64_t slots, int groups, int64_t outputs) {
+  if (blocks <= 0 || slots <= 0 || outputs <= 0) return 1;
+  const auto efficiency = [&](int slices) {
+    const double waves = static_cast<double>(blocks * slices) / static_cast<double>(slots);
+    return waves / static_cast<double>((blocks * slices + slots - 1) / slots);
+  };
+  const int64_t by_bytes = kMaxSlicePartialBytes / (outputs * 2 * static_cast<int64_t>(sizeof(float)));
+  const int most = static_cast<int>(
+      std::clamp<int64_t>(std::min<int64_t>(groups / kMinGroupsPerSlice, by_bytes), 1, kMaxBlockedSlices));
+  double best = 0.0;
+  for (int slices = 1; slices <= most; ++slices) best = std::max(best, efficiency(slices));
+  for (int slices = 1; slices < most; ++slices) {
+    if (efficiency(slices) >= best - 0.02) return slices;
+  }
+  return most;
+}
 
 // The mma.sync 3xTF32 kernel (tc_loglik_kernel.cuh): four warps of 16
 // frames each; the model's big and small TF32 parts stream through shared
