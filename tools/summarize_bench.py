@@ -8,7 +8,12 @@ import sys
 
 def main(bench_csv, torch_csv):
     rows = list(csv.DictReader(open(bench_csv)))
-    torch_rows = {(r["model"], r["frames"]): float(r["kernel_ms"]) for r in csv.DictReader(open(torch_csv))}
+    # x_torch is against PyTorch in float32 ("pytorch"); its TF32 and float16
+    # forms (bench_pytorch.py --precisions) are listed as rows of their own.
+    all_torch = list(csv.DictReader(open(torch_csv)))
+    torch_rows = {(r["model"], r["frames"]): float(r["kernel_ms"])
+                  for r in all_torch if r.get("algo", "pytorch") == "pytorch"}
+    other_torch = [r for r in all_torch if r.get("algo", "pytorch") != "pytorch"]
     if rows:
         print(f"\nGPU {rows[0]['device']}: FMA peak {float(rows[0]['fma_peak_tflops']):.1f} TFLOP/s, "
               f"copy {float(rows[0]['copy_gbs']):.0f} GB/s (measured this run)")
@@ -16,6 +21,11 @@ def main(bench_csv, torch_csv):
           f"{'x_gemm':>7s} {'x_torch':>8s} {'e2e_ms':>8s} {'max_err':>8s}")
     for (model, frames), torch_ms in sorted(torch_rows.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
         print(f"{model:12s} {frames:>5s} {'pytorch':8s} {int(frames) / (torch_ms * 1e-3):11.0f}")
+        for r in other_torch:
+            if r["model"] == model and r["frames"] == frames:
+                print(f"{model:12s} {frames:>5s} {r['algo']:8s} {float(r['frames_per_s']):11.0f} "
+                      f"{'':8s} {'':6s} {'':7s} {torch_ms / float(r['kernel_ms']):8.2f} {'':8s} "
+                      f"{float(r['max_abs_error']):8.2g}")
         for r in rows:
             if r["model"] == model and r["frames"] == frames:
                 print(f"{model:12s} {frames:>5s} {r['algo']:8s} {float(r['frames_per_s']):11.0f} "

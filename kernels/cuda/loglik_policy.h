@@ -112,9 +112,14 @@ using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
 // 8 x 4 is the only one ahead of fused8x2 at every length from 64 frames,
 // on 5000x32x39 too (T = 160: 1.13M vs 1.04M), and level at T = 1024; the
 // 16-frame tiles win at T >= 160 on the big model but lose 15-20% at the
-// daemon's short batches. None reaches 200k at T = 256: Nsight Compute at
-// T = 1024 shows every form issuing in 67-70% of the cycles with 76% of
-// the instructions FFMAs (the FMA pipe 54%), at 3 to 5 warps a scheduler.
+// daemon's short batches. That sweep predates the rotated b layout
+// (fused_layout.h BComponent) and the Gaussian slices, which took fused8x4
+// on 5000x256x36 from 170k to 208k at T = 256 and 185k to 218k at T = 1024
+// (H200, 2026-11-28; the FMA pipe from 54% to 65% busy); it was not re-run.
+// Blocks of two and three frame groups sharing the model reads through L1
+// (16 and 24 frames a block, 168 registers) halved the L2 traffic and gained
+// nothing (168.6k and 160k against 168.5k at T = 256, the same H200):
+// docs/PERFORMANCE.md, "The fp32 kernel past 200k".
 using Fused8x4Policy = BlockedPolicy<Algorithm::kFused8x4, 8, 4, 6>;
 
 // Slices of each state block's Gaussians for a register-blocked launch, so
