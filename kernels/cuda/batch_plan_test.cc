@@ -137,14 +137,21 @@ TEST(BatchPlanTest, EachDistinctTransformIsPackedOnceAfterTheFrames) {
 TEST(BatchPlanTest, AlgorithmsFollowThePolicy) {
   // Exact windows: kAuto (LaunchLoglik's choice); several short runs of
   // different models: one multi-model split8 launch.
-  std::vector<PlanWindow> short_runs = {Window(&kModelA, 20), Window(&kModelB, 30)};
+  std::vector<PlanWindow> short_runs = {Window(&kModelA, 20), Window(&kModelB, 31)};
   BatchPlan plan = PlanBatch(short_runs, {});
   EXPECT_EQ(plan.runs[0].algorithm, Algorithm::kAuto);
   EXPECT_TRUE(plan.one_launch);
-  // A long run is fused8x4's: one launch each.
-  short_runs[1].rows = 300;
-  plan = PlanBatch(short_runs, {});
-  EXPECT_FALSE(plan.one_launch);
+  // From 32 frames a run is fused8x2's, from 64 fused8x4's: one launch each.
+  for (int64_t rows : {32, 63, 64, 300}) {
+    short_runs[1].rows = rows;
+    plan = PlanBatch(short_runs, {});
+    EXPECT_FALSE(plan.one_launch) << rows;
+  }
+  short_runs[1].rows = 30;
+  EXPECT_EQ(ChooseAlgorithm(31, 3200), Algorithm::kSplit8);
+  EXPECT_EQ(ChooseAlgorithm(32, 3200), Algorithm::kFused8x2);
+  EXPECT_EQ(ChooseAlgorithm(63, 3200), Algorithm::kFused8x2);
+  EXPECT_EQ(ChooseAlgorithm(64, 3200), Algorithm::kFused8x4);
   // Fast precision on a wide model (>= 32 Gaussians a state), 256 frames:
   // wgmma_f16 where the device has it and the dimension fits, else the exact choice.
   std::vector<PlanWindow> fast = {Window(&kModelA, 256, 39, 100, 3200)};

@@ -1,7 +1,7 @@
 // The CUDA scoring backend: models resident on one device (untied and tied
 // mixtures), scored by the kernel each run's precision and length choose
-// (loglik_policy.h: split8, fused8x4, the wgmma_f16 tensor-core kernel for
-// "fast" models, or the one the caller names: fused8/16/32, fused8x2,
+// (loglik_policy.h: split8, fused8x2, fused8x4, the wgmma_f16 tensor-core
+// kernel for "fast" models, or the one the caller names: fused8/16/32,
 // tf32x3, wgmma, wgmma_f16, gemm),
 // with speaker transforms, top_k selection and model fusion on the device.
 // Its rooms: batch_plan.h (the host-side plan of a call), lane_pool.h

@@ -235,7 +235,10 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
   if (num_frames == 0) return absl::OkStatus();
   if (algorithm == Algorithm::kAuto) {
     algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
-    if (algorithm == Algorithm::kFused8x4 && !FitsBlocked<Fused8x4Policy>(model)) algorithm = Algorithm::kFused16;
+    if ((algorithm == Algorithm::kFused8x4 && !FitsBlocked<Fused8x4Policy>(model)) ||
+        (algorithm == Algorithm::kFused8x2 && !FitsBlocked<Fused8x2Policy>(model))) {
+      algorithm = Algorithm::kFused16;
+    }
   }
   switch (algorithm) {
     case Algorithm::kFused8:

@@ -236,22 +236,35 @@ inline constexpr int kWgmmaWavesPerSm = 3;
 // many bytes by scoring long windows in slices of frames.
 inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 
-// Algorithm for kAuto, from the H100 run of 2026-11-23 (docs/PERFORMANCE.md,
-// "Policy"; frames/s, fp32 kernels only: kAuto is "exact" precision):
-// - T < 64: split8, which spreads each state's Gaussians over the chip
-//   (5000x256x36 T=8: 47k, gemm 27k, fused8x2 18k, fused8 8k; 5000x16x36
-//   T=16: 535k, fused8x2 412k).
-// - T >= 64: fused8x4, the register-blocked fused kernel with four
-//   Gaussians per frame load: ahead of fused8x2 by 3-13% from T = 64 to
-//   256 and level at T = 1024 (H100, 2026-11-27; Fused8x4Policy's sweep),
-//   and fused8x2 was ahead of every other fp32 kernel at every size from
-//   T = 64 (2026-11-23: 5000x256x36 T=256 166k vs split8 132k, fused16
-//   115k; 5000x16x36 T=64 1.58M vs split8 1.24M).
+// Algorithm for kAuto ("exact" precision, fp32 kernels only), from the
+// H200 run of 2026-11-28 with the rotated b layout and Gaussian slices
+// (docs/PERFORMANCE.md "The fp32 kernel past 200k";
+// docs/loglik_h200_fp32_rotated.csv). Frames/s:
+//                 T=8     16      32      48      64      256
+//   5000x32x39  split8 183k  366k  502k  546k  657k  836k
+//               fused8x2 176k 342k  629k  864k  963k  1.25M
+//               fused8x4 139k 279k  559k  815k  989k  1.25M
+//   5000x64x39  split8 134k  234k  297k  319k  352k  446k
+//               fused8x2 164k 301k  479k  500k  535k  648k
+//               fused8x4 125k 245k  450k  454k  525k  682k
+//   5000x256x36 split8  57k   85k   96k  102k  106k  130k
+//               fused8x2  55k 105k  152k  152k  158k  181k
+//               fused8x4  66k 126k  146k  170k  150k  208k
+// - T < 32: split8, which spreads each state's Gaussians over the chip. It
+//   is best on the 32-Gaussian model; the blocked kernels win by 1.2-1.5x on
+//   the wider ones at T = 16 (not acted on: one run, and split8 keeps the
+//   smallest runs of several models in one launch, batch_plan.h).
+// - 32 <= T < 64: fused8x2, 1.25-1.65x split8 on all three models.
+// - T >= 64: fused8x4; within 5% of fused8x2 either way at T = 64 and
+//   ahead from T = 128 (to 15% at T = 256 on the big model).
 // The blocked kernels refuse states of more than ~300k Gaussians (32-bit
 // offsets); LaunchLoglik falls back to fused16 there.
+inline constexpr int kBlockedMinFrames = 32;
+inline constexpr int kFourGaussianMinFrames = 64;
 inline Algorithm ChooseAlgorithm(int64_t num_frames, int64_t num_gaussians) {
   (void)num_gaussians;
-  if (num_frames < 64) return Algorithm::kSplit8;
+  if (num_frames < kBlockedMinFrames) return Algorithm::kSplit8;
+  if (num_frames < kFourGaussianMinFrames) return Algorithm::kFused8x2;
   return Algorithm::kFused8x4;
 }
 

@@ -275,7 +275,8 @@ class ScoringBackend {
 
   // Scores several windows, each with its own model (all prepared by this
   // backend), as one unit of work: on CUDA one copy in, one kernel launch
-  // for all models (split8, the kAuto choice), one copy out. Every job is
+  // for all models (split8, the kAuto choice under 32 frames a model; longer
+  // runs get a launch each), one copy out. Every job is
   // validated before any work starts; on error no result is meaningful.
   // The base implementation calls Score for each job (transforming its
   // frames on the host first); its results are dense.
