@@ -38,5 +38,5 @@ mkdir -p .devpack
 tar cf - .device | xz -T2 -6 > .devpack/bundle.tar.xz
 du -sh .device .devpack
 # Register / spill report of every kernel, for docs/PERFORMANCE.md.
-/usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I. \
+/usr/local/cuda/bin/nvcc -std=c++17 -O3 --expt-relaxed-constexpr -gencode=arch=compute_90,code=sm_90 -Xptxas -v -I. \
   -c kernels/cuda/loglik_launch.cu -o /dev/null 2>&1 | grep -E 'Compiling|registers|spill' > .device/ptxas.txt || true

@@ -19,18 +19,22 @@ def main(bench_csv, torch_csv):
               f"copy {float(rows[0]['copy_gbs']):.0f} GB/s (measured this run)")
     print(f"{'model':12s} {'T':>5s} {'algo':8s} {'frames/s':>11s} {'TFLOP/s':>8s} {'%FMA':>6s} "
           f"{'x_gemm':>7s} {'x_torch':>8s} {'e2e_ms':>8s} {'max_err':>8s}")
-    for (model, frames), torch_ms in sorted(torch_rows.items(), key=lambda kv: (kv[0][0], int(kv[0][1]))):
-        print(f"{model:12s} {frames:>5s} {'pytorch':8s} {int(frames) / (torch_ms * 1e-3):11.0f}")
+    keys = {(r["model"], r["frames"]) for r in all_torch}
+    for model, frames in sorted(keys, key=lambda k: (k[0], int(k[1]))):
+        torch_ms = torch_rows.get((model, frames))
+        if torch_ms is not None:
+            print(f"{model:12s} {frames:>5s} {'pytorch':8s} {int(frames) / (torch_ms * 1e-3):11.0f}")
         for r in other_torch:
             if r["model"] == model and r["frames"] == frames:
+                ratio = f"{torch_ms / float(r['kernel_ms']):8.2f}" if torch_ms else f"{'':8s}"
                 print(f"{model:12s} {frames:>5s} {r['algo']:8s} {float(r['frames_per_s']):11.0f} "
-                      f"{'':8s} {'':6s} {'':7s} {torch_ms / float(r['kernel_ms']):8.2f} {'':8s} "
-                      f"{float(r['max_abs_error']):8.2g}")
+                      f"{'':8s} {'':6s} {'':7s} {ratio} {'':8s} {float(r['max_abs_error']):8.2g}")
         for r in rows:
             if r["model"] == model and r["frames"] == frames:
+                x_torch = f"{torch_ms / float(r['kernel_ms']):8.2f}" if torch_ms else f"{'-':>8s}"
                 print(f"{model:12s} {frames:>5s} {r['algo']:8s} {float(r['frames_per_s']):11.0f} "
                       f"{float(r['tflops']):8.2f} {float(r['pct_fma']):6.1f} {float(r['x_gemm']):7.2f} "
-                      f"{torch_ms / float(r['kernel_ms']):8.2f} {float(r['e2e_ms']):8.3f} {r['max_err']:>8s}")
+                      f"{x_torch} {float(r['e2e_ms']):8.3f} {r['max_err']:>8s}")
 
 
 if __name__ == "__main__":

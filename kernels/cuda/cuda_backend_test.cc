@@ -200,20 +200,21 @@ TEST_F(CudaBackendTest, ConcurrentCallersGetTheirOwnAnswers) {
 
 TEST_F(CudaBackendTest, BlockedKernelsSliceGaussiansOfAShortLaunch) {
   // 300 states of 1 to 130 Gaussians, sorted into 5 state blocks: a
-  // 100-frame window is 13 tiles x 5 blocks, a tenth of a wave, so the
-  // blocked kernels cut each block's Gaussians into 4 slices. The last state
-  // block's states have the fewest Gaussians: its later slices are empty
-  // and must merge as nothing.
+  // 100-frame window is 13 tiles x 5 blocks, a tenth of a wave on an H100
+  // or H200, so the blocked kernels cut each block's Gaussians into 4
+  // slices (fewer on a GPU of fewer SMs). The last state block's states have
+  // the fewest Gaussians: its slices are short, and under fused8x4 one of
+  // them is empty (seed 77) and must merge as nothing.
   auto prepared = Prepare({.num_states = 300, .min_gaussians = 1, .max_gaussians = 130, .dim = 39, .seed = 77});
   const DiagGmmModel& model = prepared->model();
   auto device = CurrentDeviceInfo();
   ASSERT_TRUE(device.ok()) << device.status();
   const int64_t frames = 100;
   const int64_t blocks = (frames + 7) / 8 * ((model.num_states() + 63) / 64);
-  ASSERT_EQ(ChooseBlockedSlices(blocks, int64_t{device->sms} * Fused8x4Policy::kMinBlocksPerSm,
-                                (model.max_gaussians_per_state() + 3) / 4, frames * model.num_states()),
-            4)
-      << "the window no longer slices: the test would not reach the partials";
+  const int slices = ChooseBlockedSlices(blocks, int64_t{device->sms} * Fused8x4Policy::kMinBlocksPerSm,
+                                         (model.max_gaussians_per_state() + 3) / 4, frames * model.num_states());
+  if (device->sms >= 100) ASSERT_EQ(slices, 4) << device->sms << " SMs";
+  if (slices == 1) GTEST_SKIP() << "this window is not sliced on " << device->sms << " SMs";
   const FloatMatrix features = GenerateSyntheticFeatures(model, frames, 78);
   const std::vector<double> reference = ReferenceLogLikelihoods(model, features.view());
   for (Algorithm algorithm : {Algorithm::kFused8x2, Algorithm::kFused8x4}) {

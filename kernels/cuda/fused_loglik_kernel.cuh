@@ -40,8 +40,9 @@ struct FusedKernelArgs {
 
 // acc - sum_i (a_i x_i + b_i)^2 over one quad of dimensions: 8 FMAs. b_i
 // is in component BComponent(i) (fused_layout.h).
+static_assert(BComponent(0) == 1 && BComponent(1) == 2 && BComponent(2) == 3 && BComponent(3) == 0,
+              "SubtractSquaredDistance reads b rotated by one component");
 __device__ __forceinline__ float SubtractSquaredDistance(float4 a, float4 b, float4 x, float acc) {
-  static_assert(BComponent(0) == 1 && BComponent(1) == 2 && BComponent(2) == 3 && BComponent(3) == 0);
   const float z0 = fmaf(a.x, x.x, b.y);
   const float z1 = fmaf(a.y, x.y, b.z);
   const float z2 = fmaf(a.z, x.z, b.w);

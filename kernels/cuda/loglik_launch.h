@@ -25,14 +25,15 @@ struct LoglikWorkspace {
   cublasHandle_t cublas = nullptr;      // two-kernel path; bound to the launch stream
   DeviceBuffer<float> expanded;         // two-kernel path: frames x (1 + 2D): [1, y, y^2]
   DeviceBuffer<float> gaussian_scores;  // two-kernel path: frames x Gtot
-  DeviceBuffer<float> slice_partials;   // split kernel: (max, sum) per slice, frame, state
+  DeviceBuffer<float> slice_partials;   // split and blocked kernels: (max, sum) per slice, frame, state
   DeviceBuffer<char> job_table;         // multi-model launch: one SplitJob per model
 };
 
 // Scores `num_frames` frames (row-major num_frames x dim, device memory)
 // into `loglikes` (num_frames x num_states, device memory) with `algorithm`
-// (kAuto resolves through ChooseAlgorithm). `workspace` holds scratch for kGemm
-// and kSplit8.
+// (kAuto resolves through ChooseAlgorithm). `workspace` holds scratch for kGemm,
+// kSplit8 and the sliced launches of kFused8x2 and kFused8x4 (at most
+// kMaxSlicePartialBytes).
 absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
                           int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream);

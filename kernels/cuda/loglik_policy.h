@@ -89,7 +89,9 @@ struct BlockedPolicy {
   static constexpr int64_t kMaxFramesPerLaunch = kFramesPerLaunchLimit;
 };
 
-// fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills,
+// fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills
+// until the rotated b layout, 36 bytes of spills since (9 blocks an SM do
+// not remove them; the kernel still gained 7-17%, H200 2026-11-28),
 // so 10 blocks (20 warps) per SM against fused16's 8, and twice fused16's
 // frame tiles, which spreads a T = 256 window over ~1.9 waves of blocks
 // instead of ~1.2.
@@ -128,9 +130,10 @@ using Fused8x4Policy = BlockedPolicy<Algorithm::kFused8x4, 8, 4, 6>;
 // `groups`: the most Gaussian groups of a state block; `outputs`: frames x
 // states of the launch. The wave efficiency waves / ceil(waves) is computed
 // for 1 to kMaxBlockedSlices slices, each of at least kMinGroupsPerSlice
-// groups (below that the partials and the merge cost more than a tail: 8
-// groups of 4 are 2304 FFMAs a frame and state against 16 bytes of
-// partials) and with all partials within kMaxSlicePartialBytes (the
+// groups of the largest state block (below that the partials and the merge
+// cost more than a tail: 8 groups of 4 are 2304 FFMAs a frame and state
+// against 16 bytes of partials; a smaller block's slices are shorter, down
+// to empty, and cost what its few Gaussians cost) and with all partials within kMaxSlicePartialBytes (the
 // workspace stays bounded whatever the batch), and the fewest slices within
 // 0.02 of the best are taken. 5000 x 256 x 36 (64 groups of 4) on 132 SMs x
 // 6: T = 256, 2528 blocks, 3.19 waves: 1 slice 0.80, 2 0.91, 3 0.96, 4 0.98
@@ -300,7 +303,8 @@ inline Algorithm ChooseFastAlgorithm(int64_t num_frames, int64_t num_gaussians, 
 // The tensor-core path is "fast" precision: the issue allows 1e-3 nats.
 // fused8x2 and fused8x4 are held to the fused bound: the same squared-
 // distance sums in float32; their base-2 log-add adds at most a float32
-// rounding of K' log2(e) and of the result.
+// rounding of K' log2(e) and of the result, and a sliced launch's merge
+// (__expf, __logf of up to four partials) a few more roundings.
 inline double ErrorBound(Algorithm algorithm) {
   if (algorithm == Algorithm::kTf32x3 || algorithm == Algorithm::kWgmma || algorithm == Algorithm::kWgmmaHalf) {
     return 1e-3;
