@@ -117,7 +117,13 @@ using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
 // daemon's short batches. That sweep predates the rotated b layout
 // (fused_layout.h BComponent) and the Gaussian slices, which took fused8x4
 // on 5000x256x36 from 170k to 208k at T = 256 and 185k to 218k at T = 1024
-// (H200, 2026-11-28; the FMA pipe from 54% to 65% busy); it was not re-run.
+// (H200, 2026-11-28; the FMA pipe from 54% to 65% busy). Re-run then for
+// four forms (frames/s on 5000x256x36 / 5000x32x39 at T = 64 and 256):
+//   8 x 4 (this)   151k 208k / 984k 1.29M
+//   12 x 4 (168)   163k 214k / 917k 1.29M
+//   16 x 3 (163)   153k 213k / 742k 1.39M
+//   8 x 3 (128)    182k 205k / 922k 1.33M
+// none ahead everywhere (12 x 4 loses 27% on 5000x32x39 at T = 32).
 // Blocks of two and three frame groups sharing the model reads through L1
 // (16 and 24 frames a block, 168 registers) halved the L2 traffic and gained
 // nothing (168.6k and 160k against 168.5k at T = 256, the same H200):
