@@ -13,7 +13,8 @@
 // is the float4 of dimensions 4q..4q+3 of the g-th Gaussian of the state in
 // slot `lane` of block b, part 0 = a, part 1 = b (dims padded with zeros to
 // dim4 * 4); a holds dimension 4q + i in component i, b in component
-// BComponent(i), rotated by one (below). gconsts[block_gconst_offset[b] + g * S_b + lane] is its K'.
+// BComponent(i), rotated by one (below).
+// gconsts[block_gconst_offset[b] + g * S_b + lane] is its K'.
 // slot_state[b * S_b + lane] is the state in that slot, -1 for an empty slot.
 //
 // Squared-distance form. The layout does not store u and v but, per

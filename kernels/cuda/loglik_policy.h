@@ -117,8 +117,9 @@ using Fused8x2Policy = BlockedPolicy<Algorithm::kFused8x2, 8, 2, 10>;
 // daemon's short batches. That sweep predates the rotated b layout
 // (fused_layout.h BComponent) and the Gaussian slices, which took fused8x4
 // on 5000x256x36 from 170k to 208k at T = 256 and 185k to 218k at T = 1024
-// (H200, 2026-11-28; the FMA pipe from 54% to 65% busy). Re-run then for
-// four forms (frames/s on 5000x256x36 / 5000x32x39 at T = 64 and 256):
+// (H200, 2026-11-28; the FMA pipe from 54% to 65% busy). Four other forms
+// were re-run then (16 x 2 was not ahead either; frames/s on 5000x256x36 /
+// 5000x32x39 at T = 64 and 256):
 //   8 x 4 (this)   151k 208k / 984k 1.29M
 //   12 x 4 (168)   163k 214k / 917k 1.29M
 //   16 x 3 (163)   153k 213k / 742k 1.39M
@@ -135,16 +136,18 @@ using Fused8x4Policy = BlockedPolicy<Algorithm::kFused8x4, 8, 4, 6>;
 // state blocks; `slots`: blocks resident at once (SMs x kMinBlocksPerSm);
 // `groups`: the most Gaussian groups of a state block; `outputs`: frames x
 // states of the launch. The wave efficiency waves / ceil(waves) is computed
-// for 1 to kMaxBlockedSlices slices, each of at least kMinGroupsPerSlice
-// groups of the largest state block (below that the partials and the merge
-// cost more than a tail: 8 groups of 4 are 2304 FFMAs a frame and state
-// against 16 bytes of partials; a smaller block's slices are shorter, down
-// to empty, and cost what its few Gaussians cost) and with all partials within kMaxSlicePartialBytes (the
-// workspace stays bounded whatever the batch), and the fewest slices within
-// 0.02 of the best are taken. 5000 x 256 x 36 (64 groups of 4) on 132 SMs x
-// 6: T = 256, 2528 blocks, 3.19 waves: 1 slice 0.80, 2 0.91, 3 0.96, 4 0.98
-// -> 4 (41 MB of partials); T = 128 -> 3; T = 160 (1.99 waves) and 1024
-// (12.8) -> 1.
+// for 1 to kMaxBlockedSlices slices, with two limits:
+// - each slice holds at least kMinGroupsPerSlice groups of the largest state
+//   block (below that the partials and the merge cost more than a tail: 8
+//   groups of 4 are 2304 FFMAs a frame and state against 16 bytes of
+//   partials; a smaller block's slices are shorter, down to empty, and cost
+//   what its few Gaussians cost);
+// - all partials fit in kMaxSlicePartialBytes (the workspace stays bounded
+//   whatever the batch).
+// The fewest slices within 0.02 of the best efficiency are taken.
+// 5000 x 256 x 36 (64 groups of 4) on 132 SMs x 6: T = 256, 2528 blocks,
+// 3.19 waves: 1 slice 0.80, 2 0.91, 3 0.96, 4 0.98 -> 4 (41 MB of
+// partials); T = 128 -> 3; T = 160 (1.99 waves) and 1024 (12.8) -> 1.
 inline constexpr int kMaxBlockedSlices = 4;
 inline constexpr int kMinGroupsPerSlice = 8;
 inline constexpr int64_t kMaxSlicePartialBytes = int64_t{64} << 20;
@@ -248,17 +251,17 @@ inline constexpr int64_t kGemmScratchBytes = 1LL << 30;
 // Algorithm for kAuto ("exact" precision, fp32 kernels only), from the
 // H200 run of 2026-11-28 with the rotated b layout and Gaussian slices
 // (docs/PERFORMANCE.md "The fp32 kernel past 200k";
-// docs/loglik_h200_fp32_rotated.csv). Frames/s:
-//                 T=8     16      32      48      64      256
-//   5000x32x39  split8 183k  366k  502k  546k  657k  836k
-//               fused8x2 176k 342k  629k  864k  963k  1.25M
-//               fused8x4 139k 279k  559k  815k  989k  1.25M
-//   5000x64x39  split8 134k  234k  297k  319k  352k  446k
-//               fused8x2 164k 301k  479k  500k  535k  648k
-//               fused8x4 125k 245k  450k  454k  525k  682k
-//   5000x256x36 split8  57k   85k   96k  102k  106k  130k
-//               fused8x2  55k 105k  152k  152k  158k  181k
-//               fused8x4  66k 126k  146k  170k  150k  208k
+// docs/loglik_h200_fp32_rotated.csv). Frames/s at T = 8 / 16 / 32 / 48 /
+// 64 / 256:
+//   5000x32x39   split8    183k 366k 502k 546k 657k 836k
+//                fused8x2  176k 342k 629k 864k 963k 1.25M
+//                fused8x4  139k 279k 559k 815k 989k 1.25M
+//   5000x64x39   split8    134k 234k 297k 319k 352k 446k
+//                fused8x2  164k 301k 479k 500k 535k 648k
+//                fused8x4  125k 245k 450k 454k 525k 682k
+//   5000x256x36  split8     57k  85k  96k 102k 106k 130k
+//                fused8x2   55k 105k 152k 152k 158k 181k
+//                fused8x4   66k 126k 146k 170k 150k 208k
 // - T < 32: split8, which spreads each state's Gaussians over the chip. It
 //   is best on the 32-Gaussian model; the blocked kernels win by 1.2-1.5x on
 //   the wider ones at T = 16 (not acted on: one run, and split8 keeps the
