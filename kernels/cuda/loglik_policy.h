@@ -91,7 +91,7 @@ struct BlockedPolicy {
 
 // fused8x2: 8 frames per block. Registers (sm_90, CUDA 13.0): 96, no spills
 // until the rotated b layout, 36 bytes of spills since (9 blocks an SM do
-// not remove them; the kernel still gained 7-17%, H200 2026-11-28),
+// not remove them; the kernel still gained 9-20%, H200 2026-11-28),
 // so 10 blocks (20 warps) per SM against fused16's 8, and twice fused16's
 // frame tiles, which spreads a T = 256 window over ~1.9 waves of blocks
 // instead of ~1.2.
