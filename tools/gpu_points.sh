@@ -15,6 +15,12 @@
 # load generators' reports, the thread profile) and NAME.log; each
 # generator's latency and SLO lines are printed. LOAD_FLAGS: more
 # gmmscore-load flags for every point (e.g. "--float16").
+#
+# DISCARD_FIRST=1 runs the first point once more before the others, as
+# discard_NAME, and labels it discarded: a fresh machine's first point has
+# failed where the same point passed after it (generators' send lag 67-491
+# ms; docs/PERFORMANCE.md, 2026-11-27 and 2026-11-28), which the per-point
+# warm-up does not cover. It costs one point's time (about 2.5 minutes).
 set -u
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS] ...}
 shift
@@ -22,9 +28,13 @@ OUT=${OUT:-/tmp/gmmscore-points}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
 port=50171
-for spec in "$@"; do
+specs=("$@")
+if [ -n "${DISCARD_FIRST:-}" ] && [ $# -gt 0 ]; then specs=("discard_$1" "$@"); fi
+for spec in "${specs[@]}"; do
   IFS=: read -r name streams daemon <<< "$spec"
-  echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon' $(date +%T)"
+  label=""
+  case "$name" in discard_*) label=" (discarded: this machine's first point)" ;; esac
+  echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon' $(date +%T)$label"
   WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
     LOADS=${LOADS:-$(( streams > 4000 ? (streams + 1999) / 2000 : 2 ))} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
     OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
