@@ -11,10 +11,12 @@
 #
 #   tools/gpu_points.sh c "one_1200:1200:--devices 0" "two_2400:2400:--devices all"
 #
-# Each argument is NAME:STREAMS[:DAEMON FLAGS]; results in $OUT/NAME/ (the
-# load generators' reports, the thread profile) and NAME.log; each
-# generator's latency and SLO lines are printed. LOAD_FLAGS: more
-# gmmscore-load flags for every point (e.g. "--float16").
+# Each argument is NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]]; results in
+# $OUT/NAME/ (the load generators' reports, the thread profile) and
+# NAME.log; each generator's latency and SLO lines are printed. LOAD_FLAGS:
+# more gmmscore-load flags for every point (e.g. "--float16"); a point's own
+# LOAD FLAGS come after them (e.g. "--stream_api callback" for a before and
+# after of the generators on one machine).
 #
 # DISCARD_FIRST=1 runs the first point once more before the others, as
 # discard_NAME, and labels it discarded: a fresh machine's first point has
@@ -22,7 +24,7 @@
 # ms; docs/PERFORMANCE.md, 2026-11-27 and 2026-11-28), which the per-point
 # warm-up does not cover. It costs one point's time (about 2.5 minutes).
 set -u
-case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS] ...}
+case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]] ...}
 shift
 OUT=${OUT:-/tmp/gmmscore-points}
 mkdir -p "$OUT"
@@ -31,14 +33,14 @@ port=50171
 specs=("$@")
 if [ -n "${DISCARD_FIRST:-}" ] && [ $# -gt 0 ]; then specs=("discard_$1" "$@"); fi
 for spec in "${specs[@]}"; do
-  IFS=: read -r name streams daemon <<< "$spec"
+  IFS=: read -r name streams daemon point_load <<< "$spec"
   label=""
   case "$name" in discard_*) label=" (discarded: this machine's first point)" ;; esac
-  echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon' $(date +%T)$label"
+  echo "=== $name: case $case_name, $streams streams, daemon flags '$daemon', load flags '${LOAD_FLAGS:-} ${point_load:-}' $(date +%T)$label"
   WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
     LOADS=${LOADS:-$(( streams > 4000 ? (streams + 1999) / 2000 : 2 ))} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
     OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
-    --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 ${LOAD_FLAGS:-} \
+    --ramp_s 1 --warmup_s 1 --window_s 1 --drain_s 3 --verify_fraction 0.01 ${LOAD_FLAGS:-} ${point_load:-} \
     > "$OUT/$name.log" 2>&1
   echo "exit $?"
   grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"

@@ -76,6 +76,13 @@ ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
           "given once (a second --grpc_arg replaces the first), e.g. "
           "grpc.http2.lookahead_bytes=4194304: HTTP/2 flow-control windows, frame sizes; added "
           "after the load generator's own. gRPC ignores names it does not know.");
+ABSL_FLAG(std::string, stream_api, "cq",
+          "The gRPC API that carries the streams: 'cq' (completion queues, each drained by a "
+          "thread of gmmscore-load's: --cq_threads) or 'callback' (gRPC's callback reactors on "
+          "the library's shared threads).");
+ABSL_FLAG(int32_t, cq_threads, 0,
+          "With --stream_api cq: completion queues, one thread each; 0: a quarter of the cores, 2 "
+          "to 8.");
 ABSL_FLAG(int32_t, pacer_threads, 1, "Threads that keep the real-time schedule.");
 ABSL_FLAG(double, late_ms, 0, "A chunk is late above this latency; 0 = one chunk's duration.");
 ABSL_FLAG(double, slo_ms, 0, "p99 chunk latency objective: points are marked pass/fail.");
@@ -271,6 +278,14 @@ int Main(int argc, char** argv) {
 
   absl::StatusOr<std::vector<GrpcArg>> grpc_args = ParseGrpcArgs(absl::GetFlag(FLAGS_grpc_arg));
   if (!grpc_args.ok()) return Fail(grpc_args.status());
+  const std::string stream_api = absl::GetFlag(FLAGS_stream_api);
+  if (stream_api != "cq" && stream_api != "callback") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--stream_api=", stream_api, ": want cq or callback")));
+  }
+  if (absl::GetFlag(FLAGS_cq_threads) < 0) {
+    return Fail(absl::InvalidArgumentError("--cq_threads must be >= 0 (0: a quarter of the cores)"));
+  }
 
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<v1::ListModelsResponse> listed = ListModels(server);
@@ -361,6 +376,8 @@ int Main(int argc, char** argv) {
       .channels = absl::GetFlag(FLAGS_channels),
       .grpc_args = *grpc_args,
       .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
+      .stream_api = stream_api == "cq" ? StreamApi::kCompletionQueue : StreamApi::kCallback,
+      .cq_threads = absl::GetFlag(FLAGS_cq_threads),
       .late_ms = absl::GetFlag(FLAGS_late_ms),
       .slo_ms = absl::GetFlag(FLAGS_slo_ms),
       .drain_s = absl::GetFlag(FLAGS_drain_s),

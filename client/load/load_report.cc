@@ -144,6 +144,7 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
   j.BeginObject();
   j.Field("streams", p.streams);
   j.Field("channels", p.channels);
+  j.Field("cq_threads", p.cq_threads);
   j.Field("realtime", p.realtime);
   j.Field("chunk_frames", p.chunk_frames);
   j.Field("measured_s", m.seconds);
@@ -212,9 +213,10 @@ std::string StatusList(const PointResult& p) {
 std::string FormatPoint(const PointResult& p, double slo_ms) {
   const PointMetrics& m = p.metrics;
   std::string out = absl::StrFormat(
-      "streams %d (%d channel%s, %s, %d-frame chunks, %.1f s measured): %.0f frames/s",
-      p.streams, p.channels, p.channels == 1 ? "" : "s", p.realtime ? "real time" : "as fast as possible", p.chunk_frames, m.seconds,
-      m.frames_per_s);
+      "streams %d (%d channel%s, %s, %s, %d-frame chunks, %.1f s measured): %.0f frames/s",
+      p.streams, p.channels, p.channels == 1 ? "" : "s",
+      p.cq_threads > 0 ? absl::StrFormat("%d completion queues", p.cq_threads) : "callback API",
+      p.realtime ? "real time" : "as fast as possible", p.chunk_frames, m.seconds, m.frames_per_s);
   if (p.realtime) absl::StrAppendFormat(&out, " of %.0f offered", p.offered_frames_per_s);
   absl::StrAppendFormat(&out, ", %.0f chunks/s, RTF %.3f, %.1f real-time stream equivalents\n",
                         m.chunks_per_s, m.real_time_factor, m.stream_equivalents);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/load/load_queues.h"
 #include "client/load/load_stream.h"
 #include "client/load/pacer.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
@@ -22,6 +24,12 @@
 
 namespace gmmscore::load {
 namespace {
+
+// A quarter of the cores, 2 to 8: the generators share the host with the
+// daemon, and several of them run at once (tools/gpu_points.sh).
+int DefaultCqThreads() {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 2, 8);
+}
 
 constexpr int64_t kNsPerSecond = 1'000'000'000;
 constexpr int64_t kNsPerFrame = 10'000'000;  // 10 ms frame shift
@@ -218,6 +226,11 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   }
 
   Pacer pacer(o.pacer_threads);  // outlives the streams (declared first)
+  std::optional<LoadQueues> queues;  // as do the queues
+  if (o.stream_api == StreamApi::kCompletionQueue) {
+    result.cq_threads = o.cq_threads > 0 ? o.cq_threads : DefaultCqThreads();
+    queues.emplace(result.cq_threads);
+  }
   DoneCounter done;
   std::vector<std::unique_ptr<LoadStream>> streams;
   Snapshot before, after;
@@ -237,7 +250,8 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
         std::make_unique<LoadStream>(plan, features_, &pacer, verifier_, [&done] { done.Add(); }));
     streams.back()->StopAt(max_end);
     SleepUntil(t0 + offset(i));
-    streams.back()->Start((*connections)[i % result.channels].channel.get());
+    streams.back()->Start((*connections)[i % result.channels].channel.get(),
+                          queues.has_value() ? queues->queue(i) : nullptr);
   }
 
   absl::Duration drain = absl::Seconds(o.drain_s);

@@ -38,6 +38,9 @@
 
 namespace gmmscore::load {
 
+// The gRPC API that carries the streams (load_call.h).
+enum class StreamApi { kCompletionQueue, kCallback };
+
 struct RunOptions {
   std::string server;  // HOST:PORT
   // Models, fusion and output options of every stream.
@@ -60,6 +63,8 @@ struct RunOptions {
   // gRPC arguments of every channel (--grpc_arg): flow-control windows, frame sizes.
   std::vector<GrpcArg> grpc_args;
   int pacer_threads = 1;
+  StreamApi stream_api = StreamApi::kCompletionQueue;
+  int cq_threads = 0;     // kCompletionQueue: queues, one thread each; 0: a quarter of the cores, 2 to 8
   double late_ms = 0;     // 0: one chunk's duration
   double slo_ms = 0;      // > 0: a point passes when p99 <= slo_ms and nothing failed
   double drain_s = 10;    // after the stop: how long the last answers may take
@@ -73,6 +78,7 @@ struct RunOptions {
 struct PointResult {
   int streams = 0;
   int channels = 0;
+  int cq_threads = 0;  // 0: on the callback API
   bool realtime = true;
   int chunk_frames = 0;
   double offered_frames_per_s = 0;  // real time: streams * 100; else 0

@@ -6,8 +6,10 @@
 #include "client/load/load_runner.h"
 
 #include <memory>
+#include <optional>
 
 #include "absl/synchronization/notification.h"
+#include "client/load/load_queues.h"
 #include "client/load/load_report.h"
 #include "client/load/load_stream.h"
 #include "grpcpp/create_channel.h"
@@ -21,7 +23,8 @@ namespace {
 const SyntheticModelSpec kSpec{.num_states = 40, .min_gaussians = 2, .max_gaussians = 4,
                                .dim = 13, .seed = 1};
 
-class LoadRunnerTest : public ::testing::Test {
+// Every test on both carriers of the streams (load_call.h).
+class LoadRunnerTest : public ::testing::TestWithParam<StreamApi> {
  protected:
   void Start(DaemonOptions options = {}) {
     daemon_ = TestDaemon::Start({{"am", kSpec}}, options);
@@ -39,6 +42,8 @@ class LoadRunnerTest : public ::testing::Test {
     o.ramp_s = 0;
     o.warmup_s = 0;
     o.drain_s = 5;
+    o.stream_api = GetParam();
+    o.cq_threads = 2;
     return o;
   }
 
@@ -49,7 +54,7 @@ class LoadRunnerTest : public ::testing::Test {
 
 // 4 real-time streams x 12 chunks, every answer verified: all answered in
 // order and right, and the server's counters saw exactly these chunks.
-TEST_F(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
+TEST_P(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
   Start();
   auto verifier = AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0});
   ASSERT_TRUE(verifier.ok());
@@ -86,7 +91,7 @@ TEST_F(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
 
 // Real-time pacing seen on real streams: chunk k is due exactly k periods
 // after chunk 0, and is handed to gRPC within a few milliseconds of that.
-TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
+TEST_P(LoadRunnerTest, StreamsSendOnSchedule) {
   Start();
   const std::string address = daemon_->address();
   std::shared_ptr<grpc::Channel> channel =
@@ -94,6 +99,8 @@ TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
   v1::StreamConfig config;
   config.add_models("am");
   Pacer pacer(1);
+  std::optional<LoadQueues> queues;
+  if (GetParam() == StreamApi::kCompletionQueue) queues.emplace(2);
   constexpr int kStreams = 6, kChunks = 10;
   constexpr int64_t kPeriod = 40'000'000;
   absl::Mutex mu;
@@ -109,7 +116,7 @@ TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
           absl::MutexLock lock(&mu);
           ++done;
         }));
-    streams.back()->Start(channel.get());
+    streams.back()->Start(channel.get(), queues.has_value() ? queues->queue(i) : nullptr);
   }
   {
     absl::MutexLock lock(&mu);
@@ -136,7 +143,7 @@ TEST_F(LoadRunnerTest, StreamsSendOnSchedule) {
 
 // A daemon that takes 2 streams: the other 3 are counted under
 // RESOURCE_EXHAUSTED, and the point fails its SLO.
-TEST_F(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
+TEST_P(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
   DaemonOptions options;
   options.limits.max_streams = 2;
   Start(options);
@@ -157,7 +164,7 @@ TEST_F(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
   EXPECT_FALSE(point->within_slo);
 }
 
-TEST_F(LoadRunnerTest, UnknownModelIsCountedAsNotFound) {
+TEST_P(LoadRunnerTest, UnknownModelIsCountedAsNotFound) {
   Start();
   RunOptions o = Options("no_such_model");
   o.chunks = 3;
@@ -170,7 +177,7 @@ TEST_F(LoadRunnerTest, UnknownModelIsCountedAsNotFound) {
 
 // The verifier holds a different model than the server serves (another
 // seed): load must not hide that.
-TEST_F(LoadRunnerTest, VerificationCatchesWrongAnswers) {
+TEST_P(LoadRunnerTest, VerificationCatchesWrongAnswers) {
   Start();
   SyntheticModelSpec other = kSpec;
   other.seed = 2;
@@ -192,7 +199,7 @@ TEST_F(LoadRunnerTest, VerificationCatchesWrongAnswers) {
 
 // As fast as possible with 3 chunks in flight, then a timed real-time run
 // with stability windows.
-TEST_F(LoadRunnerTest, AsFastAsPossibleAndTimedRuns) {
+TEST_P(LoadRunnerTest, AsFastAsPossibleAndTimedRuns) {
   Start();
   RunOptions fast = Options();
   fast.realtime = false;
@@ -222,7 +229,7 @@ TEST_F(LoadRunnerTest, AsFastAsPossibleAndTimedRuns) {
 
 // --max_duration_s: 2 windows of 0.25 s are too few for the 3-window rule,
 // so the run measures whole windows more, until stable or 1.5 s.
-TEST_F(LoadRunnerTest, TimedRunMeasuresMoreWindowsUntilStable) {
+TEST_P(LoadRunnerTest, TimedRunMeasuresMoreWindowsUntilStable) {
   Start();
   RunOptions o = Options();
   o.duration_s = 0.5;
@@ -236,7 +243,7 @@ TEST_F(LoadRunnerTest, TimedRunMeasuresMoreWindowsUntilStable) {
   EXPECT_EQ(point->metrics.chunks_unanswered, 0);
 }
 
-TEST_F(LoadRunnerTest, CapacitySearch) {
+TEST_P(LoadRunnerTest, CapacitySearch) {
   Start();
   RunOptions o = Options();
   o.chunks = 4;
@@ -261,6 +268,62 @@ TEST_F(LoadRunnerTest, CapacitySearch) {
   LoadRunner no_slo(o, features_.get(), nullptr);
   EXPECT_FALSE(SearchCapacity(no_slo, 1, 2, 1, [](const PointResult&) {}).ok());
 }
+
+// Streams cancelled mid-run, real time (held open by pacer ticks) and as
+// fast as possible (an answer or a write in flight): each ends CANCELLED and
+// its done callback comes once, after which the stream can go.
+TEST_P(LoadRunnerTest, CancelledStreamsEndOnce) {
+  Start();
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+  v1::StreamConfig config;
+  config.add_models("am");
+  Pacer pacer(1);
+  std::optional<LoadQueues> queues;
+  if (GetParam() == StreamApi::kCompletionQueue) queues.emplace(2);
+  constexpr int kStreams = 8;
+  absl::Mutex mu;
+  std::vector<int> done(kStreams, 0);
+  std::vector<std::unique_ptr<LoadStream>> streams;
+  const int64_t t0 = NowNs() + 20'000'000;
+  for (int i = 0; i < kStreams; ++i) {
+    const bool realtime = i % 2 == 0;
+    streams.push_back(std::make_unique<LoadStream>(
+        StreamPlan{.index = i, .config = &config, .chunk_frames = 4, .realtime = realtime,
+                   .max_outstanding = 2, .first_due_ns = t0, .period_ns = 10'000'000},
+        features_.get(), &pacer, nullptr, [&, i] {
+          absl::MutexLock lock(&mu);
+          ++done[i];
+        }));
+    streams.back()->Start(channel.get(), queues.has_value() ? queues->queue(i) : nullptr);
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  for (const auto& stream : streams) stream->Cancel();
+  {
+    absl::MutexLock lock(&mu);
+    auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      for (int d : done) {
+        if (d == 0) return false;
+      }
+      return true;
+    };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&all_done), absl::Seconds(10)));
+  }
+  absl::SleepFor(absl::Milliseconds(50));  // a second callback would come now
+  absl::MutexLock lock(&mu);
+  for (int i = 0; i < kStreams; ++i) {
+    EXPECT_EQ(done[i], 1) << "stream " << i;
+    EXPECT_EQ(streams[i]->status().error_code(), grpc::StatusCode::CANCELLED)
+        << "stream " << i << ": " << streams[i]->status().error_message();
+    EXPECT_GT(streams[i]->records().size(), 1u) << "stream " << i << " sent before the cancel";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothApis, LoadRunnerTest,
+                         ::testing::Values(StreamApi::kCompletionQueue, StreamApi::kCallback),
+                         [](const ::testing::TestParamInfo<StreamApi>& info) {
+                           return info.param == StreamApi::kCompletionQueue ? "cq" : "callback";
+                         });
 
 }  // namespace
 }  // namespace gmmscore::load

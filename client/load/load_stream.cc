@@ -14,23 +14,17 @@ LoadStream::LoadStream(const StreamPlan& plan, const FeatureSource* features, Pa
       verifier_(verifier),
       on_done_(std::move(on_done)) {}
 
-void LoadStream::Start(grpc::ChannelInterface* channel) {
-  // The generated stub's StreamScore, with LazyStreamAnswer for the answers.
-  const grpc::internal::RpcMethod method("/gmmscore.v1.AcousticScorer/StreamScore",
-                                         grpc::internal::RpcMethod::BIDI_STREAMING);
-  grpc::internal::ClientCallbackReaderWriterFactory<v1::StreamScoreRequest, LazyStreamAnswer>::Create(
-      channel, method, &context_, this);
+void LoadStream::Start(grpc::ChannelInterface* channel, grpc::CompletionQueue* queue) {
+  call_ = queue != nullptr ? NewCqLoadCall(channel, queue, this) : NewCallbackLoadCall(channel, this);
   *config_request_.mutable_config() = *plan_.config;
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = true;  // the config; chunks wait for its OnWriteDone
   }
-  StartWrite(&config_request_);
-  StartRead(&response_);
   // Pacer ticks write from outside the reactions: hold the call open until
   // the last tick (Tick releases it).
-  if (plan_.realtime) AddHold();
-  StartCall();
+  if (plan_.realtime) call_->AddHold();
+  call_->Start(&config_request_, &response_);
   if (plan_.realtime) pacer_->Schedule(plan_.first_due_ns, [this] { Tick(0); });
 }
 
@@ -65,7 +59,7 @@ void LoadStream::Tick(int64_t k) {
   if (more) {
     pacer_->Schedule(due + plan_.period_ns, [this, k] { Tick(k + 1); });
   } else {
-    RemoveHold();  // no tick will touch the call again
+    call_->RemoveHold();  // no tick will touch the call again
   }
 }
 
@@ -110,8 +104,8 @@ void LoadStream::WriteChunkLocked(int64_t k, Actions* actions) {
 }
 
 void LoadStream::Perform(const Actions& actions) {
-  if (actions.write) StartWrite(&request_);
-  if (actions.writes_done) StartWritesDone();
+  if (actions.write) call_->Write(&request_);
+  if (actions.writes_done) call_->WritesDone();
 }
 
 void LoadStream::OnWriteDone(bool ok) {
@@ -161,7 +155,7 @@ void LoadStream::OnReadDone(bool ok) {
     if (!plan_.realtime) NextWriteLocked(&actions);
   }
   if (sample) {
-    // The read token is ours until StartRead: response_ is safe to read.
+    // The read token is ours until the next Read: response_ is safe to read.
     // Only a sampled answer is parsed (one that does not parse is verified
     // as empty, and fails).
     v1::StreamScoreResponse parsed;
@@ -175,7 +169,7 @@ void LoadStream::OnReadDone(bool ok) {
     verifier_->Submit(plan_.index, first_frame, plan_.chunk_frames, std::move(scores));
   }
   Perform(actions);
-  StartRead(&response_);
+  call_->Read(&response_);
 }
 
 void LoadStream::OnDone(const grpc::Status& status) {

@@ -1,5 +1,5 @@
-// LoadStream: one StreamScore stream of a load test, on the gRPC callback
-// API (no thread of its own). It sends the config, then chunks of features,
+// LoadStream: one StreamScore stream of a load test, over a LoadCall (gRPC's
+// completion-queue or callback API, load_call.h; no thread of its own). It sends the config, then chunks of features,
 // either on a real-time schedule kept by a Pacer (chunk k is due at
 // first_due + k * period) or as fast as the server answers (up to
 // max_outstanding chunks unanswered), records when each chunk was due, sent
@@ -7,15 +7,15 @@
 // at the stop time or after max_chunks.
 //
 //   LoadStream stream(plan, &features, &pacer, verifier, [&] { ...one more done... });
-//   stream.Start(stub.get());
+//   stream.Start(channel.get(), queues.queue(i));  // or nullptr: the callback API
 //   stream.StopAt(end_ns);
 //   ... wait for the done callback ...
 //   const std::vector<ChunkRecord>& records = stream.records();
 //
 // Lifetime: the object must stay alive until its done callback has run
 // (the callback is its last act). Real-time streams hold the call open
-// (ClientBidiReactor::AddHold) while pacer ticks may still write, so their
-// pacer must run until then.
+// (LoadCall::AddHold) while pacer ticks may still write, so their pacer must
+// run until then.
 //
 // Thread safety: StopAt, Cancel and SnapshotRecords from any thread;
 // records(), status() and the counters only after the done callback.
@@ -27,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -35,11 +36,12 @@
 #include "client/load/audio_source.h"
 #include "client/load/feature_source.h"
 #include "client/load/lazy_answer.h"
+#include "client/load/load_call.h"
 #include "client/load/load_stats.h"
 #include "client/load/pacer.h"
 #include "gmmscore/v1/scorer.grpc.pb.h"
-#include "grpcpp/client_context.h"
-#include "grpcpp/support/client_callback.h"
+#include "grpcpp/completion_queue.h"
+#include "grpcpp/impl/codegen/channel_interface.h"
 
 namespace gmmscore::load {
 
@@ -66,7 +68,7 @@ struct StreamPlan {
   int samples_per_frame = 160;
 };
 
-class LoadStream final : public grpc::ClientBidiReactor<v1::StreamScoreRequest, LazyStreamAnswer> {
+class LoadStream final : public LoadCallEvents {
  public:
   // `features` and `pacer` must outlive the stream; `verifier` may be null.
   LoadStream(const StreamPlan& plan, const FeatureSource* features, Pacer* pacer,
@@ -76,15 +78,20 @@ class LoadStream final : public grpc::ClientBidiReactor<v1::StreamScoreRequest, 
   LoadStream& operator=(const LoadStream&) = delete;
 
   // Opens the call on `channel` (which must outlive it), writes the config
-  // and starts sending. Answers are read as LazyStreamAnswer: only the
-  // sampled ones are parsed.
-  void Start(grpc::ChannelInterface* channel);
+  // and starts sending. On `queue` (a LoadQueues queue, which must outlive
+  // the call) the call runs on the completion-queue API; with nullptr on the
+  // callback API. Answers are read as LazyStreamAnswer: only the sampled
+  // ones are parsed.
+  void Start(grpc::ChannelInterface* channel, grpc::CompletionQueue* queue);
   // No chunk due at or after `stop_ns` is sent; the stream half-closes
   // instead and ends when the server has answered the rest. May move the
   // stop earlier or later while the stream runs.
   void StopAt(int64_t stop_ns) { stop_ns_.store(stop_ns, std::memory_order_relaxed); }
-  // Cancels the call (it ends with CANCELLED unless it ended already).
-  void Cancel() { context_.TryCancel(); }
+  // After Start: cancels the call (it ends with CANCELLED unless it ended
+  // already).
+  void Cancel() {
+    if (call_ != nullptr) call_->Cancel();
+  }
 
   // A copy of the records so far (chunk k at index k).
   std::vector<ChunkRecord> SnapshotRecords() const;
@@ -102,7 +109,6 @@ class LoadStream final : public grpc::ClientBidiReactor<v1::StreamScoreRequest, 
 
   void OnWriteDone(bool ok) override;
   void OnReadDone(bool ok) override;
-  void OnWritesDoneDone(bool /*ok*/) override {}
   void OnDone(const grpc::Status& status) override;
 
  private:
@@ -129,7 +135,7 @@ class LoadStream final : public grpc::ClientBidiReactor<v1::StreamScoreRequest, 
   AnswerVerifier* const verifier_;
   const std::function<void()> on_done_;
 
-  grpc::ClientContext context_;
+  std::unique_ptr<LoadCall> call_;  // set by Start
   v1::StreamScoreRequest config_request_;  // the first write
   v1::StreamScoreRequest request_;         // the chunk write in flight (write token's)
   LazyStreamAnswer response_;              // the read in flight
