@@ -14,8 +14,13 @@
 //     once it hears;
 //   - Cancel from any thread until OnDone: the call ends CANCELLED unless it
 //     has ended already.
-// Events of one call never run concurrently with each other; Write,
-// WritesDone and RemoveHold may come from any thread.
+// On a completion queue the events of one call never run concurrently with
+// each other; on the callback API OnReadDone and OnWriteDone may overlap
+// (gRPC's reactions may run at once), so the stream locks its own state.
+// Write, WritesDone and RemoveHold may come from any thread: a pacer's Write
+// while the queue's thread starts a Read or Finish touches other op sets of
+// the call, and gRPC core's batch start is thread-safe (the callback API
+// does the same inside).
 //
 // Why two carriers: on Debian's gRPC 1.51 the callback API runs every
 // completion of a process through one shared queue and its "nexting"

@@ -21,11 +21,17 @@ void LoadStream::Start(grpc::ChannelInterface* channel, grpc::CompletionQueue* q
     absl::MutexLock lock(&mu_);
     write_in_flight_ = true;  // the config; chunks wait for its OnWriteDone
   }
+  if (!plan_.realtime) {
+    // Nothing of this object after Start: a call that fails at once may
+    // already have run the done callback, whose owner may delete us.
+    call_->Start(&config_request_, &response_);
+    return;
+  }
   // Pacer ticks write from outside the reactions: hold the call open until
-  // the last tick (Tick releases it).
-  if (plan_.realtime) call_->AddHold();
+  // the last tick (Tick releases it), which also keeps this object alive here.
+  call_->AddHold();
   call_->Start(&config_request_, &response_);
-  if (plan_.realtime) pacer_->Schedule(plan_.first_due_ns, [this] { Tick(0); });
+  pacer_->Schedule(plan_.first_due_ns, [this] { Tick(0); });
 }
 
 std::vector<ChunkRecord> LoadStream::SnapshotRecords() const {
