@@ -286,6 +286,9 @@ int Main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_cq_threads) < 0) {
     return Fail(absl::InvalidArgumentError("--cq_threads must be >= 0 (0: a quarter of the cores)"));
   }
+  if (absl::GetFlag(FLAGS_cq_threads) > 0 && stream_api != "cq") {
+    return Fail(absl::InvalidArgumentError("--cq_threads applies to --stream_api cq only"));
+  }
 
   const std::string server = absl::GetFlag(FLAGS_server);
   absl::StatusOr<v1::ListModelsResponse> listed = ListModels(server);

@@ -305,7 +305,7 @@ std::string ReportCsv(const LoadReport& report) {
       "chunks_unanswered,streams_failed,stream_status,stable,verify_checked,verify_mismatched,"
       "server_cpu_cores,server_frames_per_batch,server_queue_wait_ms,server_worker_wait_ms,"
       "server_pack_ms,server_score_ms,server_answer_ms,server_backend_busy,"
-      "client_cpu_cores,within_slo\n";
+      "client_cpu_cores,within_slo,cq_threads\n";
   for (const PointResult& p : report.points) {
     const PointMetrics& m = p.metrics;
     std::vector<std::string> status;
@@ -331,7 +331,8 @@ std::string ReportCsv(const LoadReport& report) {
     } else {
       out += ",,,,,,,,";
     }
-    absl::StrAppendFormat(&out, "%.3f,%d\n", p.client_cpu_cores, p.within_slo);
+    // Last, so that the columns before keep their places for older readers.
+    absl::StrAppendFormat(&out, "%.3f,%d,%d\n", p.client_cpu_cores, p.within_slo, p.cq_threads);
   }
   return out;
 }
@@ -357,6 +358,7 @@ absl::StatusOr<std::vector<PointResult>> ReadPointsCsv(const std::string& text) 
     PointResult p;
     p.streams = static_cast<int>(get("streams"));
     p.channels = static_cast<int>(get("channels"));
+    p.cq_threads = static_cast<int>(get("cq_threads"));  // 0 in CSVs from before the column
     p.realtime = get("realtime") != 0;
     p.chunk_frames = static_cast<int>(get("chunk_frames"));
     p.offered_frames_per_s = get("offered_frames_per_s");

@@ -39,6 +39,7 @@ LoadReport TwoPoints() {
     PointResult p;
     p.streams = n;
     p.channels = 1;
+    p.cq_threads = 3;
     p.chunk_frames = 10;
     p.offered_frames_per_s = n * 100;
     p.metrics.frames_per_s = n * 99;
@@ -121,6 +122,8 @@ TEST(LoadReportTest, JsonAndCsv) {
   EXPECT_DOUBLE_EQ((*again)[1].metrics.latency_ms.p99, 96);
   EXPECT_DOUBLE_EQ((*again)[1].metrics.frames_per_s, 16 * 99);
   EXPECT_EQ((*again)[1].streams_failed, 1);
+  EXPECT_EQ((*again)[1].cq_threads, 3);
+  EXPECT_NE(json.find("\"cq_threads\":3"), std::string::npos) << json;
   EXPECT_FALSE(ReadPointsCsv("streams,channels\n1\n").ok());
 
   const std::string text = FormatPoint(report.points[1], 50);
