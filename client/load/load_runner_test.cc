@@ -47,9 +47,18 @@ class LoadRunnerTest : public ::testing::TestWithParam<StreamApi> {
     return o;
   }
 
+  // Stream i's queue on the completion-queue carrier (two queues, made on
+  // first use, outliving the test body's streams); nullptr on callbacks.
+  grpc::CompletionQueue* QueueFor(int i) {
+    if (GetParam() != StreamApi::kCompletionQueue) return nullptr;
+    if (!queues_.has_value()) queues_.emplace(2);
+    return queues_->queue(i);
+  }
+
   std::unique_ptr<TestDaemon> daemon_;
   std::shared_ptr<const DiagGmmModel> model_;
   std::unique_ptr<FeatureSource> features_;
+  std::optional<LoadQueues> queues_;
 };
 
 // 4 real-time streams x 12 chunks, every answer verified: all answered in
@@ -99,8 +108,6 @@ TEST_P(LoadRunnerTest, StreamsSendOnSchedule) {
   v1::StreamConfig config;
   config.add_models("am");
   Pacer pacer(1);
-  std::optional<LoadQueues> queues;
-  if (GetParam() == StreamApi::kCompletionQueue) queues.emplace(2);
   constexpr int kStreams = 6, kChunks = 10;
   constexpr int64_t kPeriod = 40'000'000;
   absl::Mutex mu;
@@ -116,7 +123,7 @@ TEST_P(LoadRunnerTest, StreamsSendOnSchedule) {
           absl::MutexLock lock(&mu);
           ++done;
         }));
-    streams.back()->Start(channel.get(), queues.has_value() ? queues->queue(i) : nullptr);
+    streams.back()->Start(channel.get(), QueueFor(i));
   }
   {
     absl::MutexLock lock(&mu);
@@ -284,8 +291,6 @@ TEST_P(LoadRunnerTest, CancelledStreamsEndOnce) {
   v1::StreamConfig config;
   config.add_models("am");
   Pacer pacer(1);
-  std::optional<LoadQueues> queues;
-  if (GetParam() == StreamApi::kCompletionQueue) queues.emplace(2);
   constexpr int kStreams = 8;
   absl::Mutex mu;
   std::vector<int> done(kStreams, 0);
@@ -300,7 +305,7 @@ TEST_P(LoadRunnerTest, CancelledStreamsEndOnce) {
           absl::MutexLock lock(&mu);
           ++done[i];
         }));
-    streams.back()->Start(channel.get(), queues.has_value() ? queues->queue(i) : nullptr);
+    streams.back()->Start(channel.get(), QueueFor(i));
   }
   // Every stream under way (more than its first chunk recorded) first.
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -345,8 +350,6 @@ TEST_P(LoadRunnerTest, StreamsToNoServerEndOnceAndMayBeDeletedWhenDone) {
   v1::StreamConfig config;
   config.add_models("am");
   Pacer pacer(1);
-  std::optional<LoadQueues> queues;
-  if (GetParam() == StreamApi::kCompletionQueue) queues.emplace(2);
   constexpr int kStreams = 8;
   struct Slot {
     std::unique_ptr<LoadStream> stream;
@@ -376,7 +379,7 @@ TEST_P(LoadRunnerTest, StreamsToNoServerEndOnceAndMayBeDeletedWhenDone) {
       absl::MutexLock lock(&mu);
       stream = slots[i].stream.get();
     }
-    stream->Start(channel.get(), queues.has_value() ? queues->queue(i) : nullptr);
+    stream->Start(channel.get(), QueueFor(i));
   }
   absl::MutexLock lock(&mu);
   auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
