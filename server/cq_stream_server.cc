@@ -7,8 +7,9 @@
 namespace gmmscore {
 namespace {
 
-// Requests kept open per queue, so that a burst of new streams (a load test
-// ramping up thousands) does not wait for each accept to be re-armed.
+// Requests kept open per queue at start (then wherever RequestCall places
+// them), so that a burst of new streams (a load test ramping up thousands)
+// does not wait for each accept to be re-armed.
 constexpr int kRequestsPerQueue = 4;
 
 }  // namespace
@@ -25,7 +26,8 @@ class CqStreamServer::Call final : public StreamCall {
     Event event;
   };
 
-  Call(CqStreamServer* server, grpc::ServerCompletionQueue* cq) : server_(server), cq_(cq) {
+  Call(CqStreamServer* server, int queue)
+      : server_(server), queue_(queue), cq_(server->queues_[queue].get()) {
     // Before the request, as gRPC requires: the done tag is what tells a
     // cancelled call apart.
     context_.AsyncNotifyWhenDone(&done_tag_);
@@ -57,8 +59,9 @@ class CqStreamServer::Call final : public StreamCall {
           Delete();
           return;
         }
-        server_->RequestCall(cq_);  // keep the queue's requests open
         accepted_ = true;
+        server_->CallAccepted(queue_);
+        server_->RequestCall();  // keep as many requests open, on the lightest queue
         server_->service_->StartStream(context_, this);  // binds, reads or finishes
         if (cancelled_early_) events_->OnCancel();
         break;
@@ -110,11 +113,14 @@ class CqStreamServer::Call final : public StreamCall {
   }
   void Delete() {
     CqStreamServer* server = server_;
+    const int queue = queue_;
+    const bool accepted = accepted_;
     delete this;
-    server->CallDeleted();
+    server->CallDeleted(queue, accepted);
   }
 
   CqStreamServer* const server_;
+  const int queue_;
   grpc::ServerCompletionQueue* const cq_;
   grpc::ServerContext context_;
   ScorerService::StreamScoreReaderWriter stream_{
@@ -139,16 +145,14 @@ class CqStreamServer::Call final : public StreamCall {
 
 CqStreamServer::CqStreamServer(grpc::ServerBuilder* builder, ScorerService* service,
                                int threads)
-    : service_(service) {
+    : service_(service), queue_calls_(threads) {
   for (int i = 0; i < threads; ++i) queues_.push_back(builder->AddCompletionQueue());
 }
 
 CqStreamServer::~CqStreamServer() { Stop(); }
 
 void CqStreamServer::Start() {
-  for (const auto& queue : queues_) {
-    for (int i = 0; i < kRequestsPerQueue; ++i) RequestCall(queue.get());
-  }
+  for (size_t i = 0; i < kRequestsPerQueue * queues_.size(); ++i) RequestCall();
   for (const auto& queue : queues_) {
     threads_.emplace_back([cq = queue.get()] {
       NameCurrentThread("gs-stream-cq");
@@ -180,17 +184,47 @@ void CqStreamServer::Stop() {
   threads_.clear();
 }
 
-void CqStreamServer::RequestCall(grpc::ServerCompletionQueue* cq) {
+void CqStreamServer::RequestCall() {
+  int lightest;
   {
     absl::MutexLock lock(&mu_);
     ++calls_alive_;
+    lightest = LightestQueue();
+    ++queue_calls_[lightest].alive;
   }
-  new Call(this, cq);
+  new Call(this, lightest);
 }
 
-void CqStreamServer::CallDeleted() {
+int CqStreamServer::LightestQueue() {
+  // Ties go round the queues from the last choice, so that equal queues
+  // take turns rather than the first one taking every request.
+  const int n = static_cast<int>(queue_calls_.size());
+  int lightest = (last_chosen_ + 1) % n;
+  for (int k = 1; k < n; ++k) {
+    const int i = (last_chosen_ + 1 + k) % n;
+    if (queue_calls_[i].alive < queue_calls_[lightest].alive) lightest = i;
+  }
+  last_chosen_ = lightest;
+  return lightest;
+}
+
+void CqStreamServer::CallAccepted(int queue) {
+  absl::MutexLock lock(&mu_);
+  ++queue_calls_[queue].accepted;
+}
+
+void CqStreamServer::CallDeleted(int queue, bool accepted) {
   absl::MutexLock lock(&mu_);
   --calls_alive_;
+  --queue_calls_[queue].alive;
+  if (accepted) --queue_calls_[queue].accepted;
+}
+
+std::vector<int64_t> CqStreamServer::CallsPerQueue() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> calls;
+  for (const QueueCalls& queue : queue_calls_) calls.push_back(queue.accepted);
+  return calls;
 }
 
 void CqStreamServer::DrainQueue(grpc::ServerCompletionQueue* cq) {

@@ -1,7 +1,10 @@
 // CqStreamServer: serves StreamScore on gRPC's completion-queue API, the
 // shape gRPC's performance guide recommends for high message rates: several
 // server completion queues, each drained by one thread of ours, every call
-// staying on the queue that accepted it. Its reactions (read, write, finish,
+// staying on the queue that accepted it. Calls are spread over the queues by
+// where their requests are kept open: each accept re-arms one on the queue
+// with the fewest calls, so a queue's share does not depend on which
+// connections gRPC happened to tie to it. Its reactions (read, write, finish,
 // done) run on that thread and go to the call's StreamScoreSession through
 // StreamCall, exactly as the callback API's would; writes are started from
 // whichever thread has the answer ready.
@@ -59,14 +62,24 @@ class CqStreamServer {
   void Stop();
 
   int threads() const { return static_cast<int>(queues_.size()); }
+  // Accepted calls not yet ended, by queue.
+  std::vector<int64_t> CallsPerQueue() const;
 
  private:
   class Call;
   friend class Call;
+  // A queue's calls: `alive` counts its open requests too, and is what
+  // placement balances.
+  struct QueueCalls {
+    int64_t alive = 0;
+    int64_t accepted = 0;
+  };
 
-  // Asks gRPC for the next StreamScore call on `cq`.
-  void RequestCall(grpc::ServerCompletionQueue* cq);
-  void CallDeleted();
+  // Asks gRPC for the next StreamScore call, on the lightest queue.
+  void RequestCall();
+  int LightestQueue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CallAccepted(int queue);
+  void CallDeleted(int queue, bool accepted);
   static void DrainQueue(grpc::ServerCompletionQueue* cq);
 
   ScorerService* const service_;
@@ -74,9 +87,11 @@ class CqStreamServer {
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Calls accepted or waiting to be, not yet deleted.
   int64_t calls_alive_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<QueueCalls> queue_calls_ ABSL_GUARDED_BY(mu_);
+  int last_chosen_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace gmmscore

@@ -51,11 +51,13 @@ std::string WithPort(const std::string& address, int port) {
   return absl::StrCat(colon == std::string::npos ? address : address.substr(0, colon), ":", port);
 }
 
-// --stream_threads: 0 means half the cores, at least 2 (as many queue
-// threads as gRPC's callback API has nexting threads).
+// --stream_threads: 0 means one queue per core, at least 2. The threads
+// mostly wait; with half the cores (8 on 16) fast top_k at 10000 streams
+// failed every run on an H200 host, with 16 it passed (docs/PERFORMANCE.md,
+// 2026-11-28, "Queues per core").
 int StreamThreads(int requested) {
   if (requested > 0) return requested;
-  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 // The service's limits: the options', with the message limit gRPC enforces.
@@ -121,7 +123,7 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
     return absl::InvalidArgumentError("--align_queue_delay_us must be >= 0");
   }
   if (options.stream_threads < 0) {
-    return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: half the cores)");
+    return absl::InvalidArgumentError("--stream_threads must be >= 0 (0: one per core)");
   }
   // gRPC takes both as int milliseconds: at most 2^31 - 1 ms (24.8 days).
   const absl::Duration longest = absl::Milliseconds(std::numeric_limits<int>::max());

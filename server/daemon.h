@@ -48,7 +48,7 @@ struct DaemonOptions {
   OpsOptions ops;
   // The gRPC API that carries StreamScore (server/scorer_service.h) and,
   // for the completion-queue API, how many queues serve it, one thread each
-  // (0: half the cores, at least 2).
+  // (0: one per core, at least 2).
   StreamApi stream_api = StreamApi::kCompletionQueue;
   int stream_threads = 0;
   // A client connection older than this gets GOAWAY, so that long-lived
@@ -118,6 +118,10 @@ class Daemon {
   AdaptationCounters adaptation_counters() const { return adaptation_->counters(); }
   // Completion-queue threads serving StreamScore; 0 on the callback API.
   int stream_threads() const { return cq_streams_ == nullptr ? 0 : cq_streams_->threads(); }
+  // StreamScore calls by completion queue; empty on the callback API.
+  std::vector<int64_t> stream_calls_per_queue() const {
+    return cq_streams_ == nullptr ? std::vector<int64_t>{} : cq_streams_->CallsPerQueue();
+  }
 
  private:
   Daemon() = default;

@@ -126,7 +126,7 @@ ABSL_FLAG(std::string, stream_api, "cq",
           "(docs/PERFORMANCE.md).");
 ABSL_FLAG(int32_t, stream_threads, 0,
           "With --stream_api cq: completion queues serving StreamScore, one thread each; 0: "
-          "half the cores, at least 2.");
+          "one per core, at least 2.");
 ABSL_FLAG(int32_t, max_connection_age_s, 0,
           "Send GOAWAY to a client connection this many seconds old (gRPC adds +-10% jitter), "
           "so that long-lived clients reconnect and spread over replicas added since; 0: "
