@@ -26,6 +26,7 @@
 #include "kernels/core/status_macros.h"
 #include "kernels/backends/align_engine_factory.h"
 #include "kernels/backends/backend_factory.h"
+#include "kernels/cpu/blas_core.h"
 #include "server/auth_token.h"
 #include "kernels/core/version.h"
 #include "proto/grpc_args.h"
@@ -451,6 +452,8 @@ int Main(int argc, char** argv) {
           : absl::GetFlag(FLAGS_scoring_token_file).empty() || absl::GetFlag(FLAGS_admin_open)
               ? "off (ModelAdmin open)"
               : "none (ModelAdmin closed)");
+  // CPU scoring, the CPU side of training and adaptation run on OpenBLAS.
+  if (const std::string warning = BlasCoreWarning(); !warning.empty()) LogWarning("%s", warning);
   if (const int threads = (*daemon)->stream_threads(); threads > 0) {
     LogInfo("StreamScore: completion-queue API, %d queue threads", threads);
   } else {

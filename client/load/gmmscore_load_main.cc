@@ -29,6 +29,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/core/version.h"
 #include "client/fusion_method.h"
 #include "client/load/audio_source.h"
@@ -359,6 +360,10 @@ int Main(int argc, char** argv) {
          .half_precision = absl::GetFlag(FLAGS_float16), .seed = absl::GetFlag(FLAGS_seed)});
     if (!created.ok()) return Fail(created.status());
     verifier = *std::move(created);
+    // The verifier scores on this host's CPU, beside the daemon under test.
+    if (const std::string warning = BlasCoreWarning(); !warning.empty()) {
+      std::fprintf(stderr, "gmmscore-load: warning: %s\n", warning.c_str());
+    }
   }
 
   RunOptions options{
