@@ -192,6 +192,9 @@ void CqStreamServer::RequestCall() {
     lightest = LightestQueue();
     ++queue_calls_[lightest].alive;
   }
+  // The call may be bound to another queue than this thread's: its first
+  // completion (even a failed request at shutdown, which deletes it) comes
+  // on that queue's thread, and nothing here touches it after the request.
   new Call(this, lightest);
 }
 

@@ -2,9 +2,13 @@
 // shape gRPC's performance guide recommends for high message rates: several
 // server completion queues, each drained by one thread of ours, every call
 // staying on the queue that accepted it. Calls are spread over the queues by
-// where their requests are kept open: each accept re-arms one on the queue
-// with the fewest calls, so a queue's share does not depend on which
-// connections gRPC happened to tie to it. Its reactions (read, write, finish,
+// where their requests are kept open: gRPC offers a new call to its
+// connection's queue first, then the next queues in turn, and each accept
+// re-arms one request on the queue with the fewest calls plus open requests.
+// So while streams open, the busiest queue exceeds the mean by at most the
+// requests a queue starts with, plus one, however gRPC ties connections to
+// queues (before, one connection's streams could all land on one queue). The
+// least busy can trail by up to all the open requests. Its reactions (read, write, finish,
 // done) run on that thread and go to the call's StreamScoreSession through
 // StreamCall, exactly as the callback API's would; writes are started from
 // whichever thread has the answer ready.

@@ -22,8 +22,9 @@ namespace {
 
 constexpr int kQueues = 4;
 constexpr int kStreams = 200;
-// CqStreamServer keeps 4 requests open per queue: the most by which one
-// queue's calls can run ahead of another's.
+// CqStreamServer keeps 4 requests open per queue's worth, placed where the
+// calls are fewest: a queue can run ahead of the mean by 4 + 1, and trail it
+// by as many as all of them.
 constexpr int kOpenRequests = 4 * kQueues;
 
 int64_t Sum(const std::vector<int64_t>& values) {
@@ -69,7 +70,7 @@ TEST(StreamQueueBalanceTest, StreamsOfOneConnectionSpreadOverTheQueues) {
   ASSERT_EQ(calls.size(), kQueues);
   for (int64_t queue_calls : calls) {
     EXPECT_GE(queue_calls, kStreams / kQueues - kOpenRequests) << absl::StrJoin(calls, " ");
-    EXPECT_LE(queue_calls, kStreams / kQueues + kOpenRequests) << absl::StrJoin(calls, " ");
+    EXPECT_LE(queue_calls, kStreams / kQueues + 4 + 1) << absl::StrJoin(calls, " ");
   }
 
   for (auto& open : streams) open->context.TryCancel();
