@@ -8,10 +8,12 @@
 // So while streams open, the busiest queue exceeds the mean by at most the
 // requests a queue starts with, plus one, however gRPC ties connections to
 // queues (before, one connection's streams could all land on one queue). The
-// least busy can trail by up to all the open requests. Its reactions (read, write, finish,
-// done) run on that thread and go to the call's StreamScoreSession through
-// StreamCall, exactly as the callback API's would; writes are started from
-// whichever thread has the answer ready.
+// least busy can trail by up to all the open requests.
+//
+// A call's reactions (read, write, finish, done) run on its queue's thread
+// and go to the call's StreamScoreSession through StreamCall, exactly as
+// the callback API's would; writes are started from whichever thread has
+// the answer ready.
 //
 // Why: on Debian's gRPC 1.51 the callback API funnels every completion of
 // every call through one shared queue, and gmmscored's StreamScore stopped at
