@@ -174,7 +174,13 @@ void CqStreamServer::Stop() {
     // (and every open request, which the server's Shutdown fails) goes first.
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
-        +[](int64_t* alive) { return *alive == 0; }, &calls_alive_));
+        +[](std::vector<QueueCalls>* queues) {
+          for (const QueueCalls& queue : *queues) {
+            if (queue.alive != 0) return false;
+          }
+          return true;
+        },
+        &queue_calls_));
   }
   for (const auto& queue : queues_) queue->Shutdown();
   if (threads_.empty()) {
@@ -188,7 +194,6 @@ void CqStreamServer::RequestCall() {
   int lightest;
   {
     absl::MutexLock lock(&mu_);
-    ++calls_alive_;
     lightest = LightestQueue();
     ++queue_calls_[lightest].alive;
   }
@@ -218,7 +223,6 @@ void CqStreamServer::CallAccepted(int queue) {
 
 void CqStreamServer::CallDeleted(int queue, bool accepted) {
   absl::MutexLock lock(&mu_);
-  --calls_alive_;
   --queue_calls_[queue].alive;
   if (accepted) --queue_calls_[queue].accepted;
 }

@@ -74,8 +74,8 @@ class CqStreamServer {
  private:
   class Call;
   friend class Call;
-  // A queue's calls: `alive` counts its open requests too, and is what
-  // placement balances.
+  // A queue's calls: `alive` (accepted or waiting to be, not yet deleted)
+  // counts its open requests too, and is what placement balances.
   struct QueueCalls {
     int64_t alive = 0;
     int64_t accepted = 0;
@@ -94,8 +94,7 @@ class CqStreamServer {
   bool stopped_ = false;
 
   mutable absl::Mutex mu_;
-  // Calls accepted or waiting to be, not yet deleted.
-  int64_t calls_alive_ ABSL_GUARDED_BY(mu_) = 0;
+  // By queue; Stop waits until none is alive.
   std::vector<QueueCalls> queue_calls_ ABSL_GUARDED_BY(mu_);
   int last_chosen_ ABSL_GUARDED_BY(mu_) = -1;
 };
