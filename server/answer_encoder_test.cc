@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "kernels/score/state_selection.h"
@@ -250,6 +251,34 @@ TEST_F(AnswerEncoderTest, BackendSelectedStatesAreTheMessagesBytes) {
   absl::StatusOr<grpc::ByteBuffer> misfit = EncodeStreamAnswer(plan, results, nullptr, {});
   EXPECT_EQ(misfit.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(misfit.status().message().find("among 500"), std::string::npos) << misfit.status();
+}
+
+// State ids at the edges of every varint length (one to five bytes), in
+// any order and frame: still the message's bytes.
+TEST_F(AnswerEncoderTest, StateIdsAtVarintEdgesAreTheMessagesBytes) {
+  const std::vector<uint32_t> edges = {0,          1,          127,        128,
+                                       16383,      16384,      (1u << 21) - 1, 1u << 21,
+                                       (1u << 28) - 1, 1u << 28, 0xFFFFFFFFu};
+  std::uniform_int_distribution<size_t> pick(0, edges.size() - 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t frames = 1 + trial % 3;
+    std::vector<ScoreResult> results(1);
+    SparseScores& kept = results[0].sparse.emplace();
+    kept.num_states = std::numeric_limits<int32_t>::max();  // the message's most
+    for (int64_t t = 0; t < frames; ++t) {
+      const int count = 1 + static_cast<int>(pick(rng_));
+      for (int i = 0; i < count; ++i) {
+        kept.state_ids.push_back(edges[pick(rng_)]);
+        kept.values.push_back(-static_cast<float>(i));
+      }
+      kept.frame_offsets.push_back(static_cast<uint32_t>(kept.state_ids.size()));
+    }
+    ScoringPlan plan = PlanOf({"a"});
+    plan.num_states = static_cast<int>(kept.num_states);
+    plan.sparse.top_k = 12;
+    ExpectSameBytes(plan, results, nullptr, {.first_frame = 7},
+                    absl::StrCat("trial ", trial, ": ", absl::StrJoin(kept.state_ids, ",")));
+  }
 }
 
 // Halves a backend encoded (on a GPU) go out as the bytes the host's

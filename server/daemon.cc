@@ -261,6 +261,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
                               .devices = daemon->router_.get(),
                               .aligner = daemon->align_scheduler_.get(),
                               .adaptation = daemon->adaptation_.get(),
+                              .stream_queues = daemon->cq_streams_.get(),
                               .backend = daemon->repository_->device()});
   if (!ops_started.ok()) {
     daemon->Drain(absl::ZeroDuration());

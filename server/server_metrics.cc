@@ -392,6 +392,16 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             "Streams cancelled because their client took no answer for --stream_write_timeout_s.",
             static_cast<double>(sources.service->stalled_streams()));
   }
+  if (sources.stream_queues != nullptr) {
+    out.Family("gmmscore_stream_queue_calls",
+               "Live StreamScore calls on each of the daemon's completion queues (--stream_threads).",
+               "gauge");
+    const std::vector<int64_t> calls = sources.stream_queues->CallsPerQueue();
+    for (size_t queue = 0; queue < calls.size(); ++queue) {
+      out.Sample("gmmscore_stream_queue_calls", {{"queue", std::to_string(queue)}},
+                 static_cast<double>(calls[queue]));
+    }
+  }
   if (sources.repository != nullptr) {
     const std::vector<ServedModel> models = sources.repository->models();
     out.Family("gmmscore_model_resident_bytes",

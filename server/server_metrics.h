@@ -24,6 +24,7 @@
 #include "grpcpp/support/server_interceptor.h"
 #include "server/align_scheduler.h"
 #include "server/batch_scheduler.h"
+#include "server/cq_stream_server.h"
 #include "server/device_router.h"
 #include "server/gpu_monitor.h"
 #include "server/metrics_exposition.h"
@@ -40,6 +41,9 @@ struct MetricsSources {
   const DeviceRouter* devices = nullptr;
   const AlignScheduler* aligner = nullptr;
   const AdaptationHub* adaptation = nullptr;  // null: no adaptation counters
+  // StreamScore's completion queues (null with --stream_api callback):
+  // the live calls on each, so that an operator sees whether they are even.
+  const CqStreamServer* stream_queues = nullptr;
   std::string backend;  // "cpu", "cuda:0"
   // The scoring GPUs through NVML, one per distinct GPU; none on the CPU or
   // without NVML (then no gmmscore_gpu_* gauges).

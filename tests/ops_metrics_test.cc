@@ -184,6 +184,17 @@ TEST(OpsMetricsTest, LiveStreamsAreCounted) {
   ASSERT_TRUE((*second)->Next().ok());
   const std::string text = HttpGet(daemon->daemon().ops().metrics_port(), "/metrics");
   EXPECT_EQ(MetricValue(text, "gmmscore_active_streams"), 2);
+  // The same two calls, by completion queue: each queue's own sample.
+  const std::vector<int64_t> calls = daemon->daemon().stream_calls_per_queue();
+  ASSERT_GE(calls.size(), 2u);
+  int64_t exported = 0;
+  for (size_t queue = 0; queue < calls.size(); ++queue) {
+    const double value =
+        MetricValue(text, absl::StrCat("gmmscore_stream_queue_calls{queue=\"", queue, "\"}"));
+    EXPECT_EQ(value, static_cast<double>(calls[queue])) << "queue " << queue;
+    exported += static_cast<int64_t>(value);
+  }
+  EXPECT_EQ(exported, 2);
 }
 
 TEST(OpsMetricsTest, ExpositionEscapesAndSpellsValues) {
