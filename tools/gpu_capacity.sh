@@ -171,9 +171,11 @@ else
       --json "$OUT/$case_name-load$i.json" "$@" > "$OUT/$case_name-load$i.txt" 2>&1 &
     pids+=($!)
   done
-  # Threads sampled over the middle of the measured time (after connecting,
-  # the 1 s ramp and the 1 s warm-up).
-  sleep 3
+  # Threads sampled over the middle of the measured time: after connecting
+  # (1 s), the ramp and the warm-up (RAMP_S and WARMUP_S: the --ramp_s and
+  # --warmup_s that tools/gpu_points.sh gives the generators; 1 and 1 by
+  # default, gmmscore-load's own).
+  sleep "$(python3 -c "print(1 + ${RAMP_S:-1} + ${WARMUP_S:-1})")"
   if [ -n "${PERF_S:-}" ]; then
     perf=$(command -v "$BIN/perf" perf | head -1)
     if [ -z "$perf" ]; then

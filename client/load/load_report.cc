@@ -167,6 +167,7 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
   for (const auto& [code, count] : p.stream_status) j.Field(code, count);
   j.EndObject();
   j.Field("streams_failed", p.streams_failed);
+  j.Field("streams_failed_after_answers", p.streams_failed_after_answers);
   j.Field("first_error", p.first_error);
   j.Field("unexpected_answers", p.unexpected_answers);
   j.Field("client_cpu_cores", p.client_cpu_cores);
@@ -228,6 +229,11 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
   absl::StrAppendFormat(&out, "  load generator: %.2f cores busy\n", p.client_cpu_cores);
   absl::StrAppendFormat(&out, "  chunks %d, late %d, unanswered %d; streams: %s", m.chunks_due,
                         m.late_chunks, m.chunks_unanswered, StatusList(p));
+  if (p.streams_failed > 0) {
+    absl::StrAppendFormat(&out, "; of the %d failed, %d after answers, %d before any", p.streams_failed,
+                          p.streams_failed_after_answers,
+                          p.streams_failed - p.streams_failed_after_answers);
+  }
   if (!p.first_error.empty()) absl::StrAppendFormat(&out, " (first: %s)", p.first_error);
   absl::StrAppendFormat(&out, "; %s\n",
                         p.stability.stable ? "stable" : "NOT stable: " + p.stability.reason);

@@ -161,6 +161,10 @@ std::vector<ChunkRecord> TallyStreams(const std::vector<std::unique_ptr<LoadStre
       result->first_error =
           absl::StrFormat("%s: %s", StatusCodeName(status.error_code()), status.error_message());
     }
+    const auto answered = [](const ChunkRecord& r) { return r.answered_ns != 0; };
+    if (!status.ok() && std::any_of(stream->records().begin(), stream->records().end(), answered)) {
+      ++result->streams_failed_after_answers;
+    }
     result->unexpected_answers += stream->unexpected_answers();
   }
   return records;

@@ -7,8 +7,10 @@
 
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "client/load/load_queues.h"
 #include "client/load/load_report.h"
 #include "client/load/load_stream.h"
@@ -168,12 +170,47 @@ TEST_P(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
   EXPECT_EQ(point->stream_status.at("OK"), 2);
   EXPECT_EQ(point->stream_status.at("RESOURCE_EXHAUSTED"), 3);
   EXPECT_EQ(point->streams_failed, 3);
+  EXPECT_EQ(point->streams_failed_after_answers, 0);  // refused at their start
   EXPECT_NE(point->first_error.find("RESOURCE_EXHAUSTED"), std::string::npos);
+  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 0 after answers, 3 before any"),
+            std::string::npos);
   // The refused streams ended before their first chunk was due: only the
   // two live ones have chunks.
   EXPECT_EQ(point->metrics.chunks_due, 40);
   EXPECT_EQ(point->metrics.chunks_answered, 40);
   EXPECT_FALSE(point->within_slo);
+}
+
+// Streams that the daemon ends after answering some of their chunks (here
+// a drain, UNAVAILABLE) are told apart from streams refused at their start.
+TEST_P(LoadRunnerTest, StreamsEndedAfterAnswersAreCountedApart) {
+  Start();
+  RunOptions o = Options();
+  o.chunks = 200;  // 10 s at 50 ms a chunk; the drain comes 0.3 s after they start
+  o.slo_ms = 1000;
+  LoadRunner runner(o, features_.get(), nullptr);
+  std::thread drain([this] {
+    // Once all three calls are on the daemon, a few of their chunks later.
+    auto calls = [this] {
+      int64_t sum = 0;
+      for (int64_t n : daemon_->daemon().stream_calls_per_queue()) sum += n;
+      return sum;
+    };
+    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    while (calls() < 3 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+    absl::SleepFor(absl::Milliseconds(300));
+    daemon_->daemon().Drain(absl::Seconds(5));
+  });
+  absl::StatusOr<PointResult> point = runner.Run(3);
+  drain.join();
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(point->stream_status.at("UNAVAILABLE"), 3);
+  EXPECT_EQ(point->streams_failed, 3);
+  EXPECT_EQ(point->streams_failed_after_answers, 3);
+  EXPECT_GT(point->metrics.chunks_answered, 0);
+  EXPECT_FALSE(point->within_slo);
+  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 3 after answers, 0 before any"),
+            std::string::npos);
 }
 
 TEST_P(LoadRunnerTest, UnknownModelIsCountedAsNotFound) {
