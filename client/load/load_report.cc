@@ -226,7 +226,12 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
                         "  latency ms: p50 %.2f  p90 %.2f  p95 %.2f  p99 %.2f  max %.2f  (mean "
                         "%.2f; send lag p99 %.2f)\n",
                         l.p50, l.p90, l.p95, l.p99, l.max, l.mean, m.send_lag_ms.p99);
-  absl::StrAppendFormat(&out, "  load generator: %.2f cores busy\n", p.client_cpu_cores);
+  absl::StrAppendFormat(&out, "  load generator: %.2f cores busy", p.client_cpu_cores);
+  // Per answer, so that generators of different loads (and hosts) compare.
+  if (m.chunks_per_s > 0) {
+    absl::StrAppendFormat(&out, " (%.0f us of CPU an answer)", 1e6 * p.client_cpu_cores / m.chunks_per_s);
+  }
+  out += "\n";
   absl::StrAppendFormat(&out, "  chunks %d, late %d, unanswered %d; streams: %s", m.chunks_due,
                         m.late_chunks, m.chunks_unanswered, StatusList(p));
   if (p.streams_failed > 0) {

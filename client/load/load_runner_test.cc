@@ -75,9 +75,12 @@ TEST_P(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
   LoadRunner runner(o, features_.get(), verifier->get());
   absl::StatusOr<PointResult> point = runner.Run(4);
   ASSERT_TRUE(point.ok()) << point.status();
-  std::printf("%s", FormatPoint(*point, o.slo_ms).c_str());
+  const std::string report = FormatPoint(*point, o.slo_ms);
+  std::printf("%s", report.c_str());
   EXPECT_EQ(point->stream_status.at("OK"), 4);
   EXPECT_EQ(point->streams_failed, 0);
+  EXPECT_EQ(report.find("after answers"), std::string::npos);  // no failures to split
+  EXPECT_NE(report.find(" us of CPU an answer)"), std::string::npos);
   EXPECT_EQ(point->metrics.chunks_due, 48);
   EXPECT_EQ(point->metrics.chunks_answered, 48);
   EXPECT_EQ(point->metrics.chunks_unanswered, 0);
