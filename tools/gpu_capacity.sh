@@ -175,7 +175,7 @@ else
   # (1 s), the ramp and the warm-up (RAMP_S and WARMUP_S: the --ramp_s and
   # --warmup_s that tools/gpu_points.sh gives the generators; 1 and 1 by
   # default, gmmscore-load's own).
-  sleep "$(python3 -c "print(1 + ${RAMP_S:-1} + ${WARMUP_S:-1})")"
+  sleep "$(awk -v r="${RAMP_S:-1}" -v w="${WARMUP_S:-1}" 'BEGIN { print 1 + r + w }')"
   if [ -n "${PERF_S:-}" ]; then
     perf=$(command -v "$BIN/perf" perf | head -1)
     if [ -z "$perf" ]; then

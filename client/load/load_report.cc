@@ -235,7 +235,7 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
   absl::StrAppendFormat(&out, "  chunks %d, late %d, unanswered %d; streams: %s", m.chunks_due,
                         m.late_chunks, m.chunks_unanswered, StatusList(p));
   if (p.streams_failed > 0) {
-    absl::StrAppendFormat(&out, "; of the %d failed, %d after answers, %d before any", p.streams_failed,
+    absl::StrAppendFormat(&out, "; of the %d failed, %d after answers, %d before any answer", p.streams_failed,
                           p.streams_failed_after_answers,
                           p.streams_failed - p.streams_failed_after_answers);
   }

@@ -88,9 +88,10 @@ struct PointResult {
   std::map<std::string, int64_t> stream_status;
   int64_t streams_failed = 0;  // ended with a status other than OK
   // Of those, streams with at least one chunk answered first: admitted
-  // streams that a failure cut short (a full queue, a drain), as against
-  // streams refused at their start (too many streams, an overloaded server),
-  // which a client may simply open again later.
+  // streams that a failure cut short (a full queue, a drain). The others
+  // failed before any answer: refused at their start (too many streams,
+  // an overloaded server), which a client may simply open again later, or
+  // whose first chunk already failed (a full queue).
   int64_t streams_failed_after_answers = 0;
   std::string first_error;     // "CODE: message" of the first failure
   int64_t unexpected_answers = 0;

@@ -175,7 +175,7 @@ TEST_P(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
   EXPECT_EQ(point->streams_failed, 3);
   EXPECT_EQ(point->streams_failed_after_answers, 0);  // refused at their start
   EXPECT_NE(point->first_error.find("RESOURCE_EXHAUSTED"), std::string::npos);
-  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 0 after answers, 3 before any"),
+  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 0 after answers, 3 before any answer"),
             std::string::npos);
   // The refused streams ended before their first chunk was due: only the
   // two live ones have chunks.
@@ -189,30 +189,29 @@ TEST_P(LoadRunnerTest, RejectedStreamsAreCountedByStatus) {
 TEST_P(LoadRunnerTest, StreamsEndedAfterAnswersAreCountedApart) {
   Start();
   RunOptions o = Options();
-  o.chunks = 200;  // 10 s at 50 ms a chunk; the drain comes 0.3 s after they start
+  o.chunks = 200;  // 10 s at 50 ms a chunk; the drain comes after about 5 each
   o.slo_ms = 1000;
   LoadRunner runner(o, features_.get(), nullptr);
   std::thread drain([this] {
-    // Once all three calls are on the daemon, a few of their chunks later.
-    auto calls = [this] {
-      int64_t sum = 0;
-      for (int64_t n : daemon_->daemon().stream_calls_per_queue()) sum += n;
-      return sum;
-    };
+    // Once 15 chunks are scored (about 5 a stream, the streams keeping one
+    // pace): a drain answers every chunk accepted before it, so each
+    // stream has answers before its UNAVAILABLE.
     const absl::Time give_up = absl::Now() + absl::Seconds(20);
-    while (calls() < 3 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
-    absl::SleepFor(absl::Milliseconds(300));
+    while (daemon_->daemon().scheduler_stats().jobs < 15 && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
     daemon_->daemon().Drain(absl::Seconds(5));
   });
   absl::StatusOr<PointResult> point = runner.Run(3);
   drain.join();
   ASSERT_TRUE(point.ok()) << point.status();
+  ASSERT_EQ(point->stream_status.count("UNAVAILABLE"), 1u) << FormatPoint(*point, o.slo_ms);
   EXPECT_EQ(point->stream_status.at("UNAVAILABLE"), 3);
   EXPECT_EQ(point->streams_failed, 3);
   EXPECT_EQ(point->streams_failed_after_answers, 3);
   EXPECT_GT(point->metrics.chunks_answered, 0);
   EXPECT_FALSE(point->within_slo);
-  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 3 after answers, 0 before any"),
+  EXPECT_NE(FormatPoint(*point, o.slo_ms).find("of the 3 failed, 3 after answers, 0 before any answer"),
             std::string::npos);
 }
 
