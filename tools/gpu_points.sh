@@ -32,9 +32,8 @@ set -u
 # start: all four counted float32 4000 and top_k 10000 failures on one
 # 16-core H200 came so, their later seconds within the SLO, and its
 # discarded first point lost about 1870 admitted streams to the full queue
-# (docs/PERFORMANCE.md, stop 50). A burst of
-# opens is its own measurement: RAMP_S=1 WARMUP_S=1. gpu_capacity.sh
-# profiles the threads after both.
+# (docs/PERFORMANCE.md, stop 50). A burst of opens is its own measurement:
+# RAMP_S=1 WARMUP_S=1. gpu_capacity.sh profiles the threads after both.
 export RAMP_S=${RAMP_S:-4} WARMUP_S=${WARMUP_S:-2}
 ramp_s=$RAMP_S warmup_s=$WARMUP_S
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]] ...}
