@@ -1,6 +1,7 @@
 #include "server/batch_scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -81,33 +82,74 @@ void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
     auto full = [&] {
       return !queue_.empty() && queued_frames_ + frames > options_.max_queued_frames;
     };
+    const absl::Time now = absl::Now();
     if (stopping_) {
       refused = absl::UnavailableError("the scoring scheduler is shutting down");
     } else {
       // Room held by jobs nobody waits for any more is given back first.
-      if (full()) PurgeOrDeferLocked(absl::Now(), &dead);
-      if (full()) {
-        refused = absl::ResourceExhaustedError(absl::StrFormat(
-            "the server's scoring queue is full (%d frames waiting, limit %d: "
-            "--max_queued_frames); the server is overloaded, retry later or elsewhere",
-            queued_frames_, options_.max_queued_frames));
-        stats_.rejected_jobs += static_cast<int64_t>(jobs.size());
+      if (full()) PurgeOrDeferLocked(now, &dead);
+      // Behind work already waiting even when this would fit: arrival order.
+      if (!waiting_.empty() || full()) {
+        if (options_.full_queue_wait > absl::ZeroDuration()) {
+          stats_.waited_jobs += static_cast<int64_t>(jobs.size());
+          waiting_.push_back({std::move(jobs), frames, now});
+          purge_cv_.Signal();  // gs-purge refuses it once it has waited too long
+          jobs.clear();
+        } else {
+          refused = absl::ResourceExhaustedError(absl::StrFormat(
+              "the server's scoring queue is full (%d frames waiting, limit %d: "
+              "--max_queued_frames); the server is overloaded, retry later or elsewhere",
+              queued_frames_, options_.max_queued_frames));
+          stats_.rejected_jobs += static_cast<int64_t>(jobs.size());
+        }
       }
     }
-    if (refused.ok()) {
-      const absl::Time now = absl::Now();
+    if (!refused.ok()) {
+      stats_.jobs += static_cast<int64_t>(jobs.size());
+    } else if (!jobs.empty()) {
       for (ScoreJob& job : jobs) {
         queued_frames_ += JobFrames(job);
         queue_.push_back({std::move(job), now});
       }
       work_cv_.Signal();
-    } else {
-      stats_.jobs += static_cast<int64_t>(jobs.size());
     }
   }
   for (auto& [job, status] : dead) Fail(job, std::move(status));
   if (!refused.ok()) {
     for (ScoreJob& job : jobs) Fail(job, refused);
+  }
+}
+
+void BatchScheduler::AdmitWaitingLocked() {
+  bool admitted = false;
+  while (!waiting_.empty()) {
+    Waiting& next = waiting_.front();
+    const bool fits = queue_.empty() || queued_frames_ + next.frames <= options_.max_queued_frames;
+    if (!fits && !stopping_) break;
+    for (ScoreJob& job : next.jobs) {
+      queued_frames_ += JobFrames(job);
+      queue_.push_back({std::move(job), next.arrived});
+    }
+    waiting_.pop_front();
+    admitted = true;
+  }
+  if (admitted) work_cv_.Signal();
+}
+
+void BatchScheduler::TakeExpiredLocked(absl::Time now,
+                                       std::vector<std::pair<ScoreJob, absl::Status>>* refused) {
+  while (!waiting_.empty() && now - waiting_.front().arrived >= options_.full_queue_wait) {
+    const absl::Status status = absl::ResourceExhaustedError(absl::StrFormat(
+        "the server's scoring queue stayed full for %d ms (%d frames waiting, limit %d: "
+        "--max_queued_frames; --queue_full_wait_ms %d); the server is overloaded, retry later "
+        "or elsewhere",
+        absl::ToInt64Milliseconds(now - waiting_.front().arrived), queued_frames_,
+        options_.max_queued_frames, absl::ToInt64Milliseconds(options_.full_queue_wait)));
+    for (ScoreJob& job : waiting_.front().jobs) refused->emplace_back(std::move(job), status);
+    const auto count = static_cast<int64_t>(waiting_.front().jobs.size());
+    stats_.rejected_jobs += count;
+    stats_.jobs += count;
+    waiting_.pop_front();
   }
 }
 
@@ -122,6 +164,11 @@ void BatchScheduler::PurgeDead() {
 }
 
 std::string BatchScheduler::OverloadLocked(absl::Time now) const {
+  if (!waiting_.empty()) {
+    return absl::StrFormat("chunks of admitted streams wait for room in its full queue (%d frames "
+                           "queued, limit %d: --max_queued_frames)",
+                           queued_frames_, options_.max_queued_frames);
+  }
   if (options_.overload_wait <= absl::ZeroDuration() || queue_.empty()) return "";
   const absl::Duration waited = now - queue_.front().enqueued;
   if (waited > options_.overload_wait) {
@@ -167,23 +214,27 @@ void BatchScheduler::PurgeOrDeferLocked(absl::Time now,
 void BatchScheduler::PurgeLoop() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    if (!purge_pending_) {
-      purge_cv_.Wait(&mu_);
-      continue;
-    }
     const absl::Time now = absl::Now();
-    if (now < next_purge_) {
-      purge_cv_.WaitWithDeadline(&mu_, next_purge_);
+    std::vector<std::pair<ScoreJob, absl::Status>> done;
+    TakeExpiredLocked(now, &done);
+    absl::Time wake = absl::InfiniteFuture();
+    if (!waiting_.empty()) wake = waiting_.front().arrived + options_.full_queue_wait;
+    if (purge_pending_) {
+      if (now >= next_purge_) {
+        TakeDeadLocked(now, &done);
+      } else {
+        wake = std::min(wake, next_purge_);
+      }
+    }
+    if (done.empty()) {
+      purge_cv_.WaitWithDeadline(&mu_, wake);
       continue;
     }
-    std::vector<std::pair<ScoreJob, absl::Status>> dead;
-    TakeDeadLocked(now, &dead);
-    if (dead.empty()) continue;
     mu_.Unlock();
-    for (auto& [job, status] : dead) Fail(job, std::move(status));
+    for (auto& [job, status] : done) Fail(job, std::move(status));
     // The jobs' callbacks may hold the last reference to a stream: it must
     // go with no scheduler lock held (the stream's lock comes first).
-    dead.clear();
+    done.clear();
     mu_.Lock();
   }
 }
@@ -208,6 +259,26 @@ void BatchScheduler::TakeDeadLocked(absl::Time now,
     dead->emplace_back(std::move(it->job), std::move(status));
   }
   queue_.erase(kept, queue_.end());
+  // Waiting submissions too: a cancelled stream's chunks must not hold it
+  // (and their memory) until they would time out.
+  for (auto entry = waiting_.begin(); entry != waiting_.end();) {
+    auto alive = entry->jobs.begin();
+    for (ScoreJob& job : entry->jobs) {
+      absl::Status status = DeadStatus(job, now);
+      if (status.ok()) {
+        if (&*alive != &job) *alive = std::move(job);
+        ++alive;
+        continue;
+      }
+      entry->frames -= JobFrames(job);
+      ++stats_.jobs;
+      ++(absl::IsCancelled(status) ? stats_.cancelled_jobs : stats_.expired_jobs);
+      dead->emplace_back(std::move(job), std::move(status));
+    }
+    entry->jobs.erase(alive, entry->jobs.end());
+    entry = entry->jobs.empty() ? waiting_.erase(entry) : std::next(entry);
+  }
+  AdmitWaitingLocked();
   ++stats_.purge_walks;
   purge_pending_ = false;
   next_purge_ = now + std::max(options_.min_purge_interval, 10 * (absl::Now() - start));
@@ -218,6 +289,7 @@ void BatchScheduler::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    AdmitWaitingLocked();  // all of it, whatever the bound: Stop scores what was taken
     work_cv_.SignalAll();
     purge_cv_.SignalAll();
   }
@@ -232,6 +304,10 @@ BatchSchedulerStats BatchScheduler::stats() const {
   stats.queued_jobs = static_cast<int64_t>(queue_.size());
   stats.running_groups = running_groups_;
   stats.queued_frames = queued_frames_;
+  for (const Waiting& entry : waiting_) {
+    stats.waiting_jobs += static_cast<int64_t>(entry.jobs.size());
+    stats.waiting_frames += entry.frames;
+  }
   return stats;
 }
 
@@ -285,6 +361,7 @@ void BatchScheduler::DispatchLocked() {
     it->group.jobs.push_back(std::move(job));
     it->group.queue_waits.push_back(waited);
   }
+  AdmitWaitingLocked();  // into the room just made
   ++stats_.dispatches;
   // One backend call for the first group of every model, its windows in
   // runs by model: on CUDA that is one copy in, one multi-model launch and

@@ -41,8 +41,23 @@
 // cancelled stream, and starved its own workers (docs/PERFORMANCE.md,
 // "The top_k collapse").
 //
+// Full-queue wait (with full_queue_wait set): work that finds the queue full
+// waits, with the jobs of its submission together and behind any already
+// waiting, until room frees, and is refused with RESOURCE_EXHAUSTED only
+// once it has waited full_queue_wait. Waiting work joins the queue in
+// arrival order as soon as it fits; new work waits behind it even when it
+// would fit first. A burst (a fresh device meeting thousands of streams'
+// first chunks, a stall of the host) so costs admitted streams latency
+// instead of their lives: refused at once, a chunk ends its stream, and on
+// a 16-core H200 host one such burst ended 3390 of 10000 admitted streams
+// whose later seconds met the SLO (docs/PERFORMANCE.md, stop 51). Sustained
+// overload still sheds them, one bound later. Waiting work is bounded by
+// what submits it (a stream's max_chunks_in_flight, the server's stream
+// count); it is dropped like queued work when dead, and scored by Stop().
+//
 // Overload (with overload_wait set): once the oldest queued job has waited
-// overload_wait, or the queue holds over half of max_queued_frames,
+// overload_wait, or the queue holds over half of max_queued_frames (and,
+// whatever overload_wait, while work waits for room in a full queue),
 // AdmitNew() refuses new streams and requests (RESOURCE_EXHAUSTED), so that
 // those admitted keep their pace, and the other half of the queue for their
 // bursts, while it drains. Time alone is not enough: at a GPU's pace
@@ -182,6 +197,9 @@ struct BatchSchedulerOptions {
   // RESOURCE_EXHAUSTED. A job is always admitted into an empty queue, so
   // one larger than the bound is not refused for ever.
   int64_t max_queued_frames = 262144;
+  // Longest work that finds the queue full waits for room before it is
+  // refused (see "Full-queue wait"); zero: refused at once.
+  absl::Duration full_queue_wait = absl::ZeroDuration();
   // Shortest time between two walks of the queue for dead jobs (see
   // "Bounds"): an interval of at least ten times the last walk's length,
   // so that walking holds the lock a tenth of the time at most.
@@ -219,7 +237,10 @@ struct BatchSchedulerStats {
   int64_t queued_jobs = 0;       // jobs waiting now
   int64_t running_groups = 0;    // group calls running now
   int64_t queued_frames = 0;     // frames waiting now
-  int64_t rejected_jobs = 0;     // refused: the queue was full
+  int64_t rejected_jobs = 0;     // refused: the queue was full (for full_queue_wait)
+  int64_t waited_jobs = 0;       // found the queue full and waited for room
+  int64_t waiting_jobs = 0;      // waiting for room now
+  int64_t waiting_frames = 0;    // their frames
   int64_t cancelled_jobs = 0;    // dropped unscored: their RPC was cancelled
   int64_t expired_jobs = 0;      // dropped unscored: their deadline had passed
   int64_t purge_walks = 0;       // walks over the queue for dead jobs
@@ -245,10 +266,12 @@ class BatchScheduler {
   // Queues `job`. Completes it at once (its `done` called before Submit
   // returns) with UNAVAILABLE after Stop() began, and with RESOURCE_EXHAUSTED
   // when the queue holds max_queued_frames (after dropping dead jobs, if a
-  // walk may run: see "Bounds").
+  // walk may run: see "Bounds"); with full_queue_wait, it waits for room
+  // instead and is refused so only once it has waited that long.
   void Submit(ScoreJob job);
-  // Queues all of `jobs` (the models of one chunk) or none of them: on
-  // refusal each completes with the same status as Submit's.
+  // Queues all of `jobs` (the models of one chunk) or none of them: they
+  // wait for room together, and on refusal each completes with the same
+  // status as Submit's.
   void SubmitAll(std::vector<ScoreJob> jobs);
 
   // Completes every queued job that is cancelled or past its deadline,
@@ -314,6 +337,13 @@ class BatchScheduler {
   // and sets when the next walk may run (see "Bounds").
   void TakeDeadLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves waiting submissions into the queue, oldest first, while the
+  // next one fits (see "Full-queue wait").
+  void AdmitWaitingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the jobs of submissions that have waited full_queue_wait at `now`
+  // to *refused, with RESOURCE_EXHAUSTED, counting them.
+  void TakeExpiredLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* refused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // TakeDeadLocked if a walk may run at `now`; else asks gs-purge for one
   // when it may (purge_pending_).
   void PurgeOrDeferLocked(absl::Time now, std::vector<std::pair<ScoreJob, absl::Status>>* dead)
@@ -328,13 +358,21 @@ class BatchScheduler {
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;  // queue_, ready_, running_groups_ or stopping_ changed
-  absl::CondVar purge_cv_;  // purge_pending_ or stopping_ changed
+  absl::CondVar purge_cv_;  // purge_pending_, waiting_ or stopping_ changed
   struct Queued {
     ScoreJob job;
     absl::Time enqueued;
   };
   std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
   int64_t queued_frames_ ABSL_GUARDED_BY(mu_) = 0;
+  // Submissions that found the queue full, oldest first (see "Full-queue
+  // wait"); their jobs join queue_ stamped with `arrived`.
+  struct Waiting {
+    std::vector<ScoreJob> jobs;
+    int64_t frames = 0;
+    absl::Time arrived;
+  };
+  std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   std::deque<DispatchedGroup> ready_ ABSL_GUARDED_BY(mu_);  // dispatched, no worker took yet
   int64_t running_groups_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

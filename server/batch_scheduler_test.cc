@@ -417,6 +417,123 @@ TEST_F(BatchSchedulerTest, FullQueueRefusesNewWorkWithResourceExhausted) {
   scheduler.Stop();  // all callbacks ran: the outcomes may go
 }
 
+// With full_queue_wait, work that finds the queue full waits for room
+// instead of being refused, and joins the queue in arrival order: work that
+// would fit waits behind work that does not yet.
+TEST_F(BatchSchedulerTest, WorkFindingTheQueueFullWaitsAndJoinsInArrivalOrder) {
+  BatchScheduler scheduler(&backend_, {.max_batch_frames = 8,
+                                       .max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10,
+                                       .full_queue_wait = absl::Seconds(100)});
+  backend_.SetGate(false);
+  Outcome first;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);  // running: the queue is empty again
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome dead, queued, big, small;
+  ScoreJob doomed = MakeJob(0, 6, 1.0f, &dead);
+  doomed.cancelled = cancelled;
+  scheduler.Submit(std::move(doomed));
+  scheduler.Submit(MakeJob(0, 4, 2.0f, &queued));  // 10 frames: full
+  scheduler.Submit(MakeJob(0, 8, 3.0f, &big));
+  EXPECT_FALSE(big.done.HasBeenNotified());  // waits, not refused
+  const absl::Status admit = scheduler.AdmitNew();
+  EXPECT_EQ(admit.code(), absl::StatusCode::kResourceExhausted) << admit;
+  EXPECT_NE(admit.message().find("wait for room in its full queue"), std::string::npos) << admit;
+
+  // The cancelled job's room (6 frames) is not enough for the 8 waiting...
+  cancelled->store(true);
+  scheduler.PurgeDead();
+  dead.done.WaitForNotification();
+  EXPECT_EQ(dead.result.status().code(), absl::StatusCode::kCancelled);
+  // ...and 1 frame that would fit now waits behind them.
+  scheduler.Submit(MakeJob(0, 1, 4.0f, &small));
+  BatchSchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.queued_frames, 4);
+  EXPECT_EQ(stats.waiting_jobs, 2);
+  EXPECT_EQ(stats.waiting_frames, 9);
+  EXPECT_EQ(stats.waited_jobs, 2);
+  EXPECT_EQ(stats.rejected_jobs, 0);
+
+  backend_.SetGate(true);
+  ExpectScores(queued, 4, 2.0f);
+  ExpectScores(big, 8, 3.0f);
+  ExpectScores(small, 1, 4.0f);
+  // One worker, batches of at most 8 frames: in the order they arrived.
+  EXPECT_THAT(backend_.calls(), ElementsAre(1, 4, 8, 1));
+  EXPECT_TRUE(scheduler.AdmitNew().ok());
+  scheduler.Stop();
+  stats = scheduler.stats();
+  EXPECT_EQ(stats.waiting_jobs, 0);
+  EXPECT_EQ(stats.jobs, 5);
+}
+
+// Waiting is bounded: what has waited full_queue_wait is refused, and a
+// cancelled stream's waiting work is dropped at once.
+TEST_F(BatchSchedulerTest, WorkWaitingPastTheBoundIsRefusedAndDeadWorkIsDropped) {
+  const absl::Duration bound = absl::Milliseconds(60);
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10,
+                                       .full_queue_wait = bound});
+  backend_.SetGate(false);
+  Outcome first, queued;
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  scheduler.Submit(MakeJob(0, 10, 1.0f, &queued));  // full
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  Outcome dropped;
+  ScoreJob doomed = MakeJob(0, 2, 2.0f, &dropped);
+  doomed.cancelled = cancelled;
+  const absl::Time submitted = absl::Now();
+  scheduler.Submit(std::move(doomed));
+  std::vector<Outcome> pair(2);
+  std::vector<ScoreJob> jobs;
+  jobs.push_back(MakeJob(0, 1, 3.0f, &pair[0]));
+  jobs.push_back(MakeJob(1, 1, 3.0f, &pair[1]));
+  scheduler.SubmitAll(std::move(jobs));
+  cancelled->store(true);
+  scheduler.PurgeDead();
+  dropped.done.WaitForNotification();
+  EXPECT_EQ(dropped.result.status().code(), absl::StatusCode::kCancelled);
+  for (Outcome& o : pair) {
+    o.done.WaitForNotification();
+    EXPECT_GE(absl::Now() - submitted, bound);
+    EXPECT_EQ(o.result.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(o.result.status().message().find("stayed full"), std::string::npos)
+        << o.result.status();
+    EXPECT_NE(o.result.status().message().find("--queue_full_wait_ms 60"), std::string::npos)
+        << o.result.status();
+  }
+  BatchSchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.waited_jobs, 3);
+  EXPECT_EQ(stats.rejected_jobs, 2);
+  EXPECT_EQ(stats.cancelled_jobs, 1);
+  EXPECT_EQ(stats.waiting_jobs, 0);
+  EXPECT_FALSE(queued.done.HasBeenNotified());  // what was queued is not touched
+  backend_.SetGate(true);
+  ExpectScores(queued, 10, 1.0f);
+  scheduler.Stop();
+}
+
+TEST_F(BatchSchedulerTest, StopScoresWorkStillWaiting) {
+  auto scheduler = std::make_unique<BatchScheduler>(
+      &backend_, BatchSchedulerOptions{.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 4,
+                                       .full_queue_wait = absl::Seconds(100)});
+  backend_.SetGate(false);
+  std::vector<Outcome> outcomes(4);
+  scheduler->Submit(MakeJob(0, 1, 0.0f, &outcomes[0]));
+  backend_.WaitForCalls(1);
+  for (int i = 1; i < 4; ++i) scheduler->Submit(MakeJob(0, 3, i, &outcomes[i]));
+  EXPECT_EQ(scheduler->stats().waiting_jobs, 2);
+  backend_.SetGate(true);
+  scheduler->Stop();
+  for (int i = 1; i < 4; ++i) ExpectScores(outcomes[i], 3, i);
+}
+
 TEST_F(BatchSchedulerTest, AJobLargerThanTheQueueBoundIsAdmittedIntoAnEmptyQueue) {
   BatchScheduler scheduler(&backend_, {.max_queued_frames = 4});
   Outcome big;

@@ -100,13 +100,14 @@ absl::Status ValidateDaemonOptions(const DaemonOptions& options) {
   const ServiceLimits& limits = options.limits;
   if (scheduler.max_batch_frames < 1 || scheduler.num_workers < 1 ||
       scheduler.max_queued_frames < 1 || scheduler.overload_wait < absl::ZeroDuration() ||
+      scheduler.full_queue_wait < absl::ZeroDuration() ||
       limits.max_chunk_frames < 1 ||
       limits.max_chunks_in_flight < 1 || limits.max_streams < 1 ||
       limits.max_request_frames < 1 || options.max_message_bytes < 1) {
     return absl::InvalidArgumentError(
         "--max_batch_frames, --scheduler_workers, --max_queued_frames, --max_chunk_frames, "
         "--max_chunks_in_flight, --max_streams, --max_request_frames and --max_message_mb must "
-        "be >= 1, --overload_queue_ms >= 0 (see --help)");
+        "be >= 1, --overload_queue_ms and --queue_full_wait_ms >= 0 (see --help)");
   }
   const AlignSchedulerOptions& align = options.align;
   if (align.max_batch < 1 || align.num_workers < 1 || align.max_queued_frames < 1) {

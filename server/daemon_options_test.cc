@@ -18,6 +18,8 @@ TEST(DaemonOptionsTest, EachBadOptionNamesItsFlag) {
       {"--max_queued_frames", [](DaemonOptions* o) { o->scheduler.max_queued_frames = 0; }},
       {"--overload_queue_ms",
        [](DaemonOptions* o) { o->scheduler.overload_wait = absl::Milliseconds(-1); }},
+      {"--queue_full_wait_ms",
+       [](DaemonOptions* o) { o->scheduler.full_queue_wait = absl::Milliseconds(-1); }},
       {"--max_chunk_frames", [](DaemonOptions* o) { o->limits.max_chunk_frames = 0; }},
       {"--max_chunks_in_flight", [](DaemonOptions* o) { o->limits.max_chunks_in_flight = 0; }},
       {"--max_streams", [](DaemonOptions* o) { o->limits.max_streams = 0; }},

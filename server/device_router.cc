@@ -254,6 +254,9 @@ BatchSchedulerStats DeviceRouter::TotalStats() const {
     total.running_groups += s.running_groups;
     total.queued_frames += s.queued_frames;
     total.rejected_jobs += s.rejected_jobs;
+    total.waited_jobs += s.waited_jobs;
+    total.waiting_jobs += s.waiting_jobs;
+    total.waiting_frames += s.waiting_frames;
     total.purge_walks += s.purge_walks;
     total.overload_refusals += s.overload_refusals;
     total.cancelled_jobs += s.cancelled_jobs;

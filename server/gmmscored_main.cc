@@ -86,9 +86,15 @@ ABSL_FLAG(int64_t, max_streams, 4096,
 ABSL_FLAG(int64_t, max_request_frames, 100000, "Most frames in one unary Score request.");
 ABSL_FLAG(int64_t, max_queued_frames, 262144,
           "Backpressure: most frames waiting in the batch scheduler's queue (for the one "
-          "backend/GPU). Chunks or requests beyond it are refused at once with "
-          "RESOURCE_EXHAUSTED (a stream ends after answering its earlier chunks) instead of "
-          "queueing without bound.");
+          "backend/GPU). Chunks or requests beyond it wait up to --queue_full_wait_ms for room, "
+          "then are refused with RESOURCE_EXHAUSTED (a stream ends after answering its earlier "
+          "chunks) instead of queueing without bound.");
+ABSL_FLAG(int64_t, queue_full_wait_ms, 1000,
+          "A chunk or Score request that finds a device's scheduler queue full "
+          "(--max_queued_frames) waits up to this many milliseconds for room, in arrival "
+          "order, before it is refused with RESOURCE_EXHAUSTED (which ends a stream): a burst "
+          "costs admitted streams latency, not their lives. New streams and requests are "
+          "refused while any wait. 0: refused at once.");
 ABSL_FLAG(int64_t, overload_queue_ms, 500,
           "Overload: while the oldest chunk in a device's scheduler queue has waited this many "
           "milliseconds, or the queue holds over half of --max_queued_frames, new streams and "
@@ -354,6 +360,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   options.limits.max_answer_memory_bytes = absl::GetFlag(FLAGS_answer_memory_mb) << 20;
   options.scheduler.max_queued_frames = absl::GetFlag(FLAGS_max_queued_frames);
   options.scheduler.overload_wait = absl::Milliseconds(absl::GetFlag(FLAGS_overload_queue_ms));
+  options.scheduler.full_queue_wait = absl::Milliseconds(absl::GetFlag(FLAGS_queue_full_wait_ms));
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   absl::StatusOr<StreamApi> stream_api = ParseStreamApi(absl::GetFlag(FLAGS_stream_api));
   if (!stream_api.ok()) return stream_api.status();
@@ -436,13 +443,15 @@ int Main(int argc, char** argv) {
           absl::GetFlag(FLAGS_max_queue_delay_us));
 
   LogInfo("limits: max_streams %d, max_chunk_frames %d, max_chunks_in_flight %d, "
-          "max_request_frames %d, max_queued_frames %d, overload_queue_ms %d, max_message_mb %d, "
+          "max_request_frames %d, max_queued_frames %d, queue_full_wait_ms %d, overload_queue_ms %d, "
+          "max_message_mb %d, "
           "stream_idle_timeout_s %d, stream_write_timeout_s %d, stream_answer_memory_mb %d, "
           "answer_memory_mb %d, max_connection_age_s %d (+%d s grace); scoring token %s, "
           "admin token %s",
           absl::GetFlag(FLAGS_max_streams), absl::GetFlag(FLAGS_max_chunk_frames),
           absl::GetFlag(FLAGS_max_chunks_in_flight), absl::GetFlag(FLAGS_max_request_frames),
-          absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_overload_queue_ms),
+          absl::GetFlag(FLAGS_max_queued_frames), absl::GetFlag(FLAGS_queue_full_wait_ms),
+          absl::GetFlag(FLAGS_overload_queue_ms),
           absl::GetFlag(FLAGS_max_message_mb),
           absl::GetFlag(FLAGS_stream_idle_timeout_s), absl::GetFlag(FLAGS_stream_write_timeout_s),
           absl::GetFlag(FLAGS_stream_answer_memory_mb), absl::GetFlag(FLAGS_answer_memory_mb),

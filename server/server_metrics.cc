@@ -188,10 +188,16 @@ void RenderDevices(const DeviceRouter& devices, const ModelRepository* repositor
        [&](int d) { return absl::ToDoubleSeconds(counters[d].scheduler.score_time); }},
       {"gmmscore_device_queued_frames", "Frames waiting in the device's queue.", "gauge",
        [&](int d) { return static_cast<double>(counters[d].scheduler.queued_frames); }},
-      {"gmmscore_device_jobs_rejected_total", "Jobs refused because the device's queue was full.",
+      {"gmmscore_device_jobs_rejected_total",
+       "Jobs refused because the device's queue was full (for --queue_full_wait_ms).",
        "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.rejected_jobs); }},
+      {"gmmscore_device_jobs_waited_total",
+       "Jobs that found the device's queue full and waited for room (--queue_full_wait_ms).",
+       "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.waited_jobs); }},
+      {"gmmscore_device_waiting_jobs", "Jobs waiting now for room in the device's full queue.",
+       "gauge", [&](int d) { return static_cast<double>(counters[d].scheduler.waiting_jobs); }},
       {"gmmscore_device_overload_refusals_total",
-       "New streams and requests refused because the device was overloaded (--overload_queue_ms, or its queue over half full).",
+       "New streams and requests refused because the device was overloaded (--overload_queue_ms, its queue over half full, or work waiting for room in it).",
        "counter", [&](int d) { return static_cast<double>(counters[d].scheduler.overload_refusals); }},
       {"gmmscore_device_failing",
        "1 while the device is failing (backend errors in a row; no new streams go to it), else 0.",
@@ -323,7 +329,8 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             static_cast<double>(stats.rejected_jobs));
     Counter(&out, "gmmscore_overload_refusals_total",
             "New streams and requests refused with RESOURCE_EXHAUSTED because a device was "
-            "overloaded (its oldest queued chunk older than --overload_queue_ms, or its queue over half full).",
+            "overloaded (its oldest queued chunk older than --overload_queue_ms, its queue over half full, or "
+            "work waiting for room in it).",
             static_cast<double>(stats.overload_refusals));
     Counter(&out, "gmmscore_jobs_cancelled_total",
             "Queued jobs dropped unscored because their RPC was cancelled.",

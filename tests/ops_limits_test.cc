@@ -178,6 +178,49 @@ TEST_F(OpsLimitsTest, FullQueueRefusesNewChunksAndRequestsWithResourceExhausted)
   EXPECT_TRUE(client_->Score(request).ok());
 }
 
+// --queue_full_wait_ms: a chunk that finds the queue full waits for room
+// and its stream lives on; while it waits, new streams and requests are
+// refused (the device is overloaded), not queued behind it.
+TEST_F(OpsLimitsTest, AChunkFindingTheQueueFullWaitsForRoomAndItsStreamCarriesOn) {
+  DaemonOptions options;
+  options.scheduler.max_queued_frames = 20;
+  options.scheduler.full_queue_wait = absl::Seconds(60);
+  Start(options);
+  std::unique_ptr<StreamSession> busy = OccupyBackend();
+  std::unique_ptr<StreamSession> a = OpenStream();
+  std::unique_ptr<StreamSession> b = OpenStream();
+  ASSERT_TRUE(a->Push(Frames(10).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 10; }));
+  ASSERT_TRUE(b->Push(Frames(10).view()).ok());
+  ASSERT_TRUE(WaitFor([&] { return QueuedFrames() == 20; }));
+  ASSERT_TRUE(a->Push(Frames(5).view()).ok());  // the queue is full: it waits
+  ASSERT_TRUE(WaitFor([&] { return daemon_->scheduler_stats().waiting_jobs == 1; }));
+
+  std::unique_ptr<StreamSession> late = OpenStream();
+  late->Push(Frames(2).view()).IgnoreError();  // may already find the stream ended
+  absl::StatusOr<StreamAnswer> answer = late->Next();
+  EXPECT_EQ(answer.status().code(), absl::StatusCode::kResourceExhausted) << answer.status();
+  EXPECT_NE(answer.status().message().find("wait for room in its full queue"), std::string::npos)
+      << answer.status();
+  v1::ScoreRequest request = UnaryRequest(3);
+  EXPECT_EQ(client_->Score(request).status().code(), absl::StatusCode::kResourceExhausted);
+
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  for (int rows : {10, 5}) {
+    absl::StatusOr<StreamAnswer> got = a->Next();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->scores.rows(), rows);
+  }
+  ASSERT_TRUE(b->Next().ok());
+  for (StreamSession* session : {busy.get(), a.get(), b.get()}) EXPECT_TRUE(session->Finish().ok());
+  const BatchSchedulerStats stats = daemon_->scheduler_stats();
+  EXPECT_EQ(stats.rejected_jobs, 0);
+  EXPECT_EQ(stats.waited_jobs, 1);
+  EXPECT_EQ(stats.waiting_jobs, 0);
+  EXPECT_TRUE(client_->Score(request).ok());  // caught up
+}
+
 // Overload: once the oldest queued chunk has waited --overload_queue_ms, new
 // streams and requests are refused, while the streams already admitted go on
 // queueing and are answered when the device catches up.
