@@ -41,8 +41,10 @@
 //   client not reading   an answer not taken for env.write_timeout: the RPC
 //                        is cancelled (no status can reach such a client),
 //                        its chunks dropped and their memory freed
-//   scheduler queue full the chunk is refused: answers before it, then
-//                        RESOURCE_EXHAUSTED
+//   scheduler queue full the chunk waits for room up to the scheduler's
+//                        full_queue_wait (BatchScheduler, "Full-queue
+//                        wait"); then it is refused: answers before it,
+//                        then RESOURCE_EXHAUSTED
 //   answer memory        a chunk whose answer alone exceeds
 //                        env.max_stream_answer_bytes, or that would take the
 //                        server past env.answer_budget: refused as above,
