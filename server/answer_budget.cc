@@ -47,11 +47,11 @@ void AnswerCharge::SetTo(int64_t bytes) {
 }
 
 bool AnswerBudget::TryCharge(int64_t bytes, std::shared_ptr<std::atomic<int64_t>> stream,
-                             AnswerCharge* charge) {
+                             AnswerCharge* charge, bool count_refusal) {
   int64_t held = held_.load(std::memory_order_relaxed);
   do {
     if (limit_ > 0 && held + bytes > limit_) {
-      refusals_.fetch_add(1, std::memory_order_relaxed);
+      if (count_refusal) refusals_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
   } while (!held_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));

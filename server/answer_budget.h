@@ -68,14 +68,15 @@ class AnswerBudget {
   explicit AnswerBudget(int64_t limit_bytes) : limit_(limit_bytes) {}
 
   // Adds `bytes` to the server's count and to *stream, or adds nothing and
-  // returns false when the server would go past its limit. The charge is
-  // written to *charge on success.
+  // returns false when the server would go past its limit (counted in
+  // refusals() unless `count_refusal` is false: the caller will try again).
+  // The charge is written to *charge on success.
   bool TryCharge(int64_t bytes, std::shared_ptr<std::atomic<int64_t>> stream,
-                 AnswerCharge* charge);
+                 AnswerCharge* charge, bool count_refusal = true);
 
   int64_t held() const { return held_.load(std::memory_order_relaxed); }
   int64_t limit() const { return limit_; }
-  // TryCharge calls refused so far.
+  // TryCharge calls refused so far (those counted).
   int64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
 
  private:

@@ -541,6 +541,7 @@ void ScorerService::StartStream(const grpc::ServerContextBase& context, StreamCa
                         .answer_budget = &answer_budget_,
                         .max_stream_answer_bytes = limits_.max_stream_answer_bytes,
                         .sessions_alive = &sessions_alive_,
+                        .answer_memory_waits = &answer_memory_waits_,
                         .stalled_streams = &stalled_streams_,
                         .send_stats = &answer_send_stats_,
                         .adaptation = adaptation_,

@@ -147,6 +147,9 @@ class ScorerService final : public ScorerServiceBase {
   // cancelled because their client stopped reading (stream_write_timeout).
   int64_t unsent_answer_bytes() const { return answer_budget_.held(); }
   int64_t answer_memory_refusals() const { return answer_budget_.refusals(); }
+  // Chunks that waited for answer memory while their stream's earlier
+  // answers were taken (StreamScoreSession, "answer memory").
+  int64_t answer_memory_waits() const { return answer_memory_waits_.load(); }
   int64_t stalled_streams() const { return stalled_streams_.load(); }
   // Stream sessions not yet deleted (a stream's session outlives its RPC
   // until its last scheduler job returns).
@@ -179,6 +182,7 @@ class ScorerService final : public ScorerServiceBase {
   StreamIdleWatchdog idle_watchdog_;  // after registry_: stops before it goes
   std::atomic<int64_t> sessions_alive_{0};
   std::atomic<int64_t> stalled_streams_{0};
+  std::atomic<int64_t> answer_memory_waits_{0};
   AnswerSendStats answer_send_stats_;
   AudioStreamStats audio_stats_;
   std::atomic<int64_t> streams_started_{0};

@@ -395,6 +395,10 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             "Chunks refused with RESOURCE_EXHAUSTED because unsent answers were at "
             "--answer_memory_mb.",
             static_cast<double>(sources.service->answer_memory_refusals()));
+    Counter(&out, "gmmscore_answer_memory_waits_total",
+            "Chunks that found unsent answers at --answer_memory_mb and waited (reading paused) "
+            "while their stream's earlier answers were taken.",
+            static_cast<double>(sources.service->answer_memory_waits()));
     Counter(&out, "gmmscore_streams_stalled_total",
             "Streams cancelled because their client took no answer for --stream_write_timeout_s.",
             static_cast<double>(sources.service->stalled_streams()));

@@ -78,9 +78,22 @@ void StreamScoreSession::HandleRequestLocked(Actions* actions) {
       if (status.ok()) status = HandleConfigLocked(request_.message.config());
       break;
     case v1::StreamScoreRequest::kChunk:
+      // Over the server's answer memory, a chunk may wait while the stream's
+      // earlier answers, which will free some, are still to be taken.
+      charge_may_wait_ = !pending_.empty() || write_in_flight_;
+      charge_waits_ = false;
       status = HandleChunkLocked(
           request_.message.chunk(),
           request_.message.has_posteriors() ? &request_.message.posteriors() : nullptr, actions);
+      charge_may_wait_ = false;
+      if (charge_waits_) {
+        if (!request_waits_for_memory_ && env_.answer_memory_waits != nullptr) {
+          env_.answer_memory_waits->fetch_add(1, std::memory_order_relaxed);
+        }
+        request_waits_for_memory_ = true;
+        return;
+      }
+      request_waits_for_memory_ = false;
       break;
     case v1::StreamScoreRequest::kAudio:
       status = HandleAudioLocked(request_.message.audio(), request_.message.has_posteriors(), actions);
@@ -341,7 +354,12 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
         next_frame_, frames, plan_->num_states, ResultSets(*plan_), FormatBytes(bytes),
         FormatBytes(env_.max_stream_answer_bytes)));
   }
-  if (!env_.answer_budget->TryCharge(bytes, unsent_bytes_, &charge)) {
+  if (!env_.answer_budget->TryCharge(bytes, unsent_bytes_, &charge,
+                                     /*count_refusal=*/!charge_may_wait_)) {
+    if (charge_may_wait_) {
+      charge_waits_ = true;  // HandleRequestLocked keeps the chunk; no client sees this
+      return absl::ResourceExhaustedError("the chunk waits for answer memory");
+    }
     const std::string held = FormatBytes(env_.answer_budget->held());
     LogWarning("stream %s (%s): refused a chunk: the server holds %s of unsent answers",
                stream_id_, peer_, held);
@@ -623,6 +641,16 @@ void StreamScoreSession::EndLocked(absl::Status status) {
 
 void StreamScoreSession::AdvanceLocked(Actions* actions) {
   if (finished_) return;
+  // A chunk waiting for answer memory: tried again (accepted, waiting on,
+  // or refused once nothing of the stream's own is left to free memory);
+  // never accepted once the stream is ending.
+  if (request_waits_for_memory_) {
+    if (end_status_.has_value()) {
+      request_waits_for_memory_ = false;
+    } else {
+      HandleRequestLocked(actions);
+    }
+  }
   // The next answer, if its chunk is complete and the write token is free.
   if (!write_in_flight_ && !pending_.empty() && pending_.front()->remaining == 0) {
     std::shared_ptr<Chunk> head = std::move(pending_.front());
@@ -646,7 +674,7 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
   // The next read, while there is room for another chunk and the stream's
   // unsent answers are within its share of memory (both push back on the
   // client through HTTP/2 flow control).
-  if (!read_in_flight_ && !end_status_.has_value() &&
+  if (!read_in_flight_ && !request_waits_for_memory_ && !end_status_.has_value() &&
       static_cast<int>(pending_.size()) < env_.max_chunks_in_flight &&
       unsent_bytes_->load(std::memory_order_relaxed) < env_.max_stream_answer_bytes) {
     read_in_flight_ = true;

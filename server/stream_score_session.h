@@ -45,7 +45,12 @@
 //                        full_queue_wait (BatchScheduler, "Full-queue
 //                        wait"); then it is refused: answers before it,
 //                        then RESOURCE_EXHAUSTED
-//   answer memory        a chunk whose answer alone exceeds
+//   answer memory        a chunk that would take the server past
+//                        env.answer_budget while the stream still has
+//                        earlier chunks unanswered waits (reading paused)
+//                        and is tried again as they are answered; a burst
+//                        of unread answers costs latency, not the stream.
+//                        A chunk whose answer alone exceeds
 //                        env.max_stream_answer_bytes, or that would take the
 //                        server past env.answer_budget: refused as above,
 //                        RESOURCE_EXHAUSTED saying which limit
@@ -104,6 +109,9 @@ struct StreamEnvironment {
   int64_t max_stream_answer_bytes = int64_t{256} << 20;
   // Counts session objects alive (constructed, not yet deleted); for tests.
   std::atomic<int64_t>* sessions_alive = nullptr;
+  // Counts chunks that waited for answer memory (see "answer memory" in the
+  // file comment); may be null.
+  std::atomic<int64_t>* answer_memory_waits = nullptr;
   // Counts streams cancelled by write_timeout; may be null.
   std::atomic<int64_t>* stalled_streams = nullptr;
   // Where each answer's waiting and sending time is added; may be null.
@@ -323,6 +331,14 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // The last message read or answer written, for the idle timeout.
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  // The chunk in request_ found the server's answer memory full while
+  // earlier chunks of the stream were unanswered: it waits in request_
+  // (no read is started meanwhile) and AdvanceLocked tries it again.
+  bool request_waits_for_memory_ ABSL_GUARDED_BY(mu_) = false;
+  // Set around a chunk's handling: its charge may wait instead of failing
+  // (ChargeChunkLocked then sets charge_waits_).
+  bool charge_may_wait_ ABSL_GUARDED_BY(mu_) = false;
+  bool charge_waits_ ABSL_GUARDED_BY(mu_) = false;
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
   // Of the write in flight: when it was handed out, and its chunk's charge
   // (released once gRPC has taken the answer).

@@ -198,6 +198,7 @@ class StreamScoreSessionTest : public ::testing::Test {
             .write_timeout = absl::Seconds(30),
             .answer_budget = &budget_,
             .sessions_alive = &alive_,
+            .answer_memory_waits = &memory_waits_,
             .stalled_streams = &stalled_};
   }
   void TearDown() override {
@@ -238,6 +239,7 @@ class StreamScoreSessionTest : public ::testing::Test {
   AnswerBudget budget_{int64_t{1} << 30};
   std::atomic<int64_t> alive_{0};
   std::atomic<int64_t> stalled_{0};
+  std::atomic<int64_t> memory_waits_{0};
   std::unique_ptr<DeviceRouter> router_;
   StreamEnvironment env_;
   ScriptedCall call_;
@@ -370,15 +372,48 @@ TEST_F(DenseDespiteSayingSoSessionTest, ResultsLargerThanAdmittedAreChargedWhatT
   call_.Deliver(Chunk(10));  // admitted at 164 bytes, comes back 320
   ASSERT_TRUE(call_.AwaitWrite(1));
   EXPECT_EQ(small.held(), 320);
-  call_.Deliver(Chunk(10));  // 164 more would fit beside 164, not beside 320
-  call_.CompleteWrite(1, true);
+  // 164 more would fit beside 164, not beside 320: the chunk waits for the
+  // answer being written, with no read meanwhile, and is not refused.
+  call_.Deliver(Chunk(10));
+  EXPECT_FALSE(call_.ReadInFlight());
+  EXPECT_EQ(small.held(), 320);
+  EXPECT_EQ(memory_waits_.load(), 1);
+  EXPECT_EQ(small.refusals(), 0);
+  call_.CompleteWrite(1, true);  // its 320 bytes freed: the chunk is taken
+  ASSERT_TRUE(call_.AwaitWrite(2));
+  EXPECT_EQ(small.held(), 320);
+  EXPECT_TRUE(call_.ReadInFlight());
+  call_.EndReads();
+  call_.CompleteWrite(2, true);
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());
-  EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_EQ(call_.writes(), 1);
+  EXPECT_TRUE(status->ok()) << status->error_message();
+  EXPECT_EQ(call_.written(1).first_frame(), 10u);
+  EXPECT_EQ(memory_waits_.load(), 1);
   call_.Done();
   EXPECT_TRUE(AwaitDeleted());
   EXPECT_EQ(small.held(), 0);
+}
+
+TEST_F(DenseDespiteSayingSoSessionTest, AChunkWaitingForAnswerMemoryIsDroppedWhenTheStreamEnds) {
+  AnswerBudget small(kTwoSelectionsOnly);
+  env_.answer_budget = &small;
+  Open();
+  call_.Deliver(Config(/*top_k=*/1));
+  call_.Deliver(Chunk(10));
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  call_.Deliver(Chunk(10));  // waits for answer memory
+  EXPECT_EQ(memory_waits_.load(), 1);
+  call_.Cancelled();
+  call_.CompleteWrite(1, false);
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(call_.writes(), 1);  // the waiting chunk was never taken
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+  EXPECT_EQ(small.held(), 0);
+  EXPECT_EQ(small.refusals(), 0);
 }
 
 TEST_F(StreamScoreSessionTest, ARefusedStreamGetsItsStatusAndNoRead) {

@@ -267,7 +267,7 @@ TEST_F(OpsLimitsTest, AnOverloadedDeviceRefusesNewStreamsAndRequestsButNotAdmitt
 // accepted (6 states and a frame total x 4 bytes = 28 per frame here) and stays charged until
 // its answer is written; with the backend held nothing is written, so what
 // is held is exact.
-TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
+TEST_F(OpsLimitsTest, AnswerMemoryLimitsMakeChunksWaitOrRefuseThem) {
   DaemonOptions options;
   options.limits.max_stream_answer_bytes = 2800;  // 100 frames
   options.limits.max_answer_memory_bytes = 4200;  // 150 frames
@@ -287,7 +287,8 @@ TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
       << refused.status();
 
   // a holds 80 frames, b 40; b's next 40 would take the server to 161
-  // frames' worth, past 150: b ends, after answering what it had.
+  // frames' worth, past 150: it waits, reading paused, while b's first
+  // answer is still to be taken (that will free memory).
   std::unique_ptr<StreamSession> a = OpenStream();
   std::unique_ptr<StreamSession> b = OpenStream();
   ASSERT_TRUE(a->Push(Frames(40).view()).ok());
@@ -296,20 +297,35 @@ TEST_F(OpsLimitsTest, AnswerMemoryLimitsRefuseChunksWithResourceExhausted) {
   ASSERT_TRUE(b->Push(Frames(40).view()).ok());
   ASSERT_TRUE(WaitFor([&] { return service.unsent_answer_bytes() == 28 * 121; }));
   ASSERT_TRUE(b->Push(Frames(40).view()).ok());
-  ASSERT_TRUE(WaitFor([&] { return service.answer_memory_refusals() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return service.answer_memory_waits() == 1; }));
   EXPECT_EQ(service.unsent_answer_bytes(), 28 * 121);
+  EXPECT_EQ(service.answer_memory_refusals(), 0);
 
-  gate_->SetOpen(true);
-  ASSERT_TRUE(busy->Next().ok());
-  for (int c = 0; c < 2; ++c) EXPECT_TRUE(a->Next().ok()) << c;
-  ASSERT_TRUE(b->Next().ok());
-  absl::StatusOr<StreamAnswer> ended = b->Next();
+  // c has nothing of its own to wait for: its first chunk is refused.
+  std::unique_ptr<StreamSession> c = OpenStream();
+  ASSERT_TRUE(c->Push(Frames(40).view()).ok());
+  absl::StatusOr<StreamAnswer> ended = c->Next();
   EXPECT_EQ(ended.status().code(), absl::StatusCode::kResourceExhausted) << ended.status();
   EXPECT_NE(ended.status().message().find("answers its clients have not yet taken, and the chunk "
-                                          "at frame 40 would take it past its limit"),
+                                          "at frame 0 would take it past its limit"),
             std::string::npos)
       << ended.status();
   EXPECT_NE(ended.status().message().find("--answer_memory_mb"), std::string::npos);
+  EXPECT_EQ(service.answer_memory_refusals(), 1);
+
+  // Once answers are taken, b's waiting chunk is accepted and answered.
+  gate_->SetOpen(true);
+  ASSERT_TRUE(busy->Next().ok());
+  for (int c = 0; c < 2; ++c) EXPECT_TRUE(a->Next().ok()) << c;
+  for (int first : {0, 40}) {
+    absl::StatusOr<StreamAnswer> got = b->Next();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->first_frame, first);
+    EXPECT_EQ(got->scores.rows(), 40);
+  }
+  EXPECT_TRUE(b->Finish().ok());
+  EXPECT_EQ(service.answer_memory_waits(), 1);
+  EXPECT_EQ(service.answer_memory_refusals(), 1);
   // Every answer written: nothing is held.
   EXPECT_TRUE(a->Finish().ok());
   EXPECT_TRUE(busy->Finish().ok());
