@@ -88,6 +88,7 @@ void BatchScheduler::SubmitAll(std::vector<ScoreJob> jobs) {
     } else {
       // Room held by jobs nobody waits for any more is given back first.
       if (full()) PurgeOrDeferLocked(now, &dead);
+      AdmitWaitingLocked();  // what waits goes first, where it fits
       // Behind work already waiting even when this would fit: arrival order.
       if (!waiting_.empty() || full()) {
         if (options_.full_queue_wait > absl::ZeroDuration()) {
@@ -138,19 +139,31 @@ void BatchScheduler::AdmitWaitingLocked() {
 
 void BatchScheduler::TakeExpiredLocked(absl::Time now,
                                        std::vector<std::pair<ScoreJob, absl::Status>>* refused) {
+  bool took = false;
   while (!waiting_.empty() && now - waiting_.front().arrived >= options_.full_queue_wait) {
-    const absl::Status status = absl::ResourceExhaustedError(absl::StrFormat(
+    took = true;
+    const absl::Status full = absl::ResourceExhaustedError(absl::StrFormat(
         "the server's scoring queue stayed full for %d ms (%d frames waiting, limit %d: "
         "--max_queued_frames; --queue_full_wait_ms %d); the server is overloaded, retry later "
         "or elsewhere",
         absl::ToInt64Milliseconds(now - waiting_.front().arrived), queued_frames_,
         options_.max_queued_frames, absl::ToInt64Milliseconds(options_.full_queue_wait)));
-    for (ScoreJob& job : waiting_.front().jobs) refused->emplace_back(std::move(job), status);
-    const auto count = static_cast<int64_t>(waiting_.front().jobs.size());
-    stats_.rejected_jobs += count;
-    stats_.jobs += count;
+    for (ScoreJob& job : waiting_.front().jobs) {
+      // A job nobody waits for any more says so, not that the queue was full.
+      absl::Status status = DeadStatus(job, now);
+      if (status.ok()) {
+        status = full;
+        ++stats_.rejected_jobs;
+      } else {
+        ++(absl::IsCancelled(status) ? stats_.cancelled_jobs : stats_.expired_jobs);
+      }
+      ++stats_.jobs;
+      refused->emplace_back(std::move(job), std::move(status));
+    }
     waiting_.pop_front();
   }
+  // What waited behind them may fit now.
+  if (took) AdmitWaitingLocked();
 }
 
 void BatchScheduler::PurgeDead() {

@@ -26,9 +26,9 @@
 // not fail its neighbours.
 //
 // Bounds: at most max_queued_frames frames wait in the queue; work that
-// would go beyond is refused at once with RESOURCE_EXHAUSTED instead of
-// queueing without bound (SubmitAll admits a chunk's jobs together or not
-// at all). Jobs whose `cancelled` flag is set or whose `deadline` has passed
+// would go beyond is refused with RESOURCE_EXHAUSTED (at once, or after
+// full_queue_wait: see "Full-queue wait") instead of queueing without
+// bound (SubmitAll admits a chunk's jobs together or not at all). Jobs whose `cancelled` flag is set or whose `deadline` has passed
 // are never scored: they complete with CANCELLED / DEADLINE_EXCEEDED when a
 // worker reaches them, or at once through PurgeDead(), which also frees
 // their room in the queue. Finding them means a walk over the queue, so a
@@ -36,7 +36,7 @@
 // most once per min_purge_interval; one asked for sooner is done by a
 // thread of its own (gs-purge) when the interval ends, off the workers, and
 // whether or not they are free. Within the interval a full queue refuses
-// new work even if dead jobs hold some of its room. Without that limit an overloaded server
+// (or makes wait) new work even if dead jobs hold some of its room. Without that limit an overloaded server
 // walked its whole queue, under the lock, for every refused chunk and every
 // cancelled stream, and starved its own workers (docs/PERFORMANCE.md,
 // "The top_k collapse").
@@ -54,6 +54,8 @@
 // overload still sheds them, one bound later. Waiting work is bounded by
 // what submits it (a stream's max_chunks_in_flight, the server's stream
 // count); it is dropped like queued work when dead, and scored by Stop().
+// Work refused after its wait completes on gs-purge, one job after
+// another.
 //
 // Overload (with overload_wait set): once the oldest queued job has waited
 // overload_wait, or the queue holds over half of max_queued_frames (and,
@@ -156,8 +158,8 @@ struct ScoreJob {
   // half_from_best): `done` may receive them as ScoreResult::half instead
   // of the loglikes. Not for a fused chunk.
   bool half_from_best = false;
-  // Called exactly once, on a scheduler or answer thread (or inside Submit after
-  // Stop), with no scheduler lock held: the job's T x S loglikes and T frame
+  // Called exactly once, on a scheduler, answer or gs-purge thread (or inside
+  // Submit: refused, or after Stop), with no scheduler lock held: the job's T x S loglikes and T frame
   // totals, or the error. Must not block for long; may call Submit.
   absl::AnyInvocable<void(absl::StatusOr<ScoreResult>)> done;
   // Set for a fused chunk: `model` is fusion->models[0], the job counts as
@@ -238,7 +240,7 @@ struct BatchSchedulerStats {
   int64_t running_groups = 0;    // group calls running now
   int64_t queued_frames = 0;     // frames waiting now
   int64_t rejected_jobs = 0;     // refused: the queue was full (for full_queue_wait)
-  int64_t waited_jobs = 0;       // found the queue full and waited for room
+  int64_t waited_jobs = 0;       // waited for room (found it full, or work waiting)
   int64_t waiting_jobs = 0;      // waiting for room now
   int64_t waiting_frames = 0;    // their frames
   int64_t cancelled_jobs = 0;    // dropped unscored: their RPC was cancelled

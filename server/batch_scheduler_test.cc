@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <memory>
+#include <functional>
+#include <thread>
 #include <tuple>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -517,6 +520,62 @@ TEST_F(BatchSchedulerTest, WorkWaitingPastTheBoundIsRefusedAndDeadWorkIsDropped)
   scheduler.Stop();
 }
 
+// Polls `done` for up to 30 s (the machine may be loaded).
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (!done()) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
+// Room freed by a purge, or by the expiry of the work ahead, goes to the
+// waiting work at once, not at the next dispatch.
+TEST_F(BatchSchedulerTest, WaitingWorkTakesRoomFreedByAPurgeOrAnExpiryAtOnce) {
+  Outcome first, dead, kept, purged_in, too_big, behind;  // outlive the scheduler
+  BatchScheduler scheduler(&backend_, {.max_queue_delay = absl::Seconds(100),
+                                       .num_workers = 1,
+                                       .max_queued_frames = 10,
+                                       .full_queue_wait = absl::Milliseconds(400)});
+  backend_.SetGate(false);
+  absl::Cleanup open_gate = [&] { backend_.SetGate(true); };  // a failed check must not hang Stop
+  scheduler.Submit(MakeJob(0, 1, 0.0f, &first));
+  backend_.WaitForCalls(1);
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  ScoreJob doomed = MakeJob(0, 5, 1.0f, &dead);
+  doomed.cancelled = cancelled;
+  scheduler.Submit(std::move(doomed));
+  scheduler.Submit(MakeJob(0, 4, 2.0f, &kept));       // 9 of 10
+  scheduler.Submit(MakeJob(0, 5, 3.0f, &purged_in));  // waits
+  cancelled->store(true);
+  scheduler.PurgeDead();
+  dead.done.WaitForNotification();
+  // The purge made room for it: queued with no dispatch in between.
+  EXPECT_TRUE(Eventually([&] { return scheduler.stats().waiting_jobs == 0; }));
+  EXPECT_EQ(scheduler.stats().queued_frames, 9);
+
+  scheduler.Submit(MakeJob(0, 2, 4.0f, &too_big));  // 11 > 10: waits
+  absl::SleepFor(absl::Milliseconds(300));
+  scheduler.Submit(MakeJob(0, 1, 5.0f, &behind));  // would fit, waits behind it
+  EXPECT_EQ(scheduler.stats().waiting_jobs, 2);
+  ASSERT_TRUE(too_big.done.WaitForNotificationWithTimeout(absl::Seconds(30)));  // its 400 ms are up
+  EXPECT_EQ(too_big.result.status().code(), absl::StatusCode::kResourceExhausted);
+  // ...and the one behind it moved in then, with 300 ms of its own left.
+  EXPECT_TRUE(Eventually([&] { return scheduler.stats().waiting_jobs == 0; }));
+  EXPECT_FALSE(behind.done.HasBeenNotified());
+  EXPECT_EQ(scheduler.stats().queued_frames, 10);
+  backend_.SetGate(true);
+  ExpectScores(kept, 4, 2.0f);
+  ExpectScores(purged_in, 5, 3.0f);
+  ExpectScores(behind, 1, 5.0f);
+  scheduler.Stop();
+  const BatchSchedulerStats stats = scheduler.stats();
+  EXPECT_EQ(stats.rejected_jobs, 1);
+  EXPECT_EQ(stats.cancelled_jobs, 1);
+  EXPECT_EQ(stats.waited_jobs, 3);
+}
+
 TEST_F(BatchSchedulerTest, StopScoresWorkStillWaiting) {
   auto scheduler = std::make_unique<BatchScheduler>(
       &backend_, BatchSchedulerOptions{.max_queue_delay = absl::Seconds(100),
@@ -529,9 +588,18 @@ TEST_F(BatchSchedulerTest, StopScoresWorkStillWaiting) {
   backend_.WaitForCalls(1);
   for (int i = 1; i < 4; ++i) scheduler->Submit(MakeJob(0, 3, i, &outcomes[i]));
   EXPECT_EQ(scheduler->stats().waiting_jobs, 2);
+  absl::Cleanup open_gate = [&] { backend_.SetGate(true); };
+  // Stop takes the waiting work into the queue, over its bound, while the
+  // backend is still held.
+  std::thread stopper([&] { scheduler->Stop(); });
+  EXPECT_TRUE(Eventually([&] { return scheduler->stats().waiting_jobs == 0; }));
+  EXPECT_EQ(scheduler->stats().queued_frames, 9);
   backend_.SetGate(true);
-  scheduler->Stop();
-  for (int i = 1; i < 4; ++i) ExpectScores(outcomes[i], 3, i);
+  stopper.join();
+  for (int i = 1; i < 4; ++i) {
+    ASSERT_TRUE(outcomes[i].done.WaitForNotificationWithTimeout(absl::Seconds(30))) << i;
+    ExpectScores(outcomes[i], 3, i);
+  }
 }
 
 TEST_F(BatchSchedulerTest, AJobLargerThanTheQueueBoundIsAdmittedIntoAnEmptyQueue) {

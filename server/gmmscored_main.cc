@@ -100,7 +100,7 @@ ABSL_FLAG(int64_t, overload_queue_ms, 500,
           "milliseconds, or the queue holds over half of --max_queued_frames, new streams and "
           "Score requests for that device are refused with RESOURCE_EXHAUSTED, so that the "
           "streams already admitted keep their pace while the queue drains. 0: never (neither "
-          "rule).");
+          "rule; work waiting for room, --queue_full_wait_ms, still refuses them).");
 ABSL_FLAG(int32_t, stream_idle_timeout_s, 300,
           "A StreamScore stream on which nothing was received or sent for this many seconds "
           "(and no chunk is being scored) is ended with DEADLINE_EXCEEDED, its message saying "

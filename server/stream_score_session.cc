@@ -764,7 +764,7 @@ void StreamScoreSession::Perform(Actions actions) {
   }
   if (actions.finish.has_value()) call_->SendStatus(*std::move(actions.finish));
   // Last: the scheduler may complete jobs inside these calls (a full queue
-  // refuses at once, a purge drops them), and a completion may finish the
+  // refuses at once without a full-queue wait, a purge drops them), and a completion may finish the
   // stream and let it be deleted, so nothing may touch `this` after them.
   // Jobs exist only once the plan (and its scheduler) does.
   for (auto& [to, jobs] : actions.jobs) to->SubmitAll(std::move(jobs));
