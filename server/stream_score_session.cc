@@ -358,6 +358,7 @@ absl::StatusOr<AnswerCharge> StreamScoreSession::ChargeChunkLocked(int64_t frame
                                      /*count_refusal=*/!charge_may_wait_)) {
     if (charge_may_wait_) {
       charge_waits_ = true;  // HandleRequestLocked keeps the chunk; no client sees this
+      waiting_charge_bytes_ = bytes;
       return absl::ResourceExhaustedError("the chunk waits for answer memory");
     }
     const std::string held = FormatBytes(env_.answer_budget->held());
@@ -641,16 +642,6 @@ void StreamScoreSession::EndLocked(absl::Status status) {
 
 void StreamScoreSession::AdvanceLocked(Actions* actions) {
   if (finished_) return;
-  // A chunk waiting for answer memory: tried again (accepted, waiting on,
-  // or refused once nothing of the stream's own is left to free memory);
-  // never accepted once the stream is ending.
-  if (request_waits_for_memory_) {
-    if (end_status_.has_value()) {
-      request_waits_for_memory_ = false;
-    } else {
-      HandleRequestLocked(actions);
-    }
-  }
   // The next answer, if its chunk is complete and the write token is free.
   if (!write_in_flight_ && !pending_.empty() && pending_.front()->remaining == 0) {
     std::shared_ptr<Chunk> head = std::move(pending_.front());
@@ -669,6 +660,19 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
       end_status_ = absl::Status(
           head->status.code(), absl::StrFormat("scoring the chunk at frame %d failed: %s",
                                                head->first_frame, head->status.message()));
+    }
+  }
+  // A chunk waiting for answer memory: tried again once it would fit, or
+  // once nothing of the stream's own is left to free memory (then it is
+  // refused); never taken once the stream is ending. After the answer step:
+  // a chunk before it that failed ends the stream first.
+  if (request_waits_for_memory_) {
+    const bool own_unanswered = !pending_.empty() || write_in_flight_;
+    if (end_status_.has_value()) {
+      request_waits_for_memory_ = false;
+    } else if (!own_unanswered ||
+               env_.answer_budget->held() + waiting_charge_bytes_ <= env_.answer_budget->limit()) {
+      HandleRequestLocked(actions);
     }
   }
   // The next read, while there is room for another chunk and the stream's

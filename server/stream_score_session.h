@@ -45,14 +45,16 @@
 //                        full_queue_wait (BatchScheduler, "Full-queue
 //                        wait"); then it is refused: answers before it,
 //                        then RESOURCE_EXHAUSTED
-//   answer memory        a chunk that would take the server past
+//   answer memory        a feature chunk that would take the server past
 //                        env.answer_budget while the stream still has
 //                        earlier chunks unanswered waits (reading paused)
-//                        and is tried again as they are answered; a burst
-//                        of unread answers costs latency, not the stream.
+//                        and is tried again once it would fit; a burst of
+//                        unread answers costs latency, not the stream.
 //                        A chunk whose answer alone exceeds
 //                        env.max_stream_answer_bytes, or that would take the
-//                        server past env.answer_budget: refused as above,
+//                        server past env.answer_budget with nothing of the
+//                        stream's own unanswered (or an audio chunk, whose
+//                        front end cannot take it twice): refused as above,
 //                        RESOURCE_EXHAUSTED saying which limit
 //   undecodable message  answers before it, then INVALID_ARGUMENT
 #ifndef GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
@@ -339,6 +341,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // (ChargeChunkLocked then sets charge_waits_).
   bool charge_may_wait_ ABSL_GUARDED_BY(mu_) = false;
   bool charge_waits_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t waiting_charge_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // what the waiting chunk asked
   bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;  // the write token
   // Of the write in flight: when it was handed out, and its chunk's charge
   // (released once gRPC has taken the answer).

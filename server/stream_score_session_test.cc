@@ -395,6 +395,36 @@ TEST_F(DenseDespiteSayingSoSessionTest, ResultsLargerThanAdmittedAreChargedWhatT
   EXPECT_EQ(small.held(), 0);
 }
 
+TEST_F(DenseDespiteSayingSoSessionTest, AWaitingChunkIsRefusedOnceNothingOfItsStreamCanFreeMemory) {
+  AnswerBudget small(kTwoSelectionsOnly);
+  env_.answer_budget = &small;
+  Open();
+  call_.Deliver(Config(/*top_k=*/1));
+  call_.Deliver(Chunk(10));  // comes back 320
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  call_.Deliver(Chunk(10));  // waits for answer memory
+  EXPECT_EQ(memory_waits_.load(), 1);
+  // Another stream's answers take the room this one's answer will free.
+  AnswerCharge others;
+  ASSERT_TRUE(small.TryCharge(0, nullptr, &others));
+  others.SetTo(300);
+  call_.CompleteWrite(1, true);  // 300 + 164 > 400, and nothing of its own left
+  const std::optional<grpc::Status> status = call_.AwaitStatus();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status->error_message().find("the chunk at frame 10 would take it past its limit"),
+            std::string::npos)
+      << status->error_message();
+  EXPECT_EQ(call_.writes(), 1);
+  EXPECT_EQ(small.refusals(), 1);
+  EXPECT_EQ(memory_waits_.load(), 1);
+  EXPECT_EQ(small.held(), 300);  // the refused chunk holds nothing
+  others.Release();
+  call_.Done();
+  EXPECT_TRUE(AwaitDeleted());
+  EXPECT_EQ(small.held(), 0);
+}
+
 TEST_F(DenseDespiteSayingSoSessionTest, AChunkWaitingForAnswerMemoryIsDroppedWhenTheStreamEnds) {
   AnswerBudget small(kTwoSelectionsOnly);
   env_.answer_budget = &small;
