@@ -55,7 +55,8 @@ void MetricsWriter::Sample(const std::string& name, const MetricLabels& labels, 
 }
 
 Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+    : bounds_(std::move(upper_bounds)),
+      counts_(new std::atomic<int64_t>[bounds_.size() + 1]()) {}
 
 std::vector<double> Histogram::ExponentialBounds(double start, double factor, int count) {
   std::vector<double> bounds;
@@ -67,57 +68,47 @@ std::vector<double> Histogram::ExponentialBounds(double start, double factor, in
 void Histogram::Observe(double value) {
   size_t bucket = 0;
   while (bucket < bounds_.size() && value > bounds_[bucket]) ++bucket;
-  absl::MutexLock lock(&mu_);
-  ++counts_[bucket];
-  sum_ += value;
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(value, std::memory_order_relaxed);
 }
 
 int64_t Histogram::count() const {
-  absl::MutexLock lock(&mu_);
   int64_t total = 0;
-  for (int64_t c : counts_) total += c;
+  for (size_t i = 0; i <= bounds_.size(); ++i) total += counts_[i].load(std::memory_order_relaxed);
   return total;
 }
 
-double Histogram::sum() const {
-  absl::MutexLock lock(&mu_);
-  return sum_;
-}
+double Histogram::sum() const { return sum_.load(std::memory_order_relaxed); }
 
 void Histogram::WriteTo(MetricsWriter* out, const std::string& name,
                         const MetricLabels& labels) const {
-  std::vector<int64_t> counts;
-  double sum;
-  {
-    absl::MutexLock lock(&mu_);
-    counts = counts_;
-    sum = sum_;
-  }
   int64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts[i];
+    cumulative += counts_[i].load(std::memory_order_relaxed);
     MetricLabels with_le = labels;
     with_le.emplace_back("le", i < bounds_.size() ? FormatMetricValue(bounds_[i]) : "+Inf");
     out->Sample(name + "_bucket", with_le, static_cast<double>(cumulative));
   }
-  out->Sample(name + "_sum", labels, sum);
+  out->Sample(name + "_sum", labels, sum());
   out->Sample(name + "_count", labels, static_cast<double>(cumulative));
 }
 
-void LabeledCounter::Add(const MetricLabels& labels, int64_t delta) {
+std::atomic<int64_t>* LabeledCounter::Cell(const MetricLabels& labels) {
   absl::MutexLock lock(&mu_);
-  values_[labels] += delta;
+  return &values_.try_emplace(labels, 0).first->second;
 }
 
 int64_t LabeledCounter::Get(const MetricLabels& labels) const {
   absl::MutexLock lock(&mu_);
   auto it = values_.find(labels);
-  return it == values_.end() ? 0 : it->second;
+  return it == values_.end() ? 0 : it->second.load(std::memory_order_relaxed);
 }
 
 void LabeledCounter::WriteTo(MetricsWriter* out, const std::string& name) const {
   absl::MutexLock lock(&mu_);
-  for (const auto& [labels, value] : values_) out->Sample(name, labels, static_cast<double>(value));
+  for (const auto& [labels, value] : values_) {
+    out->Sample(name, labels, static_cast<double>(value.load(std::memory_order_relaxed)));
+  }
 }
 
 }  // namespace gmmscore

@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <string>
@@ -50,7 +51,9 @@ MetricLabels MethodLabels(const char* full_method) {
 }
 
 // One per RPC. Scoring RPCs answer their chunks in order, so receipt times
-// queue up and each answer sent takes the oldest.
+// queue up and each answer sent takes the oldest. The method's counters are
+// looked up once per RPC, on its first message each way, and counted
+// without a lock: every message of every stream passes here.
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(ServerMetrics* metrics, const char* method)
@@ -63,17 +66,17 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     using grpc::experimental::InterceptionHookPoints;
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE) &&
         methods->GetRecvMessage() != nullptr) {
-      metrics_->messages_received.Add(labels_);
+      Count(metrics_->messages_received, &messages_received_);
       // A stream's first message is its config, not a chunk.
       if (scoring_ && !(stream_score_ && received_ == 0)) {
-        metrics_->chunks_received.Add(labels_);
+        Count(metrics_->chunks_received, &chunks_received_);
         absl::MutexLock lock(&mu_);
         received_at_.push_back(absl::Now());
       }
       ++received_;
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      metrics_->messages_sent.Add(labels_);
+      Count(metrics_->messages_sent, &messages_sent_);
       if (scoring_) {
         absl::Time received = absl::InfinitePast();
         {
@@ -83,7 +86,7 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
             received_at_.pop_front();
           }
         }
-        metrics_->chunks_answered.Add(labels_);
+        Count(metrics_->chunks_answered, &chunks_answered_);
         if (received != absl::InfinitePast()) {
           metrics_->chunk_latency.Observe(absl::ToDoubleSeconds(absl::Now() - received));
         }
@@ -98,12 +101,25 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
+  // Adds one to this RPC's series of `family`, found on first use (so a
+  // method that never counts in a family makes no series there).
+  void Count(LabeledCounter& family, std::atomic<int64_t>** cell) {
+    if (*cell == nullptr) *cell = family.Cell(labels_);
+    (*cell)->fetch_add(1, std::memory_order_relaxed);
+  }
+
   ServerMetrics* const metrics_;
   const MetricLabels labels_;
   const bool stream_score_;
   const bool scoring_;
-  int64_t received_ = 0;  // only the reading side touches it
-  absl::Mutex mu_;
+  // Receiving side: one message at a time, in order, so one thread at a time.
+  int64_t received_ = 0;
+  std::atomic<int64_t>* messages_received_ = nullptr;
+  std::atomic<int64_t>* chunks_received_ = nullptr;
+  // Sending side: likewise one message at a time.
+  std::atomic<int64_t>* messages_sent_ = nullptr;
+  std::atomic<int64_t>* chunks_answered_ = nullptr;
+  absl::Mutex mu_;  // between the two sides
   std::deque<absl::Time> received_at_ ABSL_GUARDED_BY(mu_);
 };
 
