@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/model/synthetic_model.h"
 #include "kernels/score/state_selection.h"
@@ -26,6 +27,8 @@
 
 namespace gmmscore {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr int kDim = 5;
 constexpr int kStates = 7;
@@ -300,9 +303,7 @@ TEST_F(StreamScoreSessionTest, DrainAnswersThePendingChunksThenUnavailable) {
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_NE(status->error_message().find("frames [0, 10) of this stream were answered"),
-            std::string::npos)
-      << status->error_message();
+  EXPECT_THAT(status->error_message(), HasSubstr("frames [0, 10) of this stream were answered"));
   call_.EndReads();  // the read in flight fails once the call is over
   call_.Done();
   EXPECT_TRUE(AwaitDeleted());
@@ -324,7 +325,7 @@ TEST_F(StreamScoreSessionTest, TopKOnABackendThatDoesNotSelectIsChargedDense) {
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_NE(status->error_message().find("--answer_memory_mb"), std::string::npos) << status->error_message();
+  EXPECT_THAT(status->error_message(), HasSubstr("--answer_memory_mb"));
   call_.Done();
   EXPECT_TRUE(AwaitDeleted());
   EXPECT_EQ(small.held(), 0);
@@ -412,9 +413,8 @@ TEST_F(DenseDespiteSayingSoSessionTest, AWaitingChunkIsRefusedOnceNothingOfItsSt
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_NE(status->error_message().find("the chunk at frame 10 would take it past its limit"),
-            std::string::npos)
-      << status->error_message();
+  EXPECT_THAT(status->error_message(),
+              HasSubstr("the chunk at frame 10 would take it past its limit"));
   EXPECT_EQ(call_.writes(), 1);
   EXPECT_EQ(small.refusals(), 1);
   EXPECT_EQ(memory_waits_.load(), 1);
@@ -467,7 +467,7 @@ TEST_F(StreamScoreSessionTest, AnErrorAnswerWaitsForTheChunksBeforeIt) {
   const std::optional<grpc::Status> status = call_.AwaitStatus();
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status->error_message().find("is nan"), std::string::npos) << status->error_message();
+  EXPECT_THAT(status->error_message(), HasSubstr("is nan"));
   EXPECT_EQ(call_.writes(), 1);
   call_.Done();
   EXPECT_TRUE(AwaitDeleted());
