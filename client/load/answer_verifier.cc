@@ -11,9 +11,13 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "gmmscore/v1/scorer.pb.h"
+#include "kernels/core/status_macros.h"
 #include "kernels/core/thread_name.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "proto/wire_convert.h"
 
 namespace gmmscore::load {
 namespace {
@@ -113,8 +117,11 @@ absl::StatusOr<std::unique_ptr<AnswerVerifier>> AnswerVerifier::Create(
 AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOptions& options)
     : options_(options),
       features_(features),
-      // One thread: verification must not take cores from the load it checks.
-      backend_(CreateCpuBackend({.num_threads = 1})),
+      // Beside the load, one thread: verification must not take cores from
+      // the load it checks. Held checks run when the load is over.
+      backend_(CreateCpuBackend(
+          {.num_threads = options.after_run ? std::max(options.after_run_threads, 1) : 1})),
+      holding_(options.after_run),
       worker_([this] {
         NameCurrentThread("load-verify");
         YieldToTheLoad();
@@ -138,71 +145,168 @@ bool AnswerVerifier::ShouldSample(int stream, int64_t chunk) const {
 
 void AnswerVerifier::Submit(int stream, int64_t first_frame, int frames,
                             std::vector<FloatMatrix> scores) {
+  int64_t bytes = 0;
+  for (const FloatMatrix& m : scores) bytes += m.rows() * m.cols() * int64_t{sizeof(float)};
+  Enqueue({stream, first_frame, frames, std::move(scores), std::nullopt, bytes});
+}
+
+void AnswerVerifier::SubmitAnswer(int stream, int64_t first_frame, int frames,
+                                  LazyStreamAnswer answer) {
+  const int64_t bytes = static_cast<int64_t>(answer.bytes.Length());
+  Enqueue({stream, first_frame, frames, {}, std::move(answer), bytes});
+}
+
+void AnswerVerifier::Enqueue(Check check) {
   absl::MutexLock lock(&mu_);
-  if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+  const bool full = holding_ ? held_bytes_ + check.bytes > options_.max_held_bytes
+                             : static_cast<int>(queue_.size()) >= options_.max_queue;
+  if (full) {
     ++counts_.skipped;
-    return;
+    return;  // the check is freed under the lock: only the load's threads wait on it here
   }
-  queue_.push_back({stream, first_frame, frames, std::move(scores)});
+  if (holding_) held_bytes_ += check.bytes;
+  queue_.push_back(std::move(check));
 }
 
 VerifyCounts AnswerVerifier::TakeCounts() {
   absl::MutexLock lock(&mu_);
+  holding_ = false;
   mu_.Await(absl::Condition(
       +[](AnswerVerifier* v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu_) {
         return v->queue_.empty() && !v->busy_;
       },
       this));
+  holding_ = options_.after_run;
+  held_bytes_ = 0;
   VerifyCounts counts = std::move(counts_);
   counts_ = VerifyCounts();
   return counts;
 }
 
+VerifyCounts AnswerVerifier::CountsSoFar() {
+  absl::MutexLock lock(&mu_);
+  return counts_;
+}
+
 void AnswerVerifier::WorkerLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
+    // Held checks wait for TakeCounts, or for the destructor, which
+    // finishes them.
     mu_.Await(absl::Condition(
         +[](AnswerVerifier* v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu_) {
-          return !v->queue_.empty() || v->stopping_;
+          return v->stopping_ || (!v->holding_ && !v->queue_.empty());
         },
         this));
     if (queue_.empty()) return;  // stopping, and nothing left
-    std::optional<Check> check(std::move(queue_.front()));
-    queue_.pop_front();
+    std::vector<Check> batch = TakeBatchLocked();
     busy_ = true;
     mu_.Unlock();
-    RunCheck(*check);
-    // Its matrices are freed before the lock, not under it: Submit, on
+    RunChecks(batch);
+    // Their matrices are freed before the lock, not under it: Submit, on
     // gRPC's threads, waits for this low-priority thread's lock.
-    check.reset();
+    batch.clear();
     mu_.Lock();
     busy_ = false;
   }
 }
 
-void AnswerVerifier::RunCheck(const Check& check) {
-  const FloatMatrix frames = features_->ChunkMatrix(check.stream, check.first_frame, check.frames);
-  const int models = std::min(check.scores.size(), prepared_.size());
-  for (int m = 0; m < models; ++m) {
-    if (prepared_[m] == nullptr || check.scores[m].rows() == 0) continue;
+std::vector<AnswerVerifier::Check> AnswerVerifier::TakeBatchLocked() {
+  std::vector<AnswerVerifier::Check> batch;
+  int frames = 0;
+  while (!queue_.empty() && (batch.empty() || frames + queue_.front().frames <= kBatchFrames)) {
+    frames += queue_.front().frames;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return batch;
+}
+
+absl::Status AnswerVerifier::ParseAnswer(Check* check) const {
+  v1::StreamScoreResponse parsed;
+  GMM_RETURN_IF_ERROR(check->answer->Parse(&parsed));
+  check->scores.assign(prepared_.size(), FloatMatrix());
+  for (int m = 0; m < parsed.scores_size() && m < static_cast<int>(prepared_.size()); ++m) {
+    absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(parsed.scores(m));
+    if (!matrix.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", m, "'s scores: ", matrix.status().message()));
+    }
+    check->scores[m] = *std::move(matrix);
+  }
+  return absl::OkStatus();
+}
+
+bool AnswerVerifier::HasScores(const Check& check, int model) {
+  return model < static_cast<int>(check.scores.size()) && check.scores[model].rows() > 0;
+}
+
+FloatMatrix AnswerVerifier::FramesOf(const std::vector<Check*>& checks, int64_t total) const {
+  FloatMatrix frames(total, features_->dim());
+  int64_t row = 0;
+  for (const Check* check : checks) {
+    const FloatMatrix chunk =
+        features_->ChunkMatrix(check->stream, check->first_frame, check->frames);
+    std::copy(chunk.span().begin(), chunk.span().end(), frames.row(row));
+    row += check->frames;
+  }
+  return frames;
+}
+
+// One backend call a model for the whole batch: its checks' frames one
+// after another, each check compared with its own rows of the result.
+void AnswerVerifier::RunChecks(std::vector<Check>& batch) {
+  std::vector<Check*> parsed;
+  int64_t total = 0;
+  for (Check& check : batch) {
+    if (check.answer.has_value()) {
+      const absl::Status status = ParseAnswer(&check);
+      check.answer.reset();
+      if (!status.ok()) {
+        Count(check, 0, false, 0, "the answer does not parse: " + status.ToString());
+        continue;
+      }
+    }
+    parsed.push_back(&check);
+    total += check.frames;
+  }
+  const FloatMatrix frames = FramesOf(parsed, total);
+  for (int m = 0; m < static_cast<int>(prepared_.size()); ++m) {
+    if (prepared_[m] == nullptr) continue;
+    auto sent = [m](const Check* check) { return HasScores(*check, m); };
+    if (std::none_of(parsed.begin(), parsed.end(), sent)) continue;
     ScoreResult offline;
     const absl::Status status =
         backend_->Score(*prepared_[m], frames.view(), {.frame_totals = false}, &offline);
-    double max_error = 0;
-    std::string where;
-    const bool agree = status.ok() && MatricesAgree(check.scores[m], offline.loglikes,
-                                                    options_.tolerance, &max_error, &where,
-                                                    options_.half_precision);
-    if (!status.ok()) where = "offline scoring failed: " + status.ToString();
-    absl::MutexLock lock(&mu_);
-    ++counts_.checked;
-    counts_.max_error = std::max(counts_.max_error, max_error);
-    if (!agree) {
-      if (counts_.mismatched++ == 0) {
-        counts_.first_mismatch = absl::StrFormat("stream %d, model %d, frames from %d: %s",
-                                                 check.stream, m, check.first_frame, where);
+    int64_t row = 0;
+    for (const Check* check : parsed) {
+      const int64_t first = row;
+      row += check->frames;
+      if (!HasScores(*check, m)) continue;
+      if (!status.ok()) {
+        Count(*check, m, false, 0, "offline scoring failed: " + status.ToString());
+        continue;
       }
+      FloatMatrix want(check->frames, offline.loglikes.cols());
+      std::copy(offline.loglikes.row(first), offline.loglikes.row(first) + want.span().size(),
+                want.data());
+      double max_error = 0;
+      std::string where;
+      const bool agree = MatricesAgree(check->scores[m], want, options_.tolerance, &max_error,
+                                       &where, options_.half_precision);
+      Count(*check, m, agree, max_error, where);
     }
+  }
+}
+
+void AnswerVerifier::Count(const Check& check, int model, bool agree, double max_error,
+                           const std::string& where) {
+  absl::MutexLock lock(&mu_);
+  ++counts_.checked;
+  counts_.max_error = std::max(counts_.max_error, max_error);
+  if (!agree && counts_.mismatched++ == 0) {
+    counts_.first_mismatch = absl::StrFormat("stream %d, model %d, frames from %d: %s",
+                                             check.stream, model, check.first_frame, where);
   }
 }
 

@@ -3,22 +3,32 @@
 // files, LoadModel + the CPU backend) on a thread of its own and compared.
 //
 //   GMM_ASSIGN_OR_RETURN(auto verifier, AnswerVerifier::Create(models, &features, {.fraction = 0.01}));
-//   if (verifier->ShouldSample(stream, chunk)) verifier->Submit(stream, first_frame, frames, scores);
+//   if (verifier->ShouldSample(stream, chunk)) {
+//     verifier->SubmitAnswer(stream, first_frame, frames, answer);  // as received
+//   }
 //   VerifyCounts counts = verifier->TakeCounts();   // waits for the queue to empty
+//
+// When: beside the load by default, at the lowest priority, skipping what it
+// has no time for; or, with VerifyOptions::after_run, every sampled answer
+// is held (up to a memory bound) and checked when TakeCounts is called, at
+// the end of a run, so that the check takes nothing from the load it checks.
+// Queued checks are scored together, one CPU backend call per model for up
+// to kBatchFrames frames (the model read once, not once per answer).
 //
 // Agreement: every element within tolerance * max(1, |offline|), i.e.
 // 1e-3 nats absolute near zero and 1e-3 relative for large magnitudes (a
 // float32 ulp at -4000 nats is 2.4e-4). Only per-model matrices are
 // checked; a fused matrix is not.
 //
-// Thread safety: ShouldSample, Submit and TakeCounts may be called from any
-// thread.
+// Thread safety: ShouldSample, Submit, SubmitAnswer, CountsSoFar and
+// TakeCounts may be called from any thread.
 #ifndef GMMSCORE_CLIENT_LOAD_ANSWER_VERIFIER_H_
 #define GMMSCORE_CLIENT_LOAD_ANSWER_VERIFIER_H_
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client/load/feature_source.h"
+#include "client/load/lazy_answer.h"
 #include "kernels/core/matrix.h"
 #include "kernels/model/diag_gmm_model.h"
 #include "kernels/score/scoring_backend.h"
@@ -42,9 +53,17 @@ struct VerifyOptions {
   // allows the encoding's rounding on top of `tolerance`.
   bool half_precision = false;
   // Checks waiting at most; more are skipped (counted), so that a slow
-  // verifier never slows the load down.
+  // verifier never slows the load down. Not with after_run.
   int max_queue = 256;
   uint64_t seed = 1;
+  // Hold the checks until TakeCounts (the end of a run) instead of running
+  // them beside the load. Held answers take memory: past max_held_bytes
+  // (their bytes as received, or their matrices) more are skipped (counted).
+  bool after_run = false;
+  int64_t max_held_bytes = int64_t{512} << 20;
+  // The CPU backend's threads for held checks. Beside the load it is one
+  // (verification must not take cores from the load it checks).
+  int after_run_threads = 4;
 };
 
 struct VerifyCounts {
@@ -81,26 +100,51 @@ class AnswerVerifier {
   AnswerVerifier(const AnswerVerifier&) = delete;
   AnswerVerifier& operator=(const AnswerVerifier&) = delete;
 
+  // Batches of queued checks are this many frames at most (one check more
+  // when a single check is longer).
+  static constexpr int kBatchFrames = 1024;
+
   bool ShouldSample(int stream, int64_t chunk) const;
   // Queues the check of one answer: scores[m] is the server's matrix for
   // model m (empty: not sent) for frames [first_frame, first_frame + frames)
   // of `stream`. Waits for nothing but the queue's lock, which the
-  // verifier's thread (at the lowest priority) holds only to pop a check or
-  // to count one: a few instructions, no allocation or free.
+  // verifier's thread (at the lowest priority) holds only to pop checks or
+  // to count them: a few instructions, no allocation or free.
   void Submit(int stream, int64_t first_frame, int frames, std::vector<FloatMatrix> scores);
-  // Waits until every queued check is done; the counts since the last call.
+  // The same for an answer as it came off the wire: it is parsed on the
+  // verifier's thread, not the caller's (the copy shares gRPC's slices). An
+  // answer that does not parse is a mismatch.
+  void SubmitAnswer(int stream, int64_t first_frame, int frames, LazyStreamAnswer answer);
+  // Releases held checks (after_run), waits until every queued check is
+  // done; the counts since the last call. Checks submitted after it are
+  // held again.
   VerifyCounts TakeCounts();
+  // The counts since the last TakeCounts, without waiting for anything.
+  VerifyCounts CountsSoFar();
 
  private:
   struct Check {
     int stream;
     int64_t first_frame;
     int frames;
-    std::vector<FloatMatrix> scores;
+    std::vector<FloatMatrix> scores;  // the matrices, or
+    std::optional<LazyStreamAnswer> answer;  // the bytes they are parsed from
+    int64_t bytes;  // held, for VerifyOptions::max_held_bytes
   };
   AnswerVerifier(const FeatureSource* features, const VerifyOptions& options);
+  void Enqueue(Check check);
   void WorkerLoop();
-  void RunCheck(const Check& check);
+  // Takes checks from the queue's front, up to kBatchFrames frames.
+  std::vector<Check> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunChecks(std::vector<Check>& batch);
+  // Fills check->scores from check->answer; the error if it does not parse.
+  absl::Status ParseAnswer(Check* check) const;
+  // The checks' frames, one after another (`total` rows).
+  FloatMatrix FramesOf(const std::vector<Check*>& checks, int64_t total) const;
+  // The answer carries model `model`'s matrix (empty: not sent).
+  static bool HasScores(const Check& check, int model);
+  // Counts one compared matrix (or a failure to compare: `agree` false).
+  void Count(const Check& check, int model, bool agree, double max_error, const std::string& where);
 
   const VerifyOptions options_;
   const FeatureSource* const features_;
@@ -109,6 +153,8 @@ class AnswerVerifier {
 
   absl::Mutex mu_;
   std::deque<Check> queue_ ABSL_GUARDED_BY(mu_);
+  bool holding_ ABSL_GUARDED_BY(mu_);  // after_run, until TakeCounts
+  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   VerifyCounts counts_ ABSL_GUARDED_BY(mu_);

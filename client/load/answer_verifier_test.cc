@@ -11,13 +11,17 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_format.h"
+#include "grpcpp/support/slice.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/model/synthetic_model.h"
+#include "proto/wire_convert.h"
 
 namespace gmmscore::load {
 namespace {
@@ -165,6 +169,118 @@ TEST_F(AnswerVerifierTest, FullQueueSkipsInsteadOfBlocking) {
   const VerifyCounts counts = (*verifier)->TakeCounts();
   EXPECT_EQ(counts.checked + counts.skipped, 50);
   EXPECT_EQ(counts.mismatched, 0);
+}
+
+// With after_run nothing is checked while the load runs: the checks wait
+// for TakeCounts, and those submitted after it wait for the next one.
+TEST_F(AnswerVerifierTest, HeldChecksWaitForTheEndOfTheRun) {
+  auto verifier =
+      AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0, .after_run = true});
+  ASSERT_TRUE(verifier.ok());
+  for (int run = 0; run < 2; ++run) {
+    for (int k = 0; k < 4; ++k) (*verifier)->Submit(3, k * 10, 10, {Offline(3, k * 10, 10)});
+    FloatMatrix wrong = Offline(3, 40, 10);
+    wrong.at(9, 0) -= 1.0f;
+    (*verifier)->Submit(3, 40, 10, {std::move(wrong)});
+    // One check takes well under a millisecond here: held ones would be done.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ((*verifier)->CountsSoFar().checked, 0) << "run " << run;
+    const VerifyCounts counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, 5);
+    EXPECT_EQ(counts.mismatched, 1);
+    EXPECT_EQ(counts.skipped, 0);
+    EXPECT_NE(counts.first_mismatch.find("frames from 40: frame 9 state 0"), std::string::npos)
+        << counts.first_mismatch;
+  }
+}
+
+TEST_F(AnswerVerifierTest, HeldChecksStopAtTheirMemoryBound) {
+  const int64_t one = int64_t{10} * model_->num_states() * sizeof(float);  // a 10-frame matrix
+  auto verifier = AnswerVerifier::Create(
+      {model_}, features_.get(), {.fraction = 1.0, .after_run = true, .max_held_bytes = 3 * one});
+  ASSERT_TRUE(verifier.ok());
+  for (int k = 0; k < 10; ++k) (*verifier)->Submit(0, k * 10, 10, {Offline(0, k * 10, 10)});
+  VerifyCounts counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 3);
+  EXPECT_EQ(counts.skipped, 7);
+  // The bound is per run: the next one holds three again.
+  for (int k = 0; k < 4; ++k) (*verifier)->Submit(0, k * 10, 10, {Offline(0, k * 10, 10)});
+  counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 3);
+  EXPECT_EQ(counts.skipped, 1);
+}
+
+// Checks of many streams and lengths are scored together, more than one
+// batch's frames in all; each is compared with its own rows, so a wrong
+// element is found where it is and nowhere else.
+TEST_F(AnswerVerifierTest, ABatchComparesEachCheckWithItsOwnRows) {
+  auto verifier =
+      AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0, .after_run = true});
+  ASSERT_TRUE(verifier.ok());
+  std::mt19937 rng(std::random_device{}());
+  const int wrong_check = std::uniform_int_distribution<int>(0, 149)(rng);
+  int frames_in_all = 0;
+  for (int i = 0; i < 150; ++i) {
+    const int stream = i % 7, frames = 1 + i % 13;
+    const int64_t first = 10 * i;
+    FloatMatrix scores = Offline(stream, first, frames);
+    if (i == wrong_check) scores.at(frames - 1, 29) += 0.5f;
+    (*verifier)->Submit(stream, first, frames, {std::move(scores)});
+    frames_in_all += frames;
+  }
+  ASSERT_GT(frames_in_all, AnswerVerifier::kBatchFrames);
+  const VerifyCounts counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 150);
+  EXPECT_EQ(counts.mismatched, 1);
+  const int frames = 1 + wrong_check % 13;
+  const std::string where = absl::StrFormat("stream %d, model 0, frames from %d: frame %d state 29",
+                                            wrong_check % 7, 10 * wrong_check, frames - 1);
+  EXPECT_NE(counts.first_mismatch.find(where), std::string::npos) << counts.first_mismatch;
+  EXPECT_LT(counts.max_error, 1.0);
+}
+
+// An answer as it came off the wire, in slices of `slice` bytes.
+LazyStreamAnswer WireAnswer(const std::string& bytes, size_t slice) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += slice) slices.emplace_back(bytes.substr(at, slice));
+  LazyStreamAnswer answer;
+  grpc::ByteBuffer buffer(slices.data(), slices.size());
+  EXPECT_TRUE((grpc::SerializationTraits<LazyStreamAnswer>::Deserialize(&buffer, &answer).ok()));
+  buffer.Release();
+  return answer;
+}
+
+// Submitted as bytes, an answer is parsed by the verifier; bytes that are
+// not an answer are a mismatch, not a check left out.
+TEST_F(AnswerVerifierTest, AnswersAsReceivedAreParsedAndChecked) {
+  for (const bool after_run : {false, true}) {
+    auto verifier = AnswerVerifier::Create({model_}, features_.get(),
+                                           {.fraction = 1.0, .after_run = after_run});
+    ASSERT_TRUE(verifier.ok());
+    v1::StreamScoreResponse response;
+    response.set_first_frame(20);
+    ScoresToProto("m", Offline(4, 20, 10), {}, response.add_scores());
+    (*verifier)->SubmitAnswer(4, 20, 10, WireAnswer(response.SerializeAsString(), 1000));
+    VerifyCounts counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, 1);
+    EXPECT_EQ(counts.mismatched, 0) << counts.first_mismatch;
+
+    // Frames 20..29's scores as if they were 30..39's.
+    (*verifier)->SubmitAnswer(4, 30, 10, WireAnswer(response.SerializeAsString(), 7));
+    counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, 1);
+    EXPECT_EQ(counts.mismatched, 1);
+    EXPECT_NE(counts.first_mismatch.find("frames from 30: frame"), std::string::npos)
+        << counts.first_mismatch;
+
+    (*verifier)->SubmitAnswer(4, 40, 10, WireAnswer("\xff\xff\xff", 2));
+    counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, 1);
+    EXPECT_EQ(counts.mismatched, 1);
+    EXPECT_NE(counts.first_mismatch.find("frames from 40: the answer does not parse"),
+              std::string::npos)
+        << counts.first_mismatch;
+  }
 }
 
 // Field `field` (3 = state, 19 = nice, 41 = policy) of /proc/self/task/TID/stat

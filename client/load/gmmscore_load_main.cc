@@ -109,6 +109,12 @@ ABSL_FLAG(double, verify_fraction, 0,
           "Share of answers scored again offline (LoadModel + CPU backend) and compared.");
 ABSL_FLAG(double, verify_tolerance, 1e-3,
           "Verification: |server - offline| <= tolerance * max(1, |offline|).");
+ABSL_FLAG(bool, verify_after_run, false,
+          "Verification: hold the sampled answers (up to --verify_memory_mb) and check them when "
+          "each run (point) ends, on --verify_threads threads, instead of beside the load at the "
+          "lowest priority, where what it has no time for is skipped.");
+ABSL_FLAG(int, verify_memory_mb, 512, "--verify_after_run: held answers' memory at most (MiB).");
+ABSL_FLAG(int, verify_threads, 4, "--verify_after_run: threads that check the held answers.");
 ABSL_FLAG(std::string, fusion, "max", "Several models: max, logsumexp (or log_sum_exp) or posterior.");
 ABSL_FLAG(bool, fused_only, false, "Several models: answers carry only the fused matrix.");
 ABSL_FLAG(bool, frame_totals, false, "Answers carry per-frame totals too.");
@@ -354,10 +360,17 @@ int Main(int argc, char** argv) {
       return Fail(absl::InvalidArgumentError(
           "--verify_fraction checks per-model matrices, which --fused_only leaves out"));
     }
+    if (absl::GetFlag(FLAGS_verify_memory_mb) < 1 || absl::GetFlag(FLAGS_verify_threads) < 1) {
+      return Fail(
+          absl::InvalidArgumentError("--verify_memory_mb and --verify_threads must be >= 1"));
+    }
     absl::StatusOr<std::unique_ptr<AnswerVerifier>> created = AnswerVerifier::Create(
         files, features.get(),
         {.fraction = verify_fraction, .tolerance = absl::GetFlag(FLAGS_verify_tolerance),
-         .half_precision = absl::GetFlag(FLAGS_float16), .seed = absl::GetFlag(FLAGS_seed)});
+         .half_precision = absl::GetFlag(FLAGS_float16), .seed = absl::GetFlag(FLAGS_seed),
+         .after_run = absl::GetFlag(FLAGS_verify_after_run),
+         .max_held_bytes = int64_t{absl::GetFlag(FLAGS_verify_memory_mb)} << 20,
+         .after_run_threads = absl::GetFlag(FLAGS_verify_threads)});
     if (!created.ok()) return Fail(created.status());
     verifier = *std::move(created);
     // The verifier scores on this host's CPU, beside the daemon under test.

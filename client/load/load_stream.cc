@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "proto/wire_convert.h"
-
 namespace gmmscore::load {
 
 LoadStream::LoadStream(const StreamPlan& plan, const FeatureSource* features, Pacer* pacer,
@@ -161,18 +159,9 @@ void LoadStream::OnReadDone(bool ok) {
     if (!plan_.realtime) NextWriteLocked(&actions);
   }
   if (sample) {
-    // The read token is ours until the next Read: response_ is safe to read.
-    // Only a sampled answer is parsed (one that does not parse is verified
-    // as empty, and fails).
-    v1::StreamScoreResponse parsed;
-    std::vector<FloatMatrix> scores(plan_.config->models_size());
-    if (response_.Parse(&parsed).ok()) {
-      for (int m = 0; m < parsed.scores_size() && m < static_cast<int>(scores.size()); ++m) {
-        absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(parsed.scores(m));
-        if (matrix.ok()) scores[m] = *std::move(matrix);
-      }
-    }
-    verifier_->Submit(plan_.index, first_frame, plan_.chunk_frames, std::move(scores));
+    // The read token is ours until the next Read; the copy shares the
+    // answer's slices, and the verifier parses it on its own thread.
+    verifier_->SubmitAnswer(plan_.index, first_frame, plan_.chunk_frames, response_);
   }
   Perform(actions);
   call_->Read(&response_);
