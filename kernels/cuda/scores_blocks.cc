@@ -1,5 +1,7 @@
 #include "kernels/cuda/scores_blocks.h"
 
+#include <algorithm>
+
 namespace gmmscore {
 namespace {
 
@@ -67,6 +69,14 @@ ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> win
             &placed.copies);
   }
   return placed;
+}
+
+int64_t HostFloats(const ScoresPlacement& placed) {
+  int64_t end = 0;
+  for (const ScoresCopy& copy : placed.copies) {
+    if (copy.block < 0) end = std::max(end, copy.host_offset + copy.count);
+  }
+  return end;
 }
 
 }  // namespace gmmscore

@@ -60,6 +60,15 @@ ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> win
                             int64_t block_floats,
                             absl::FunctionRef<std::shared_ptr<float>()> take);
 
+// The floats of the lane's host buffer that `placed`'s copies write (the
+// end of the last one there): 0 when every copy goes to a block, or none
+// comes back whole (top_k, beam and half answers have buffers of their own).
+// The buffer is page-locked: sized by the plan's whole output instead, as
+// it was, a top_k lane grew it to rows x states floats whenever a batch was
+// larger than any before it (a cudaFreeHost, which waits for the device, and
+// a cudaMallocHost of tens of MiB), and never read it.
+int64_t HostFloats(const ScoresPlacement& placed);
+
 }  // namespace gmmscore
 
 #endif  // GMMSCORE_KERNELS_CUDA_SCORES_BLOCKS_H_

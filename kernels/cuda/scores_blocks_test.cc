@@ -88,14 +88,15 @@ TEST(ScoresBlocksTest, RandomBatchesLandWhereTheirPlacementSays) {
     const ScoresPlacement placed = PlaceScores(plan, batch.floats, source.floats, std::ref(source));
     ASSERT_EQ(static_cast<int>(placed.blocks.size()), source.made);
 
-    // Carry out the copies from a device buffer of distinct values.
-    std::vector<float> device(plan.out_floats), host(plan.out_floats, NAN);
+    // Carry out the copies from a device buffer of distinct values, into a
+    // host buffer of the size the lane gives it.
+    std::vector<float> device(plan.out_floats), host(HostFloats(placed), NAN);
     for (size_t i = 0; i < device.size(); ++i) device[i] = static_cast<float>(i);
     for (const ScoresCopy& copy : placed.copies) {
       ASSERT_GT(copy.count, 0);
       ASSERT_LE(copy.device_offset + copy.count, plan.out_floats);
       float* to = copy.block < 0 ? host.data() : placed.blocks.at(copy.block).get();
-      const int64_t room = copy.block < 0 ? plan.out_floats : source.floats;
+      const int64_t room = copy.block < 0 ? static_cast<int64_t>(host.size()) : source.floats;
       ASSERT_LE(copy.host_offset + copy.count, room);
       std::memcpy(to + copy.host_offset, device.data() + copy.device_offset, copy.count * sizeof(float));
     }
@@ -105,6 +106,9 @@ TEST(ScoresBlocksTest, RandomBatchesLandWhereTheirPlacementSays) {
       if (!plan.whole[j] || floats == 0) {
         EXPECT_EQ(placed.block_of[j], -1);
         continue;
+      }
+      if (placed.block_of[j] < 0) {
+        ASSERT_LE(plan.scores_offset[j] + floats, static_cast<int64_t>(host.size())) << "window " << j;
       }
       const float* got = placed.block_of[j] < 0 ? host.data() + plan.scores_offset[j]
                                                 : placed.blocks[placed.block_of[j]].get() + placed.block_offset[j];
@@ -122,11 +126,37 @@ TEST(ScoresBlocksTest, RandomBatchesLandWhereTheirPlacementSays) {
       for (size_t r = 1; r < ranges.size(); ++r) EXPECT_LE(ranges[r - 1].second, ranges[r].first);
     }
     if (plan.frame_totals) {
+      ASSERT_EQ(static_cast<int64_t>(host.size()), plan.scores_floats + plan.total_frames);
       EXPECT_EQ(std::memcmp(host.data() + plan.scores_floats, device.data() + plan.scores_floats,
                             plan.total_frames * sizeof(float)),
                 0);
     }
   }
+}
+
+// The lane's host buffer holds what is copied there and no more: nothing
+// for a batch of top_k, half or fused-only windows, or one whose scores all
+// fit blocks; its frame totals; the end of the last window left to it.
+TEST(ScoresBlocksTest, TheHostBufferHoldsWhatIsCopiedThereAndNoMore) {
+  std::vector<PlanWindow> windows;
+  for (int j = 0; j < 3; ++j) {
+    windows.push_back({.model = &kModelA, .rows = 10, .dim = 13, .num_states = 57,
+                       .num_gaussians = 800, .selected = j == 0, .halved = j == 1,
+                       .fused_only = j == 2});
+  }
+  const std::vector<int64_t> floats(3, 570);
+  auto none = [] { return std::shared_ptr<float>(); };
+  BatchPlan plan = PlanBatch(windows, {});
+  EXPECT_EQ(HostFloats(PlaceScores(plan, floats, 1 << 20, none)), 0);
+  plan = PlanBatch(windows, {.frame_totals = true});
+  EXPECT_EQ(HostFloats(PlaceScores(plan, floats, 1 << 20, none)), 3 * 570 + 30);
+
+  for (PlanWindow& w : windows) w.selected = w.halved = w.fused_only = false;
+  plan = PlanBatch(windows, {});
+  BlockSource enough{.floats = 2000, .limit = 10};
+  EXPECT_EQ(HostFloats(PlaceScores(plan, floats, enough.floats, std::ref(enough))), 0);
+  BlockSource one{.floats = 600, .limit = 1};  // the first window's; the others to the host
+  EXPECT_EQ(HostFloats(PlaceScores(plan, floats, one.floats, std::ref(one))), 3 * 570);
 }
 
 // Items of 60, 60, 30 in blocks of 100 with one block to give: the second

@@ -261,7 +261,6 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   const BatchPlan plan = PlanBatch(windows, {.frame_totals = options.frame_totals || !fusions.empty(),
                                              .requested = options.algorithm,
                                              .wgmma_available = wgmma_available});
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, plan.out_floats));
   GMM_RETURN_IF_ERROR(EnsureCapacity(lane.loglikes, plan.out_floats));
   GMM_ASSIGN_OR_RETURN(const float* frames, CopyInFrames(lane, jobs, plan));
   GMM_RETURN_IF_ERROR(LaunchRuns(lane, resident, plan, frames));
@@ -275,6 +274,9 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, lane.loglikes.data(), plan.scores_offset,
                                         lane.stream.get(), scores_pool));
   PlacementHold scores(lane, PlaceCallScores(scores_pool, plan, windows, !fusions.empty()));
+  // Sized for this call's copies only (HostFloats). A growth frees the old
+  // buffer with cudaFreeHost, which waits for the device's work first.
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, HostFloats(scores.placed())));
   GMM_RETURN_IF_ERROR(CopyBack(lane, scores.placed()));
   // After the copies back: an answer need not wait for the statistics to
   // be queued ahead of it on the stream.
