@@ -35,8 +35,8 @@ set -u
 # (docs/PERFORMANCE.md, stop 50). A burst of opens is its own measurement:
 # RAMP_S=1 WARMUP_S=1. gpu_capacity.sh profiles the threads after both.
 export RAMP_S=${RAMP_S:-4} WARMUP_S=${WARMUP_S:-2}
-# --verify_after_run: the sampled answers are held and checked when the
-# point ends, all of them. Checked beside the load (before stop 53), the
+# --verify_after_run: the sampled answers are held (up to gmmscore-load's
+# --verify_memory_mb, 512 MiB a generator) and checked when the point ends. Checked beside the load (before stop 53), the
 # verifiers skipped two thirds of the sample at top_k 10000 and took the
 # idle CPU, 12 us a generator's answer (64 against 52 us; the daemon's
 # 74-77 us unchanged): docs/PERFORMANCE.md, stop 53.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "gmmscore/v1/scorer.pb.h"
 #include "kernels/core/status_macros.h"
 #include "kernels/core/thread_name.h"
+#include "grpcpp/support/slice.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "proto/wire_convert.h"
 
@@ -44,6 +46,19 @@ uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+// The CPU backend made on a thread at the lowest priority, so that its
+// pool's threads, which inherit it, are there too: with after_run they
+// check on several cores, and a generator done before the others must not
+// take those cores from the load still measured.
+std::unique_ptr<ScoringBackend> CreateIdleBackend(int num_threads) {
+  std::unique_ptr<ScoringBackend> backend;
+  std::thread([&] {
+    YieldToTheLoad();
+    backend = CreateCpuBackend({.num_threads = num_threads});
+  }).join();
+  return backend;
 }
 
 }  // namespace
@@ -119,8 +134,7 @@ AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOption
       features_(features),
       // Beside the load, one thread: verification must not take cores from
       // the load it checks. Held checks run when the load is over.
-      backend_(CreateCpuBackend(
-          {.num_threads = options.after_run ? std::max(options.after_run_threads, 1) : 1})),
+      backend_(CreateIdleBackend(options.after_run ? std::max(options.after_run_threads, 1) : 1)),
       holding_(options.after_run),
       worker_([this] {
         NameCurrentThread("load-verify");
@@ -129,8 +143,10 @@ AnswerVerifier::AnswerVerifier(const FeatureSource* features, const VerifyOption
       }) {}
 
 AnswerVerifier::~AnswerVerifier() {
+  std::deque<std::unique_ptr<Check>> unread;  // held for a TakeCounts that never came
   {
     absl::MutexLock lock(&mu_);
+    if (holding_) unread.swap(queue_);
     stopping_ = true;
   }
   worker_.join();
@@ -147,24 +163,41 @@ void AnswerVerifier::Submit(int stream, int64_t first_frame, int frames,
                             std::vector<FloatMatrix> scores) {
   int64_t bytes = 0;
   for (const FloatMatrix& m : scores) bytes += m.rows() * m.cols() * int64_t{sizeof(float)};
-  Enqueue({stream, first_frame, frames, std::move(scores), std::nullopt, bytes});
+  Enqueue(std::make_unique<Check>(
+      Check{stream, first_frame, frames, std::move(scores), std::nullopt, bytes}));
 }
 
 void AnswerVerifier::SubmitAnswer(int stream, int64_t first_frame, int frames,
                                   LazyStreamAnswer answer) {
+  if (options_.after_run) answer = OwnCopy(answer);
   const int64_t bytes = static_cast<int64_t>(answer.bytes.Length());
-  Enqueue({stream, first_frame, frames, {}, std::move(answer), bytes});
+  Enqueue(
+      std::make_unique<Check>(Check{stream, first_frame, frames, {}, std::move(answer), bytes}));
 }
 
-void AnswerVerifier::Enqueue(Check check) {
+// The answer's bytes in one slice of their own. gRPC's slices of a
+// received message may be views of a larger read buffer, which a held
+// answer would keep alive whole: max_held_bytes would not bound the memory.
+LazyStreamAnswer AnswerVerifier::OwnCopy(const LazyStreamAnswer& answer) {
+  grpc::Slice contiguous;
+  LazyStreamAnswer own;
+  if (!answer.bytes.DumpToSingleSlice(&contiguous).ok()) return own;  // empty: a mismatch
+  grpc::Slice copied(contiguous.begin(), contiguous.size());  // copies
+  own.bytes = grpc::ByteBuffer(&copied, 1);
+  return own;
+}
+
+// A check that does not fit is freed after the lock is released (a
+// parameter outlives the function's locals).
+void AnswerVerifier::Enqueue(std::unique_ptr<Check> check) {
   absl::MutexLock lock(&mu_);
-  const bool full = holding_ ? held_bytes_ + check.bytes > options_.max_held_bytes
+  const bool full = holding_ ? held_bytes_ + check->bytes > options_.max_held_bytes
                              : static_cast<int>(queue_.size()) >= options_.max_queue;
   if (full) {
     ++counts_.skipped;
-    return;  // the check is freed under the lock: only the load's threads wait on it here
+    return;
   }
-  if (holding_) held_bytes_ += check.bytes;
+  if (holding_) held_bytes_ += check->bytes;
   queue_.push_back(std::move(check));
 }
 
@@ -191,35 +224,32 @@ VerifyCounts AnswerVerifier::CountsSoFar() {
 void AnswerVerifier::WorkerLoop() {
   absl::MutexLock lock(&mu_);
   while (true) {
-    // Held checks wait for TakeCounts, or for the destructor, which
-    // finishes them.
+    // Held checks wait for TakeCounts; the destructor drops them.
     mu_.Await(absl::Condition(
         +[](AnswerVerifier* v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(v->mu_) {
           return v->stopping_ || (!v->holding_ && !v->queue_.empty());
         },
         this));
     if (queue_.empty()) return;  // stopping, and nothing left
-    std::vector<Check> batch = TakeBatchLocked();
+    TakeBatchLocked();
     busy_ = true;
     mu_.Unlock();
-    RunChecks(batch);
+    RunChecks();
     // Their matrices are freed before the lock, not under it: Submit, on
     // gRPC's threads, waits for this low-priority thread's lock.
-    batch.clear();
+    batch_.clear();
     mu_.Lock();
     busy_ = false;
   }
 }
 
-std::vector<AnswerVerifier::Check> AnswerVerifier::TakeBatchLocked() {
-  std::vector<AnswerVerifier::Check> batch;
+void AnswerVerifier::TakeBatchLocked() {
   int frames = 0;
-  while (!queue_.empty() && (batch.empty() || frames + queue_.front().frames <= kBatchFrames)) {
-    frames += queue_.front().frames;
-    batch.push_back(std::move(queue_.front()));
+  while (!queue_.empty() && (batch_.empty() || frames + queue_.front()->frames <= kBatchFrames)) {
+    frames += queue_.front()->frames;
+    batch_.push_back(std::move(queue_.front()));  // a pointer: batch_ keeps its capacity
     queue_.pop_front();
   }
-  return batch;
 }
 
 absl::Status AnswerVerifier::ParseAnswer(Check* check) const {
@@ -241,7 +271,25 @@ bool AnswerVerifier::HasScores(const Check& check, int model) {
   return model < static_cast<int>(check.scores.size()) && check.scores[model].rows() > 0;
 }
 
-FloatMatrix AnswerVerifier::FramesOf(const std::vector<Check*>& checks, int64_t total) const {
+std::vector<const AnswerVerifier::Check*> AnswerVerifier::ParseBatch() {
+  std::vector<const Check*> parsed;
+  for (const std::unique_ptr<Check>& check : batch_) {
+    if (check->answer.has_value()) {
+      const absl::Status status = ParseAnswer(check.get());
+      check->answer.reset();
+      if (!status.ok()) {
+        Count(*check, "", false, 0, "the answer does not parse: " + status.ToString());
+        continue;
+      }
+    }
+    parsed.push_back(check.get());
+  }
+  return parsed;
+}
+
+FloatMatrix AnswerVerifier::FramesOf(const std::vector<const Check*>& checks) const {
+  int64_t total = 0;
+  for (const Check* check : checks) total += check->frames;
   FloatMatrix frames(total, features_->dim());
   int64_t row = 0;
   for (const Check* check : checks) {
@@ -253,60 +301,51 @@ FloatMatrix AnswerVerifier::FramesOf(const std::vector<Check*>& checks, int64_t 
   return frames;
 }
 
-// One backend call a model for the whole batch: its checks' frames one
-// after another, each check compared with its own rows of the result.
-void AnswerVerifier::RunChecks(std::vector<Check>& batch) {
-  std::vector<Check*> parsed;
-  int64_t total = 0;
-  for (Check& check : batch) {
-    if (check.answer.has_value()) {
-      const absl::Status status = ParseAnswer(&check);
-      check.answer.reset();
-      if (!status.ok()) {
-        Count(check, 0, false, 0, "the answer does not parse: " + status.ToString());
-        continue;
-      }
-    }
-    parsed.push_back(&check);
-    total += check.frames;
-  }
-  const FloatMatrix frames = FramesOf(parsed, total);
+void AnswerVerifier::RunChecks() {
+  const std::vector<const Check*> parsed = ParseBatch();
+  const FloatMatrix frames = FramesOf(parsed);
   for (int m = 0; m < static_cast<int>(prepared_.size()); ++m) {
     if (prepared_[m] == nullptr) continue;
     auto sent = [m](const Check* check) { return HasScores(*check, m); };
     if (std::none_of(parsed.begin(), parsed.end(), sent)) continue;
-    ScoreResult offline;
-    const absl::Status status =
-        backend_->Score(*prepared_[m], frames.view(), {.frame_totals = false}, &offline);
-    int64_t row = 0;
-    for (const Check* check : parsed) {
-      const int64_t first = row;
-      row += check->frames;
-      if (!HasScores(*check, m)) continue;
-      if (!status.ok()) {
-        Count(*check, m, false, 0, "offline scoring failed: " + status.ToString());
-        continue;
-      }
-      FloatMatrix want(check->frames, offline.loglikes.cols());
-      std::copy(offline.loglikes.row(first), offline.loglikes.row(first) + want.span().size(),
-                want.data());
-      double max_error = 0;
-      std::string where;
-      const bool agree = MatricesAgree(check->scores[m], want, options_.tolerance, &max_error,
-                                       &where, options_.half_precision);
-      Count(*check, m, agree, max_error, where);
-    }
+    CheckModel(m, parsed, frames);
   }
 }
 
-void AnswerVerifier::Count(const Check& check, int model, bool agree, double max_error,
-                           const std::string& where) {
+void AnswerVerifier::CheckModel(int m, const std::vector<const Check*>& checks,
+                                const FloatMatrix& frames) {
+  const std::string model = absl::StrCat("model ", m, ", ");
+  ScoreResult offline;
+  const absl::Status status =
+      backend_->Score(*prepared_[m], frames.view(), {.frame_totals = false}, &offline);
+  int64_t row = 0;
+  for (const Check* check : checks) {
+    const int64_t first = row;
+    row += check->frames;
+    if (!HasScores(*check, m)) continue;
+    if (!status.ok()) {
+      Count(*check, model, false, 0, "offline scoring failed: " + status.ToString());
+      continue;
+    }
+    FloatMatrix want(check->frames, offline.loglikes.cols());
+    std::copy(offline.loglikes.row(first), offline.loglikes.row(first) + want.span().size(),
+              want.data());
+    double max_error = 0;
+    std::string where;
+    const bool agree = MatricesAgree(check->scores[m], want, options_.tolerance, &max_error,
+                                     &where, options_.half_precision);
+    Count(*check, model, agree, max_error, where);
+  }
+}
+
+void AnswerVerifier::Count(const Check& check, const std::string& model, bool agree,
+                           double max_error, const std::string& where) {
   absl::MutexLock lock(&mu_);
   ++counts_.checked;
   counts_.max_error = std::max(counts_.max_error, max_error);
   if (!agree && counts_.mismatched++ == 0) {
-    counts_.first_mismatch = absl::StrFormat("stream %d, model %d, frames from %d: %s",
-                                             check.stream, model, check.first_frame, where);
+    counts_.first_mismatch = absl::StrFormat("stream %d, %sframes from %d: %s", check.stream,
+                                             model, check.first_frame, where);
   }
 }
 

@@ -94,32 +94,37 @@ class AnswerVerifier {
   static absl::StatusOr<std::unique_ptr<AnswerVerifier>> Create(
       std::vector<std::shared_ptr<const DiagGmmModel>> models, const FeatureSource* features,
       const VerifyOptions& options);
-  // Finishes the queued checks, then stops its thread.
+  // Finishes the queued checks, drops held ones (after_run, no TakeCounts
+  // since they came: nobody would read their counts), stops its thread.
   ~AnswerVerifier();
 
   AnswerVerifier(const AnswerVerifier&) = delete;
   AnswerVerifier& operator=(const AnswerVerifier&) = delete;
 
-  // Batches of queued checks are this many frames at most (one check more
-  // when a single check is longer).
+  // Batches of queued checks are this many frames at most; a single longer
+  // check is a batch of its own.
   static constexpr int kBatchFrames = 1024;
 
   bool ShouldSample(int stream, int64_t chunk) const;
   // Queues the check of one answer: scores[m] is the server's matrix for
   // model m (empty: not sent) for frames [first_frame, first_frame + frames)
   // of `stream`. Waits for nothing but the queue's lock, which the
-  // verifier's thread (at the lowest priority) holds only to pop checks or
-  // to count them: a few instructions, no allocation or free.
+  // verifier's thread (at the lowest priority) holds only to move check
+  // pointers or to count: a few instructions, no free (a queue block's
+  // allocation now and then).
   void Submit(int stream, int64_t first_frame, int frames, std::vector<FloatMatrix> scores);
   // The same for an answer as it came off the wire: it is parsed on the
-  // verifier's thread, not the caller's (the copy shares gRPC's slices). An
-  // answer that does not parse is a mismatch.
+  // verifier's thread, not the caller's. Beside the load the copy shares
+  // gRPC's slices; held (after_run), it is copied into a slice of its own
+  // (OwnCopy). An answer that does not parse is a mismatch.
   void SubmitAnswer(int stream, int64_t first_frame, int frames, LazyStreamAnswer answer);
   // Releases held checks (after_run), waits until every queued check is
   // done; the counts since the last call. Checks submitted after it are
-  // held again.
+  // held again. One call at a time, once the run's answers are submitted
+  // (LoadRunner calls it when every stream is done).
   VerifyCounts TakeCounts();
-  // The counts since the last TakeCounts, without waiting for anything.
+  // The counts since the last TakeCounts, without waiting for anything
+  // (whether held checks wait, in tests).
   VerifyCounts CountsSoFar();
 
  private:
@@ -132,19 +137,29 @@ class AnswerVerifier {
     int64_t bytes;  // held, for VerifyOptions::max_held_bytes
   };
   AnswerVerifier(const FeatureSource* features, const VerifyOptions& options);
-  void Enqueue(Check check);
+  static LazyStreamAnswer OwnCopy(const LazyStreamAnswer& answer);
+  void Enqueue(std::unique_ptr<Check> check);
   void WorkerLoop();
-  // Takes checks from the queue's front, up to kBatchFrames frames.
-  std::vector<Check> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RunChecks(std::vector<Check>& batch);
+  // Moves checks from the queue's front to batch_, up to kBatchFrames frames.
+  void TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks batch_: parsed, its frames gathered, each model scored once.
+  void RunChecks();
+  // batch_'s checks with their matrices; those whose answer does not parse
+  // are counted as mismatches and left out.
+  std::vector<const Check*> ParseBatch();
   // Fills check->scores from check->answer; the error if it does not parse.
   absl::Status ParseAnswer(Check* check) const;
-  // The checks' frames, one after another (`total` rows).
-  FloatMatrix FramesOf(const std::vector<Check*>& checks, int64_t total) const;
+  // The checks' frames, one after another.
+  FloatMatrix FramesOf(const std::vector<const Check*>& checks) const;
+  // Scores `frames` (FramesOf(checks)) with model m and compares each check
+  // that carries its matrix with its own rows.
+  void CheckModel(int m, const std::vector<const Check*>& checks, const FloatMatrix& frames);
   // The answer carries model `model`'s matrix (empty: not sent).
   static bool HasScores(const Check& check, int model);
-  // Counts one compared matrix (or a failure to compare: `agree` false).
-  void Count(const Check& check, int model, bool agree, double max_error, const std::string& where);
+  // Counts one compared matrix (or a failure to compare: `agree` false);
+  // `model` ("model 2, " or "") names it in the first mismatch.
+  void Count(const Check& check, const std::string& model, bool agree, double max_error,
+             const std::string& where);
 
   const VerifyOptions options_;
   const FeatureSource* const features_;
@@ -152,7 +167,8 @@ class AnswerVerifier {
   std::vector<std::shared_ptr<const PreparedModel>> prepared_;  // null where not checked
 
   absl::Mutex mu_;
-  std::deque<Check> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<Check>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Check>> batch_;  // the worker's own (busy_ while it has some)
   bool holding_ ABSL_GUARDED_BY(mu_);  // after_run, until TakeCounts
   int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool busy_ ABSL_GUARDED_BY(mu_) = false;

@@ -95,6 +95,11 @@ TEST(MatricesAgreeTest, HalfPrecisionAllowsItsRoundingAndNoMore) {
   EXPECT_FALSE(MatricesAgree(got, want, 1e-4, &max_error, &where, true));
 }
 
+// One element off by 1% of max(1, |value|): ten times the tolerance.
+void Spoil(FloatMatrix& scores, int64_t row, int64_t col) {
+  scores.at(row, col) += 0.01f * std::max(1.0f, std::abs(scores.at(row, col)));
+}
+
 class AnswerVerifierTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -180,7 +185,7 @@ TEST_F(AnswerVerifierTest, HeldChecksWaitForTheEndOfTheRun) {
   for (int run = 0; run < 2; ++run) {
     for (int k = 0; k < 4; ++k) (*verifier)->Submit(3, k * 10, 10, {Offline(3, k * 10, 10)});
     FloatMatrix wrong = Offline(3, 40, 10);
-    wrong.at(9, 0) -= 1.0f;
+    Spoil(wrong, 9, 0);
     (*verifier)->Submit(3, 40, 10, {std::move(wrong)});
     // One check takes well under a millisecond here: held ones would be done.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -224,7 +229,7 @@ TEST_F(AnswerVerifierTest, ABatchComparesEachCheckWithItsOwnRows) {
     const int stream = i % 7, frames = 1 + i % 13;
     const int64_t first = 10 * i;
     FloatMatrix scores = Offline(stream, first, frames);
-    if (i == wrong_check) scores.at(frames - 1, 29) += 0.5f;
+    if (i == wrong_check) Spoil(scores, frames - 1, 29);
     (*verifier)->Submit(stream, first, frames, {std::move(scores)});
     frames_in_all += frames;
   }
@@ -283,6 +288,70 @@ TEST_F(AnswerVerifierTest, AnswersAsReceivedAreParsedAndChecked) {
   }
 }
 
+// As LoadStream uses it: a copy of the answer it read is submitted, and
+// the next read replaces the original's bytes while the copy is held.
+TEST_F(AnswerVerifierTest, AHeldAnswerOutlivesTheReadBufferItCameIn) {
+  auto verifier =
+      AnswerVerifier::Create({model_}, features_.get(), {.fraction = 1.0, .after_run = true});
+  ASSERT_TRUE(verifier.ok());
+  v1::StreamScoreResponse first, next;
+  first.set_first_frame(0);
+  ScoresToProto("m", Offline(5, 0, 10), {}, first.add_scores());
+  next.set_first_frame(10);
+  ScoresToProto("m", Offline(5, 10, 10), {}, next.add_scores());
+  LazyStreamAnswer read = WireAnswer(first.SerializeAsString(), 100);
+  (*verifier)->SubmitAnswer(5, 0, 10, read);
+  read = WireAnswer(next.SerializeAsString(), 100);  // the stream's next read
+  (*verifier)->SubmitAnswer(5, 10, 10, read);
+  read.bytes.Clear();
+  const VerifyCounts counts = (*verifier)->TakeCounts();
+  EXPECT_EQ(counts.checked, 2);
+  EXPECT_EQ(counts.mismatched, 0) << counts.first_mismatch;
+}
+
+// Two models, answers that leave one out, and one that does not parse, in
+// one batch: each matrix is still compared with its own rows.
+TEST_F(AnswerVerifierTest, ABatchWithMissingMatricesAndABadAnswerKeepsItsRows) {
+  auto other = GenerateSyntheticModel({.num_states = 17, .min_gaussians = 1,
+                                       .max_gaussians = 4, .dim = 13, .seed = 8});
+  ASSERT_TRUE(other.ok());
+  auto second = std::make_shared<const DiagGmmModel>(*std::move(other));
+  auto offline_second = [&](int stream, int64_t first, int n) {
+    auto cpu = CreateCpuBackend({.num_threads = 1});
+    ScoreResult result;
+    EXPECT_TRUE(cpu->Score(**cpu->Prepare(second), features_->ChunkMatrix(stream, first, n).view(),
+                           {}, &result).ok());
+    return result.loglikes;
+  };
+  for (const bool bad_answer : {true, false}) {
+    auto verifier = AnswerVerifier::Create({model_, second}, features_.get(),
+                                           {.fraction = 1.0, .after_run = true});
+    ASSERT_TRUE(verifier.ok());
+    int matrices = 0;
+    for (int i = 0; i < 12; ++i) {
+      const int frames = 3 + i % 5;
+      std::vector<FloatMatrix> scores(2);
+      if (i % 3 != 0) scores[0] = Offline(i, 20 * i, frames);  // every third: no model 0
+      if (i % 4 != 1) scores[1] = offline_second(i, 20 * i, frames);  // some: no model 1
+      if (i == 10) {
+        ASSERT_GT(scores[1].rows(), 0);
+        Spoil(scores[1], frames - 1, 16);
+      }
+      matrices += (scores[0].rows() > 0) + (scores[1].rows() > 0);
+      (*verifier)->Submit(i, 20 * i, frames, std::move(scores));
+      if (i == 5 && bad_answer) (*verifier)->SubmitAnswer(99, 0, 10, WireAnswer("\x0a\xff", 2));
+    }
+    const VerifyCounts counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, matrices + bad_answer);
+    EXPECT_EQ(counts.mismatched, 1 + bad_answer);
+    // Stream 10's chunk has 3 + 10 % 5 = 3 frames; its last is spoiled.
+    const std::string where = bad_answer
+                                  ? "stream 99, frames from 0: the answer does not parse"
+                                  : "stream 10, model 1, frames from 200: frame 2 state 16";
+    EXPECT_NE(counts.first_mismatch.find(where), std::string::npos) << counts.first_mismatch;
+  }
+}
+
 // Field `field` (3 = state, 19 = nice, 41 = policy) of /proc/self/task/TID/stat
 // for the first thread whose name (comm) or TID is `who`, or -100 when there
 // is none (or it just exited).
@@ -324,6 +393,19 @@ TEST_F(AnswerVerifierTest, ItsThreadRunsAtTheLowestPriority) {
   EXPECT_EQ(StatOfThread(self, kPolicy), sched_getscheduler(0));
   EXPECT_EQ(StatOfThread(self, kNice), getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))));
   EXPECT_EQ(StatOfThread("no-such-thread", kPolicy), -100);
+}
+
+// Held checks run on a pool of threads once the run is over; a generator
+// done before the others must not take their cores: the pool's threads are
+// at the lowest priority too.
+TEST_F(AnswerVerifierTest, ThePoolForHeldChecksRunsAtTheLowestPriority) {
+  constexpr int kNice = 19, kPolicy = 41;
+  ASSERT_EQ(StatOfThread("gs-cpu", kPolicy), -100) << "another test's pool is still alive";
+  auto verifier = AnswerVerifier::Create(
+      {model_}, features_.get(), {.fraction = 1.0, .after_run = true, .after_run_threads = 3});
+  ASSERT_TRUE(verifier.ok());
+  EXPECT_TRUE(StatOfThread("gs-cpu", kPolicy) == SCHED_IDLE || StatOfThread("gs-cpu", kNice) == 19)
+      << "policy " << StatOfThread("gs-cpu", kPolicy) << ", nice " << StatOfThread("gs-cpu", kNice);
 }
 
 }  // namespace

@@ -29,6 +29,17 @@
 namespace gmmscore::load {
 
 struct LazyStreamAnswer {
+  LazyStreamAnswer() = default;
+  LazyStreamAnswer(const LazyStreamAnswer&) = default;  // shares the slices
+  LazyStreamAnswer& operator=(const LazyStreamAnswer&) = default;
+  // grpc::ByteBuffer (gRPC 1.51) has no move: without these a move would be
+  // a copy, an allocation where a verifier's queue holds its lock.
+  LazyStreamAnswer(LazyStreamAnswer&& other) noexcept { bytes.Swap(&other.bytes); }
+  LazyStreamAnswer& operator=(LazyStreamAnswer&& other) noexcept {
+    bytes.Swap(&other.bytes);
+    return *this;
+  }
+
   grpc::ByteBuffer bytes;
 
   // The answer's first_frame (0 when the field is absent, as protobuf

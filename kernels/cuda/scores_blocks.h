@@ -62,7 +62,9 @@ ScoresPlacement PlaceScores(const BatchPlan& plan, absl::Span<const int64_t> win
 
 // The floats of the lane's host buffer that `placed`'s copies write (the
 // end of the last one there): 0 when every copy goes to a block, or none
-// comes back whole (top_k, beam and half answers have buffers of their own).
+// comes back whole (top_k, beam and half answers have buffers of their
+// own), and no frame totals (they go to the host buffer, after room for
+// every window's scores: then it is the whole output still).
 // The buffer is page-locked: sized by the plan's whole output instead, as
 // it was, a top_k lane grew it to rows x states floats whenever a batch was
 // larger than any before it (a cudaFreeHost, which waits for the device, and

@@ -274,8 +274,9 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
   GMM_RETURN_IF_ERROR(lane.halves.Queue(jobs, halved, lane.loglikes.data(), plan.scores_offset,
                                         lane.stream.get(), scores_pool));
   PlacementHold scores(lane, PlaceCallScores(scores_pool, plan, windows, !fusions.empty()));
-  // Sized for this call's copies only (HostFloats). A growth frees the old
-  // buffer with cudaFreeHost, which waits for the device's work first.
+  // Sized for this call's copies only (HostFloats), so after the placement.
+  // A growth frees the old buffer with cudaFreeHost, which waits for the
+  // device's work first, this call's kernels included.
   GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_out, HostFloats(scores.placed())));
   GMM_RETURN_IF_ERROR(CopyBack(lane, scores.placed()));
   // After the copies back: an answer need not wait for the statistics to
