@@ -264,6 +264,13 @@ absl::Status AnswerVerifier::ParseAnswer(Check* check) const {
     }
     check->scores[m] = *std::move(matrix);
   }
+  // An answer carries every model's scores (the load asks for no fused-only
+  // answers when it verifies): one without is wrong, not a check to skip.
+  for (int m = 0; m < static_cast<int>(prepared_.size()); ++m) {
+    if (prepared_[m] != nullptr && !HasScores(*check, m)) {
+      return absl::InvalidArgumentError(absl::StrCat("no scores for model ", m));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -278,7 +285,7 @@ std::vector<const AnswerVerifier::Check*> AnswerVerifier::ParseBatch() {
       const absl::Status status = ParseAnswer(check.get());
       check->answer.reset();
       if (!status.ok()) {
-        Count(*check, "", false, 0, "the answer does not parse: " + status.ToString());
+        Count(*check, "", false, 0, "the answer is wrong: " + status.ToString());
         continue;
       }
     }

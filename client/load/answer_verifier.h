@@ -116,7 +116,8 @@ class AnswerVerifier {
   // The same for an answer as it came off the wire: it is parsed on the
   // verifier's thread, not the caller's. Beside the load the copy shares
   // gRPC's slices; held (after_run), it is copied into a slice of its own
-  // (OwnCopy). An answer that does not parse is a mismatch.
+  // (OwnCopy). An answer that does not parse, or carries no scores for a
+  // model the verifier checks, is a mismatch.
   void SubmitAnswer(int stream, int64_t first_frame, int frames, LazyStreamAnswer answer);
   // Releases held checks (after_run), waits until every queued check is
   // done; the counts since the last call. Checks submitted after it are
@@ -144,10 +145,12 @@ class AnswerVerifier {
   void TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks batch_: parsed, its frames gathered, each model scored once.
   void RunChecks();
-  // batch_'s checks with their matrices; those whose answer does not parse
-  // are counted as mismatches and left out.
+  // batch_'s checks with their matrices; those whose answer does not parse,
+  // or lacks a checked model's scores, are counted as mismatches and left
+  // out.
   std::vector<const Check*> ParseBatch();
-  // Fills check->scores from check->answer; the error if it does not parse.
+  // Fills check->scores from check->answer; the error if it does not parse
+  // or lacks a checked model's scores.
   absl::Status ParseAnswer(Check* check) const;
   // The checks' frames, one after another.
   FloatMatrix FramesOf(const std::vector<const Check*>& checks) const;

@@ -282,7 +282,19 @@ TEST_F(AnswerVerifierTest, AnswersAsReceivedAreParsedAndChecked) {
     counts = (*verifier)->TakeCounts();
     EXPECT_EQ(counts.checked, 1);
     EXPECT_EQ(counts.mismatched, 1);
-    EXPECT_NE(counts.first_mismatch.find("frames from 40: the answer does not parse"),
+    EXPECT_NE(counts.first_mismatch.find("frames from 40: the answer is wrong"),
+              std::string::npos)
+        << counts.first_mismatch;
+
+    // An answer that parses but carries no scores is wrong too.
+    v1::StreamScoreResponse empty;
+    empty.set_first_frame(50);
+    (*verifier)->SubmitAnswer(4, 50, 10, WireAnswer(empty.SerializeAsString(), 100));
+    counts = (*verifier)->TakeCounts();
+    EXPECT_EQ(counts.checked, 1);
+    EXPECT_EQ(counts.mismatched, 1);
+    EXPECT_NE(counts.first_mismatch.find("frames from 50: the answer is wrong: INVALID_ARGUMENT: "
+                                         "no scores for model 0"),
               std::string::npos)
         << counts.first_mismatch;
   }
@@ -346,7 +358,7 @@ TEST_F(AnswerVerifierTest, ABatchWithMissingMatricesAndABadAnswerKeepsItsRows) {
     EXPECT_EQ(counts.mismatched, 1 + bad_answer);
     // Stream 10's chunk has 3 + 10 % 5 = 3 frames; its last is spoiled.
     const std::string where = bad_answer
-                                  ? "stream 99, frames from 0: the answer does not parse"
+                                  ? "stream 99, frames from 0: the answer is wrong"
                                   : "stream 10, model 1, frames from 200: frame 2 state 16";
     EXPECT_NE(counts.first_mismatch.find(where), std::string::npos) << counts.first_mismatch;
   }
@@ -404,8 +416,14 @@ TEST_F(AnswerVerifierTest, ThePoolForHeldChecksRunsAtTheLowestPriority) {
   auto verifier = AnswerVerifier::Create(
       {model_}, features_.get(), {.fraction = 1.0, .after_run = true, .after_run_threads = 3});
   ASSERT_TRUE(verifier.ok());
-  EXPECT_TRUE(StatOfThread("gs-cpu", kPolicy) == SCHED_IDLE || StatOfThread("gs-cpu", kNice) == 19)
-      << "policy " << StatOfThread("gs-cpu", kPolicy) << ", nice " << StatOfThread("gs-cpu", kNice);
+  // The pool's threads name themselves as they start.
+  bool lowest = false;
+  for (int tries = 0; tries < 500 && !lowest; ++tries) {
+    lowest = StatOfThread("gs-cpu", kPolicy) == SCHED_IDLE || StatOfThread("gs-cpu", kNice) == 19;
+    if (!lowest) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(lowest) << "policy " << StatOfThread("gs-cpu", kPolicy) << ", nice "
+                      << StatOfThread("gs-cpu", kNice);
 }
 
 }  // namespace
