@@ -110,10 +110,12 @@ class AnswerVerifierTest : public ::testing::Test {
     features_ = std::make_unique<FeatureSource>(FeatureSource::Synthetic(13, 3, model_.get()));
   }
 
-  // The offline scores of stream `stream`'s frames [first, first + n).
-  FloatMatrix Offline(int stream, int64_t first, int n) {
+  // The offline scores of stream `stream`'s frames [first, first + n), by
+  // `model` (model_ when null).
+  FloatMatrix Offline(int stream, int64_t first, int n,
+                      std::shared_ptr<const DiagGmmModel> model = nullptr) {
     auto cpu = CreateCpuBackend({.num_threads = 1});
-    auto prepared = cpu->Prepare(model_);
+    auto prepared = cpu->Prepare(model != nullptr ? model : model_);
     ScoreResult result;
     EXPECT_TRUE(
         cpu->Score(**prepared, features_->ChunkMatrix(stream, first, n).view(), {}, &result).ok());
@@ -328,13 +330,6 @@ TEST_F(AnswerVerifierTest, ABatchWithMissingMatricesAndABadAnswerKeepsItsRows) {
                                        .max_gaussians = 4, .dim = 13, .seed = 8});
   ASSERT_TRUE(other.ok());
   auto second = std::make_shared<const DiagGmmModel>(*std::move(other));
-  auto offline_second = [&](int stream, int64_t first, int n) {
-    auto cpu = CreateCpuBackend({.num_threads = 1});
-    ScoreResult result;
-    EXPECT_TRUE(cpu->Score(**cpu->Prepare(second), features_->ChunkMatrix(stream, first, n).view(),
-                           {}, &result).ok());
-    return result.loglikes;
-  };
   for (const bool bad_answer : {true, false}) {
     auto verifier = AnswerVerifier::Create({model_, second}, features_.get(),
                                            {.fraction = 1.0, .after_run = true});
@@ -344,7 +339,7 @@ TEST_F(AnswerVerifierTest, ABatchWithMissingMatricesAndABadAnswerKeepsItsRows) {
       const int frames = 3 + i % 5;
       std::vector<FloatMatrix> scores(2);
       if (i % 3 != 0) scores[0] = Offline(i, 20 * i, frames);  // every third: no model 0
-      if (i % 4 != 1) scores[1] = offline_second(i, 20 * i, frames);  // some: no model 1
+      if (i % 4 != 1) scores[1] = Offline(i, 20 * i, frames, second);  // some: no model 1
       if (i == 10) {
         ASSERT_GT(scores[1].rows(), 0);
         Spoil(scores[1], frames - 1, 16);
