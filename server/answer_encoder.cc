@@ -187,6 +187,7 @@ absl::Status FillShell(const ScoringPlan& plan, absl::Span<const ScoreResult> re
                        v1::StreamScoreResponse* shell, std::vector<DeferredValues>* values) {
   shell->set_first_frame(header.first_frame);
   if (header.adaptation != nullptr) *shell->mutable_adaptation() = *header.adaptation;
+  if (header.timing != nullptr) *shell->mutable_timing() = *header.timing;
   return internal::FillAnswerParts(plan, results, fused, shell->mutable_scores(),
                                    fused ? shell->mutable_fused() : nullptr,
                                    fused ? shell->mutable_fusion() : nullptr, values);
@@ -220,10 +221,11 @@ absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
     parts.push_back(std::move(part));
   }
   // Fields in number order, as SerializeAsString writes them (the test
-  // holds StreamScoreResponse to these five fields).
-  std::string fusion, adaptation;
+  // holds StreamScoreResponse to these six fields).
+  std::string fusion, adaptation, timing;
   if (shell.has_fusion()) fusion = shell.fusion().SerializeAsString();
   if (shell.has_adaptation()) adaptation = shell.adaptation().SerializeAsString();
+  if (shell.has_timing()) timing = shell.timing().SerializeAsString();
   auto field_of = [&](size_t i) {
     return i < static_cast<size_t>(shell.scores_size()) ? Answer::kScoresFieldNumber
                                                         : Answer::kFusedFieldNumber;
@@ -235,6 +237,7 @@ absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
   }
   if (shell.has_fusion()) size += DelimitedSize(Answer::kFusionFieldNumber, fusion.size());
   if (shell.has_adaptation()) size += DelimitedSize(Answer::kAdaptationFieldNumber, adaptation.size());
+  if (shell.has_timing()) size += DelimitedSize(Answer::kTimingFieldNumber, timing.size());
 
   Layout layout{.frame = grpc::Slice(grpc_slice_malloc(size), grpc::Slice::STEAL_REF), .cuts = {}};
   uint8_t* const start = const_cast<uint8_t*>(layout.frame.begin());
@@ -255,6 +258,7 @@ absl::StatusOr<Layout> LayOut(const v1::StreamScoreResponse& shell,
   };
   if (shell.has_fusion()) write_message(Answer::kFusionFieldNumber, fusion);
   if (shell.has_adaptation()) write_message(Answer::kAdaptationFieldNumber, adaptation);
+  if (shell.has_timing()) write_message(Answer::kTimingFieldNumber, timing);
   if (static_cast<size_t>(out - start) != size) {
     return absl::InternalError(absl::StrFormat(
         "the answer encoder wrote %d bytes where it counted %d", out - start, size));

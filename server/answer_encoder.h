@@ -45,6 +45,8 @@ struct AnswerHeader {
   uint64_t first_frame = 0;
   // The adaptation that scored the chunk; null for a stream that does not adapt.
   const v1::AdaptationReport* adaptation = nullptr;
+  // The server's times for the chunk; null for a stream that did not ask.
+  const v1::ServerTiming* timing = nullptr;
 };
 
 // The answer to one chunk: results[i] are plan.models[i]'s scores; `fused`

@@ -82,6 +82,7 @@ class AnswerEncoderTest : public ::testing::Test {
     v1::StreamScoreResponse response;
     response.set_first_frame(header.first_frame);
     if (header.adaptation != nullptr) *response.mutable_adaptation() = *header.adaptation;
+    if (header.timing != nullptr) *response.mutable_timing() = *header.timing;
     const absl::Status filled = fused != nullptr ? FillFusedAnswer(plan, results, *fused, &response)
                                                  : FillAnswer(plan, results, nullptr, &response);
     EXPECT_TRUE(filled.ok()) << filled;
@@ -129,6 +130,17 @@ class AnswerEncoderTest : public ::testing::Test {
     EXPECT_TRUE(found) << what << ": the selected values were copied, not written from the results";
   }
 
+  // Server times as a stream stamps them: a wall clock now or at the
+  // epoch, held for nothing up to longer than a varint's four bytes hold.
+  v1::ServerTiming Timing() {
+    v1::ServerTiming timing;
+    std::uniform_int_distribution<int64_t> unix_us(0, int64_t{1} << 52);
+    std::uniform_int_distribution<int> held_bits(0, 40);
+    if (rng_() % 4 != 0) timing.set_chunk_read_unix_us(unix_us(rng_));
+    if (rng_() % 4 != 0) timing.set_held_us((int64_t{1} << held_bits(rng_)) | static_cast<int64_t>(rng_() & 1));
+    return timing;
+  }
+
   std::mt19937 rng_{std::random_device{}()};
 };
 
@@ -155,6 +167,12 @@ TEST_F(AnswerEncoderTest, DenseAnswersAreTheMessagesBytes) {
             ExpectSameBytes(plan, results, nullptr, {.first_frame = first}, what);
             ExpectSameBytes(plan, results, nullptr, {.first_frame = first, .adaptation = &report},
                             what + " adapting");
+            const v1::ServerTiming timing = Timing();
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = first, .timing = &timing},
+                            absl::StrCat(what, " timed ", timing.ShortDebugString()));
+            ExpectSameBytes(plan, results, nullptr,
+                            {.first_frame = first, .adaptation = &report, .timing = &timing},
+                            absl::StrCat(what, " adapting, timed ", timing.ShortDebugString()));
           }
         }
       }
@@ -174,9 +192,12 @@ TEST_F(AnswerEncoderTest, FusedAnswersAreTheMessagesBytes) {
           const std::vector<ScoreResult> results = Results(models, 7, 300, totals);
           // Totals left to the answer (computed there) or given by the backend.
           const FusedScores fused = Fused(models, 7, 300, totals && backend_totals);
-          ExpectSameBytes(plan, results, &fused, {.first_frame = 70},
-                          absl::StrCat(models, " models, fused_only ", fused_only, " totals ",
-                                       totals, " from the backend ", backend_totals));
+          const std::string what = absl::StrCat(models, " models, fused_only ", fused_only,
+                                                " totals ", totals, " from the backend ", backend_totals);
+          ExpectSameBytes(plan, results, &fused, {.first_frame = 70}, what);
+          const v1::ServerTiming timing = Timing();
+          ExpectSameBytes(plan, results, &fused, {.first_frame = 70, .timing = &timing},
+                          absl::StrCat(what, " timed ", timing.ShortDebugString()));
         }
       }
     }
@@ -237,6 +258,9 @@ TEST_F(AnswerEncoderTest, BackendSelectedStatesAreTheMessagesBytes) {
                 absl::StrCat(encoding == ValueEncoding::kFloat32 ? "float32" : "float16", " totals ", totals,
                              " ", frames, " x ", states, " top_k ", top_k);
             ExpectSameBytes(plan, results, nullptr, {.first_frame = 90}, what);
+            const v1::ServerTiming timing = Timing();
+            ExpectSameBytes(plan, results, nullptr, {.first_frame = 90, .timing = &timing},
+                            absl::StrCat(what, " timed ", timing.ShortDebugString()));
             ExpectSelectedValuesTaken(plan, results, what);
           }
         }
@@ -377,9 +401,9 @@ TEST_F(AnswerEncoderTest, RefusesValuesItCannotPlace) {
 // the message must be added there too, or answers would go without it.
 TEST(AnswerEncoderGuardTest, TheAnswerHasTheFieldsTheEncoderWrites) {
   const google::protobuf::Descriptor* answer = v1::StreamScoreResponse::descriptor();
-  ASSERT_EQ(answer->field_count(), 5) << "server/answer_encoder.cc writes five fields";
-  const char* names[] = {"first_frame", "scores", "fused", "fusion", "adaptation"};
-  for (int number = 1; number <= 5; ++number) {
+  ASSERT_EQ(answer->field_count(), 6) << "server/answer_encoder.cc writes six fields";
+  const char* names[] = {"first_frame", "scores", "fused", "fusion", "adaptation", "timing"};
+  for (int number = 1; number <= 6; ++number) {
     const google::protobuf::FieldDescriptor* field = answer->FindFieldByNumber(number);
     ASSERT_NE(field, nullptr) << number;
     EXPECT_EQ(field->name(), names[number - 1]);

@@ -110,6 +110,7 @@ absl::StatusOr<ScoringPlan> MakePlan(const google::protobuf::RepeatedPtrField<st
   plan.sparse.beam = output.beam();
   plan.sparse.top_k = static_cast<int>(std::min<uint32_t>(output.top_k(), plan.num_states));
   plan.encoding = output.float16() ? ValueEncoding::kHalfFromBest : ValueEncoding::kFloat32;
+  plan.server_timing = output.server_timing();
   return plan;
 }
 

@@ -41,6 +41,7 @@ struct ScoringPlan {
   bool frame_totals = false;
   StateSelection sparse;  // OutputOptions.beam / top_k; dense by default
   ValueEncoding encoding = ValueEncoding::kFloat32;  // OutputOptions.float16
+  bool server_timing = false;  // OutputOptions.server_timing (StreamScore's answers)
   // The device it is scored on (DeviceRouter): every model's replica there.
   int device = 0;
 };

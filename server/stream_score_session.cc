@@ -54,7 +54,7 @@ void StreamScoreSession::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     read_in_flight_ = false;
-    if (ok) last_activity_ = absl::Now();
+    if (ok) last_activity_ = request_read_at_ = absl::Now();
     if (!ok) {
       // Half-close (or a dead call: OnCancel follows): an audio stream's
       // front end gives the frames it held back first, unless nobody will
@@ -235,6 +235,7 @@ absl::Status StreamScoreSession::HandleFramesLocked(std::shared_ptr<const FloatM
   absl::StatusOr<AnswerCharge> charge = ChargeChunkLocked(frames->rows());
   if (!charge.ok()) return charge.status();
   auto pending = std::make_shared<Chunk>();
+  pending->read_at = request_read_at_;
   pending->charge = *std::move(charge);
   pending->retry_frames = frames;
   if (adaptation_ != nullptr) {
@@ -702,9 +703,15 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
 }
 
 absl::Status StreamScoreSession::BuildAnswer(Chunk& chunk) {
+  v1::ServerTiming timing;
+  if (plan_->server_timing) {
+    timing.set_chunk_read_unix_us(absl::ToUnixMicros(chunk.read_at));
+    timing.set_held_us(absl::ToInt64Microseconds(absl::Now() - chunk.read_at));
+  }
   const AnswerHeader header{
       .first_frame = static_cast<uint64_t>(chunk.first_frame),
-      .adaptation = chunk.adaptation != nullptr ? &chunk.adaptation_report : nullptr};
+      .adaptation = chunk.adaptation != nullptr ? &chunk.adaptation_report : nullptr,
+      .timing = plan_->server_timing ? &timing : nullptr};
   // The answer takes the scores over, unless the adaptation's statistics
   // still need them.
   absl::StatusOr<grpc::ByteBuffer> answer =

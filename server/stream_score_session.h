@@ -157,6 +157,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     std::vector<ScoreResult> results;  // one per plan model (empty matrices if fused_only)
     std::optional<FusedScores> fused;  // a fused plan's fused scores
     absl::Status status;               // the first failure of its jobs
+    absl::Time read_at;                // when the read that brought it completed
     absl::Time scored;                 // when remaining reached 0
     AnswerCharge charge;               // its results' bytes, until its answer is taken
     // An adapting stream's: where its answered frames and scores go, the
@@ -332,6 +333,10 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   int64_t answered_frames_ ABSL_GUARDED_BY(mu_) = 0;
   // The last message read or answer written, for the idle timeout.
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  // When the last read completed: its chunk's (or an audio stream's
+  // frames') ServerTiming (a front end's frames flushed at the half-close
+  // are the last read's).
+  absl::Time request_read_at_ ABSL_GUARDED_BY(mu_);
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   // The chunk in request_ found the server's answer memory full while
   // earlier chunks of the stream were unanswered: it waits in request_

@@ -270,6 +270,56 @@ TEST_F(StreamScoreSessionTest, HalfCloseAnswersEveryChunkThenOk) {
   EXPECT_TRUE(AwaitDeleted());
 }
 
+// OutputOptions.server_timing: each answer says when its chunk's read
+// completed and how long the server held it, here an answer kept waiting
+// behind the one before it; a stream that did not ask gets no times.
+TEST_F(StreamScoreSessionTest, TimedAnswersSayWhenTheirChunkWasReadAndHowLongItWasHeld) {
+  Open();
+  v1::StreamScoreRequest config = Config();
+  config.mutable_config()->mutable_output()->set_server_timing(true);
+  call_.Deliver(config);
+  const int64_t first_before = absl::ToUnixMicros(absl::Now());
+  call_.Deliver(Chunk(3));
+  const int64_t first_after = absl::ToUnixMicros(absl::Now());
+  ASSERT_TRUE(call_.AwaitWrite(1));
+  const int64_t second_before = absl::ToUnixMicros(absl::Now());
+  call_.Deliver(Chunk(2));
+  const int64_t second_after = absl::ToUnixMicros(absl::Now());
+  absl::SleepFor(absl::Milliseconds(30));  // the second answer waits for the first's write
+  call_.EndReads();
+  call_.CompleteWrite(1, true);
+  call_.CompleteWrite(2, true);
+  const int64_t end = absl::ToUnixMicros(absl::Now());
+  ASSERT_TRUE(call_.AwaitStatus().has_value());
+  call_.Done();
+  ASSERT_TRUE(AwaitDeleted());
+
+  const v1::ServerTiming first = call_.written(0).timing();
+  const v1::ServerTiming second = call_.written(1).timing();
+  ASSERT_TRUE(call_.written(0).has_timing());
+  ASSERT_TRUE(call_.written(1).has_timing());
+  EXPECT_GE(first.chunk_read_unix_us(), first_before);
+  EXPECT_LE(first.chunk_read_unix_us(), first_after);
+  EXPECT_GE(second.chunk_read_unix_us(), second_before);
+  EXPECT_LE(second.chunk_read_unix_us(), second_after);
+  EXPECT_GE(first.held_us(), 0);
+  EXPECT_LE(first.chunk_read_unix_us() + first.held_us(), second_before);  // built before the write
+  EXPECT_GE(second.held_us(), 30'000);
+  EXPECT_LE(second.chunk_read_unix_us() + second.held_us(), end);
+}
+
+TEST_F(StreamScoreSessionTest, AnswersCarryNoTimesUnlessAsked) {
+  Open();
+  call_.Deliver(Config());
+  call_.Deliver(Chunk(3));
+  call_.EndReads();
+  call_.CompleteWrite(1, true);
+  ASSERT_TRUE(call_.AwaitStatus().has_value());
+  call_.Done();
+  ASSERT_TRUE(AwaitDeleted());
+  EXPECT_FALSE(call_.written(0).has_timing());
+}
+
 TEST_F(StreamScoreSessionTest, CancelDuringAWriteEndsCancelledAndFreesTheSession) {
   Open();
   call_.Deliver(Config());

@@ -40,6 +40,11 @@ export RAMP_S=${RAMP_S:-4} WARMUP_S=${WARMUP_S:-2}
 # verifiers skipped two thirds of the sample at top_k 10000 and took the
 # idle CPU, 12 us a generator's answer (64 against 52 us; the daemon's
 # 74-77 us unchanged): docs/PERFORMANCE.md, stop 53.
+# --server_timing: every answer carries the daemon's times (about 15 bytes),
+# and each generator's report splits its latency after the send into: to
+# the daemon's read, in the daemon, and back to the generator's read (one
+# host, one clock). Before stop 54 three quarters of top_k's latency was
+# outside the daemon's own counts, unsplit.
 ramp_s=$RAMP_S warmup_s=$WARMUP_S
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]] ...}
 shift
@@ -57,7 +62,7 @@ for spec in "${specs[@]}"; do
   WARM_STREAMS=${WARM_STREAMS:-$((streams / 2))} WARM_S=${WARM_S:-8} POINT=$streams \
     LOADS=${LOADS:-$(( streams > 4000 ? (streams + 1999) / 2000 : 2 ))} DURATION_S=${DURATION_S:-8} DAEMON_FLAGS="$daemon" PORT=$port \
     OUT="$OUT/$name" timeout "${POINT_TIMEOUT_S:-150}" tools/gpu_capacity.sh "$case_name" \
-    --ramp_s "$ramp_s" --warmup_s "$warmup_s" --window_s 1 --drain_s 3 --verify_fraction 0.01 --verify_after_run ${LOAD_FLAGS:-} ${point_load:-} \
+    --ramp_s "$ramp_s" --warmup_s "$warmup_s" --window_s 1 --drain_s 3 --verify_fraction 0.01 --verify_after_run --server_timing ${LOAD_FLAGS:-} ${point_load:-} \
     > "$OUT/$name.log" 2>&1
   echo "exit $?"
   grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"

@@ -125,6 +125,11 @@ ABSL_FLAG(int, top_k, 0, "Sparse answers: per frame at most this many best state
 ABSL_FLAG(bool, float16, false,
           "Answers in half precision (OutputOptions.float16): half the bytes; values within "
           "2^-11 of their distance from the frame's best state (verification allows that).");
+ABSL_FLAG(bool, server_timing, false,
+          "Ask for the server's times in every answer (OutputOptions.server_timing) and split "
+          "each point's latency after the send into: to the server's read, in the server, and "
+          "back to this read. The directions need this host's clock to agree with the server's "
+          "(the same host, or synchronised clocks).");
 ABSL_FLAG(std::string, adaptation, "none",
           "Live adaptation of every stream (StreamConfig.adaptation): none, fmllr or map (MAP "
           "means), driven by the first model's own posteriors. Not with --verify_fraction "
@@ -172,6 +177,7 @@ absl::StatusOr<v1::StreamConfig> ConfigFromFlags(const std::vector<std::string>&
   config.mutable_output()->set_beam(absl::GetFlag(FLAGS_beam));
   config.mutable_output()->set_top_k(static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_top_k))));
   config.mutable_output()->set_float16(absl::GetFlag(FLAGS_float16));
+  config.mutable_output()->set_server_timing(absl::GetFlag(FLAGS_server_timing));
   config.set_stream_id("gmmscore-load");
   absl::StatusOr<std::optional<v1::AdaptationConfig>> adaptation =
       AdaptationConfigFor(absl::GetFlag(FLAGS_adaptation), absl::GetFlag(FLAGS_adaptation_start_frames),

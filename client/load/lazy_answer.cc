@@ -18,25 +18,29 @@ absl::Status NotAnAnswer(const grpc::ByteBuffer& bytes) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> LazyStreamAnswer::FirstFrame() const {
+absl::StatusOr<AnswerHead> LazyStreamAnswer::Head() const {
   grpc::ByteBuffer view = bytes;  // shares the slices
   grpc::ProtoBufferReader reader(&view);
   google::protobuf::io::CodedInputStream input(&reader);
+  AnswerHead head;
   for (;;) {
     const uint32_t tag = input.ReadTag();
     if (tag == 0) {
-      // The end: no first_frame, which protobuf leaves out when it is 0.
       if (!input.ConsumedEntireMessage()) break;
-      return 0;
+      return head;
     }
-    if (WireFormatLite::GetTagFieldNumber(tag) == v1::StreamScoreResponse::kFirstFrameFieldNumber &&
-        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
-      uint64_t first_frame = 0;
-      if (input.ReadVarint64(&first_frame)) return first_frame;
-      break;
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const WireFormatLite::WireType wire = WireFormatLite::GetTagWireType(tag);
+    if (field == v1::StreamScoreResponse::kFirstFrameFieldNumber &&
+        wire == WireFormatLite::WIRETYPE_VARINT) {
+      if (!input.ReadVarint64(&head.first_frame)) break;
+    } else if (field == v1::StreamScoreResponse::kTimingFieldNumber &&
+               wire == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!head.timing.has_value()) head.timing.emplace();
+      if (!WireFormatLite::ReadMessage(&input, &*head.timing)) break;
+    } else if (!WireFormatLite::SkipField(&input, tag)) {
+      break;  // the scores and the rest are skipped, never copied
     }
-    // The scores and the rest: skipped, never copied.
-    if (!WireFormatLite::SkipField(&input, tag)) break;
   }
   return NotAnAnswer(bytes);
 }

@@ -1,7 +1,7 @@
 // LazyStreamAnswer: a StreamScore answer as gmmscore-load reads it off the
 // wire: its bytes, kept as gRPC received them (no copy), with first_frame
-// read by skipping over the other top-level fields, and the whole message
-// parsed only for the answers the verifier samples.
+// and the server's times read by skipping over the other top-level fields,
+// and the whole message parsed only for the answers the verifier samples.
 //
 // Why: a case (a) answer carries 10 x 5000 float32 scores (200 KB). Parsing
 // every one into a StreamScoreResponse copied them all and cost the load
@@ -9,15 +9,16 @@
 // generator, not the server, was the limit (docs/PERFORMANCE.md, issue 23).
 //
 //   grpc::ClientBidiReactor<v1::StreamScoreRequest, LazyStreamAnswer>
-//   absl::StatusOr<uint64_t> first = answer.FirstFrame();
+//   absl::StatusOr<AnswerHead> head = answer.Head();
 //   if (sampled) GMM_RETURN_IF_ERROR(answer.Parse(&response));
 //
-// Thread safety: as a plain value; FirstFrame and Parse are const and do not
+// Thread safety: as a plain value; Head and Parse are const and do not
 // consume the bytes.
 #ifndef GMMSCORE_CLIENT_LOAD_LAZY_ANSWER_H_
 #define GMMSCORE_CLIENT_LOAD_LAZY_ANSWER_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +28,13 @@
 #include "grpcpp/support/status.h"
 
 namespace gmmscore::load {
+
+// What gmmscore-load reads of every answer.
+struct AnswerHead {
+  uint64_t first_frame = 0;  // 0 when the field is absent, as protobuf leaves a zero
+  // Present when the stream asked for it (OutputOptions.server_timing).
+  std::optional<v1::ServerTiming> timing;
+};
 
 struct LazyStreamAnswer {
   LazyStreamAnswer() = default;
@@ -42,9 +50,10 @@ struct LazyStreamAnswer {
 
   grpc::ByteBuffer bytes;
 
-  // The answer's first_frame (0 when the field is absent, as protobuf
-  // leaves a zero); INVALID_ARGUMENT when the bytes are not a message.
-  absl::StatusOr<uint64_t> FirstFrame() const;
+  // The answer's first_frame and times, the scores skipped, never copied
+  // (fields as protobuf merges them: the last first_frame, the timings
+  // merged); INVALID_ARGUMENT when the bytes are not a message.
+  absl::StatusOr<AnswerHead> Head() const;
   // The whole message into *out.
   absl::Status Parse(v1::StreamScoreResponse* out) const;
 };

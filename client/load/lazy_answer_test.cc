@@ -39,55 +39,76 @@ v1::StreamScoreResponse Scored(uint64_t first_frame, int frames, int states) {
   return response;
 }
 
-TEST(LazyStreamAnswerTest, FirstFrameIsReadWithoutParsingTheScores) {
+TEST(LazyStreamAnswerTest, TheHeadIsReadWithoutParsingTheScores) {
   for (uint64_t first_frame : {uint64_t{0}, uint64_t{10}, uint64_t{123456789}, uint64_t{1} << 40}) {
-    const std::string bytes = Scored(first_frame, 10, 500).SerializeAsString();
-    for (size_t slice : {size_t{1}, size_t{7}, size_t{4096}, bytes.size()}) {
-      const LazyStreamAnswer answer = AnswerOf(bytes, slice);
-      EXPECT_EQ(answer.bytes.Length(), bytes.size());
-      absl::StatusOr<uint64_t> read = answer.FirstFrame();
-      ASSERT_TRUE(read.ok()) << read.status();
-      EXPECT_EQ(*read, first_frame) << "slices of " << slice;
-      // Reading does not consume: again, and then the whole message.
-      EXPECT_EQ(*answer.FirstFrame(), first_frame);
-      v1::StreamScoreResponse parsed;
-      ASSERT_TRUE(answer.Parse(&parsed).ok());
-      EXPECT_EQ(parsed.SerializeAsString(), bytes);
+    for (bool timed : {false, true}) {
+      v1::StreamScoreResponse response = Scored(first_frame, 10, 500);
+      if (timed) {
+        response.mutable_timing()->set_chunk_read_unix_us(int64_t{1796000000} * 1000000 + first_frame);
+        response.mutable_timing()->set_held_us(static_cast<int64_t>(first_frame % 100000));
+      }
+      const std::string bytes = response.SerializeAsString();
+      for (size_t slice : {size_t{1}, size_t{7}, size_t{4096}, bytes.size()}) {
+        const LazyStreamAnswer answer = AnswerOf(bytes, slice);
+        EXPECT_EQ(answer.bytes.Length(), bytes.size());
+        absl::StatusOr<AnswerHead> head = answer.Head();
+        ASSERT_TRUE(head.ok()) << head.status();
+        EXPECT_EQ(head->first_frame, first_frame) << "slices of " << slice;
+        ASSERT_EQ(head->timing.has_value(), timed) << "slices of " << slice;
+        if (timed) EXPECT_EQ(head->timing->SerializeAsString(), response.timing().SerializeAsString());
+        // Reading does not consume: again, and then the whole message.
+        EXPECT_EQ(answer.Head()->first_frame, first_frame);
+        v1::StreamScoreResponse parsed;
+        ASSERT_TRUE(answer.Parse(&parsed).ok());
+        EXPECT_EQ(parsed.SerializeAsString(), bytes);
+      }
     }
   }
 }
 
-// Protobuf allows fields in any order: first_frame after the scores (two
-// messages' bytes concatenated merge into one) is still found.
-TEST(LazyStreamAnswerTest, FirstFrameAfterTheOtherFieldsIsFound) {
+// Protobuf allows fields in any order and repeats (two messages' bytes
+// concatenated merge into one): the head is what a parse would give.
+TEST(LazyStreamAnswerTest, TheHeadIsWhatAParseWouldGiveInAnyOrder) {
   v1::StreamScoreResponse scores_only = Scored(0, 3, 4);
   v1::StreamScoreResponse frame_only;
   frame_only.set_first_frame(70);
-  const std::string bytes = scores_only.SerializeAsString() + frame_only.SerializeAsString();
+  v1::StreamScoreResponse read_at;
+  read_at.set_first_frame(80);
+  read_at.mutable_timing()->set_chunk_read_unix_us(5);
+  v1::StreamScoreResponse held;
+  held.mutable_timing()->set_held_us(9);
+  const std::string bytes = read_at.SerializeAsString() + scores_only.SerializeAsString() +
+                            held.SerializeAsString() + frame_only.SerializeAsString();
+  v1::StreamScoreResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
   const LazyStreamAnswer answer = AnswerOf(bytes, 5);
-  absl::StatusOr<uint64_t> read = answer.FirstFrame();
-  ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(*read, 70u);
+  absl::StatusOr<AnswerHead> head = answer.Head();
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->first_frame, parsed.first_frame());
+  EXPECT_EQ(head->first_frame, 70u);
+  ASSERT_TRUE(head->timing.has_value());
+  EXPECT_EQ(head->timing->chunk_read_unix_us(), 5);
+  EXPECT_EQ(head->timing->held_us(), 9);
 }
 
 TEST(LazyStreamAnswerTest, BytesThatAreNotAnAnswerAreRefused) {
-  // Cut inside the scores, with first_frame after them (never reached), a
-  // varint that never ends, and a tag of wire type 7 (none such).
-  v1::StreamScoreResponse frame_only;
-  frame_only.set_first_frame(20);
-  const std::string scores_then_frame = Scored(0, 10, 50).SerializeAsString() + frame_only.SerializeAsString();
-  const std::string truncated = scores_then_frame.substr(0, scores_then_frame.size() / 2);
+  // Cut inside the scores, a varint that never ends, a tag of wire type 7
+  // (none such), and times that are not a ServerTiming.
+  const std::string scores = Scored(20, 10, 50).SerializeAsString();
+  const std::string truncated = scores.substr(0, scores.size() / 2);
+  const std::string bad_timing = std::string("\x32\x02\x08", 3) + "\xff";
   for (const std::string& bad : {truncated, std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11),
-                                 std::string("\x0f", 1)}) {
+                                 std::string("\x0f", 1), bad_timing}) {
     const LazyStreamAnswer answer = AnswerOf(bad, 3);
-    EXPECT_EQ(answer.FirstFrame().status().code(), absl::StatusCode::kInvalidArgument) << bad.size();
+    EXPECT_EQ(answer.Head().status().code(), absl::StatusCode::kInvalidArgument) << bad.size();
     v1::StreamScoreResponse parsed;
     EXPECT_EQ(answer.Parse(&parsed).code(), absl::StatusCode::kInvalidArgument) << bad.size();
   }
   // An empty answer is a message of defaults.
   const LazyStreamAnswer empty = AnswerOf("", 1);
   EXPECT_EQ(empty.bytes.Length(), 0u);
-  EXPECT_EQ(*empty.FirstFrame(), 0u);
+  EXPECT_EQ(empty.Head()->first_frame, 0u);
+  EXPECT_FALSE(empty.Head()->timing.has_value());
 }
 
 }  // namespace

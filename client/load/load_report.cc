@@ -158,6 +158,11 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
   j.EndObject();
   WriteSummary(j, "latency_ms", m.latency_ms);
   WriteSummary(j, "send_lag_ms", m.send_lag_ms);
+  if (m.to_server_ms.count > 0) {
+    WriteSummary(j, "to_server_ms", m.to_server_ms);
+    WriteSummary(j, "in_server_ms", m.in_server_ms);
+    WriteSummary(j, "from_server_ms", m.from_server_ms);
+  }
   j.Field("chunks_due", m.chunks_due);
   j.Field("chunks_answered", m.chunks_answered);
   j.Field("chunks_unanswered", m.chunks_unanswered);
@@ -203,6 +208,18 @@ void WritePoint(JsonWriter& j, const PointResult& p) {
   j.EndObject();
 }
 
+// The latency after the send, split by the server's times (answers that
+// carried them).
+std::string FormatServerSplit(const PointMetrics& m) {
+  auto part = [](const char* what, const LatencySummary& s) {
+    return absl::StrFormat("%s %.2f (p99 %.2f)", what, s.mean, s.p99);
+  };
+  return absl::StrFormat("  by the server's times (%d answers), ms mean: %s + %s + %s\n",
+                         m.to_server_ms.count, part("to the server's read", m.to_server_ms),
+                         part("in the server", m.in_server_ms),
+                         part("back to this read", m.from_server_ms));
+}
+
 std::string StatusList(const PointResult& p) {
   std::vector<std::string> parts;
   for (const auto& [code, count] : p.stream_status) parts.push_back(absl::StrCat(code, " ", count));
@@ -226,6 +243,7 @@ std::string FormatPoint(const PointResult& p, double slo_ms) {
                         "  latency ms: p50 %.2f  p90 %.2f  p95 %.2f  p99 %.2f  max %.2f  (mean "
                         "%.2f; send lag p99 %.2f)\n",
                         l.p50, l.p90, l.p95, l.p99, l.max, l.mean, m.send_lag_ms.p99);
+  if (m.to_server_ms.count > 0) out += FormatServerSplit(m);
   absl::StrAppendFormat(&out, "  load generator: %.2f cores busy", p.client_cpu_cores);
   // Per answer, so that generators of different loads (and hosts) compare.
   if (m.chunks_per_s > 0) {

@@ -103,6 +103,31 @@ TEST_P(LoadRunnerTest, RealTimeChunksVerifiedAndCountedByTheServer) {
   EXPECT_GT(point->server->send_ms, 0);
 }
 
+// With the server's times asked for, every answer carries them, and each
+// chunk's latency splits into its send lag and the three parts, in order
+// on the one clock of one host.
+TEST_P(LoadRunnerTest, TheServersTimesSplitEveryAnswersLatency) {
+  Start();
+  RunOptions o = Options();
+  o.chunks = 12;
+  o.config.mutable_output()->set_server_timing(true);
+  LoadRunner runner(o, features_.get(), nullptr);
+  absl::StatusOr<PointResult> point = runner.Run(3);
+  ASSERT_TRUE(point.ok()) << point.status();
+  const std::string report = FormatPoint(*point, o.slo_ms);
+  std::printf("%s", report.c_str());
+  const PointMetrics& m = point->metrics;
+  ASSERT_EQ(m.chunks_answered, 36);
+  EXPECT_EQ(m.to_server_ms.count, 36);
+  EXPECT_EQ(m.from_server_ms.count, 36);
+  EXPECT_GT(m.to_server_ms.p50, 0);
+  EXPECT_GT(m.in_server_ms.p50, 0);  // scored in between
+  EXPECT_GT(m.from_server_ms.p50, 0);
+  EXPECT_NEAR(m.send_lag_ms.mean + m.to_server_ms.mean + m.in_server_ms.mean + m.from_server_ms.mean,
+              m.latency_ms.mean, 1e-6);
+  EXPECT_NE(report.find("by the server's times (36 answers)"), std::string::npos);
+}
+
 // Real-time pacing seen on real streams: chunk k is due exactly k periods
 // after chunk 0, and is handed to gRPC within a few milliseconds of that.
 TEST_P(LoadRunnerTest, StreamsSendOnSchedule) {

@@ -19,6 +19,19 @@ double PercentileOfSorted(const std::vector<double>& sorted, double p) {
   return sorted[std::min<size_t>(sorted.size(), rank) - 1];
 }
 
+// The latency of answers that carried the server's times, split where the
+// chunk was.
+struct ServerSplit {
+  std::vector<double> to_server, in_server, from_server;
+
+  void Add(const ChunkRecord& r) {
+    if (r.server_read_ns == 0 || r.sent_ns == 0 || r.answered_ns == 0) return;
+    to_server.push_back((r.server_read_ns - r.sent_ns) * 1e-6);
+    in_server.push_back((r.server_encoded_ns - r.server_read_ns) * 1e-6);
+    from_server.push_back((r.answered_ns - r.server_encoded_ns) * 1e-6);
+  }
+};
+
 }  // namespace
 
 double Percentile(std::vector<double> values, double p) {
@@ -57,6 +70,7 @@ PointMetrics ComputeMetrics(const std::vector<ChunkRecord>& records, const Measu
   auto window_of = [&](int64_t t) { return static_cast<int>((t - window.start_ns) / window_ns); };
 
   std::vector<double> latency, send_lag;
+  ServerSplit split;
   int64_t answers_in_window = 0;
   for (const ChunkRecord& r : records) {
     if (r.answered_ns != 0 && r.answered_ns >= window.start_ns && r.answered_ns < window.end_ns) {
@@ -77,6 +91,7 @@ PointMetrics ComputeMetrics(const std::vector<ChunkRecord>& records, const Measu
     const int64_t lat = r.answered_ns - r.due_ns;
     if (lat > options.late_ns) ++m.late_chunks;
     latency.push_back(lat * 1e-6);
+    split.Add(r);
     const int w = window_of(r.due_ns);
     if (w < num_windows) window_latency[w].push_back(lat * 1e-6);
   }
@@ -88,6 +103,9 @@ PointMetrics ComputeMetrics(const std::vector<ChunkRecord>& records, const Measu
   }
   m.latency_ms = Summarize(latency);
   m.send_lag_ms = Summarize(send_lag);
+  m.to_server_ms = Summarize(split.to_server);
+  m.in_server_ms = Summarize(split.in_server);
+  m.from_server_ms = Summarize(split.from_server);
   const double window_s = window_ns * 1e-9;
   for (int w = 0; w < num_windows; ++w) {
     m.windows.push_back({.start_s = w * window_s,

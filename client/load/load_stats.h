@@ -37,6 +37,11 @@ struct ChunkRecord {
   // When its answer arrived; 0 = never (the stream failed or was cut off).
   int64_t answered_ns = 0;
   int32_t frames = 0;
+  // The server's times for it (OutputOptions.server_timing), on this
+  // clock: when the server's read of it completed, and when its answer was
+  // encoded for sending. 0 = the answer carried none.
+  int64_t server_read_ns = 0;
+  int64_t server_encoded_ns = 0;
 };
 
 // Nearest-rank percentile: the smallest value v such that at least p% of
@@ -96,6 +101,11 @@ struct PointMetrics {
   double stream_equivalents = 0;
   LatencySummary latency_ms;     // due -> answer, chunks due in the window
   LatencySummary send_lag_ms;    // due -> sent: how late the generator sent
+  // The answered chunks whose answers carried the server's times, their
+  // latency after the send split three ways (count: how many):
+  LatencySummary to_server_ms;    // sent -> the server's read of it completed
+  LatencySummary in_server_ms;    // that read -> its answer encoded
+  LatencySummary from_server_ms;  // encoded -> its answer read here
   int64_t late_chunks = 0;       // latency > late_ns (unanswered ones too)
   std::vector<WindowMetrics> windows;
 };

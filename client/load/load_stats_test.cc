@@ -84,6 +84,44 @@ TEST(ComputeMetricsTest, HandMadeRecords) {
   EXPECT_DOUBLE_EQ(m.windows[0].frames_per_s, 200);  // 100 frames in 0.5 s
 }
 
+// Answers with the server's times split their latency after the send; the
+// others, and chunks due outside the window, are left out of the split.
+TEST(ComputeMetricsTest, TheServersTimesSplitTheLatencyAfterTheSend) {
+  std::vector<ChunkRecord> records;
+  const int64_t start = 1000 * kMs;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t due = start + k * 100 * kMs;
+    // Sent 1 ms late; k ms to the server, 2 ms in it, 3k ms back.
+    const int64_t sent = due + kMs, read = sent + k * kMs, encoded = read + 2 * kMs;
+    records.push_back({.due_ns = due, .sent_ns = sent, .answered_ns = encoded + 3 * k * kMs,
+                       .frames = 10, .server_read_ns = read, .server_encoded_ns = encoded});
+    // Untimed answers, an unanswered timed chunk, and a timed one due
+    // before the window: none of them in the split.
+    records.push_back({.due_ns = due, .sent_ns = due, .answered_ns = due + 50 * kMs, .frames = 10});
+  }
+  records.push_back({.due_ns = start, .sent_ns = start, .answered_ns = 0, .frames = 10,
+                     .server_read_ns = start + kMs, .server_encoded_ns = start + 2 * kMs});
+  records.push_back({.due_ns = start - 100 * kMs, .sent_ns = start - 100 * kMs,
+                     .answered_ns = start + 500 * kMs, .frames = 10,
+                     .server_read_ns = start, .server_encoded_ns = start + 400 * kMs});
+  const PointMetrics m = ComputeMetrics(records, {.start_ns = start, .end_ns = start + 1000 * kMs},
+                                        {.streams = 3});
+  ASSERT_EQ(m.to_server_ms.count, 4);
+  ASSERT_EQ(m.in_server_ms.count, 4);
+  ASSERT_EQ(m.from_server_ms.count, 4);
+  EXPECT_NEAR(m.to_server_ms.mean, 1.5, 1e-9);  // 0, 1, 2, 3
+  EXPECT_NEAR(m.to_server_ms.max, 3, 1e-9);
+  EXPECT_NEAR(m.in_server_ms.mean, 2, 1e-9);
+  EXPECT_NEAR(m.in_server_ms.p99, 2, 1e-9);
+  EXPECT_NEAR(m.from_server_ms.mean, 4.5, 1e-9);  // 0, 3, 6, 9
+  EXPECT_NEAR(m.from_server_ms.max, 9, 1e-9);
+  // Untimed, the split is empty.
+  const PointMetrics untimed = ComputeMetrics({records[1], records[3]},
+                                              {.start_ns = start, .end_ns = start + 1000 * kMs}, {});
+  EXPECT_EQ(untimed.to_server_ms.count, 0);
+  EXPECT_EQ(untimed.from_server_ms.count, 0);
+}
+
 TEST(ComputeMetricsTest, AsFastAsPossibleRealTimeFactor) {
   // One stream answered 1000 frames in 1 s: 10 s of speech per second.
   std::vector<ChunkRecord> records;

@@ -135,8 +135,14 @@ void LoadStream::OnReadDone(bool ok) {
     return;
   }
   const int64_t now = NowNs();
-  const absl::StatusOr<uint64_t> first = response_.FirstFrame();
-  const int64_t first_frame = first.ok() ? static_cast<int64_t>(*first) : -1;
+  const absl::StatusOr<AnswerHead> head = response_.Head();
+  const int64_t first_frame = head.ok() ? static_cast<int64_t>(head->first_frame) : -1;
+  // The server's times on this clock (one host: one wall clock).
+  int64_t server_read_ns = 0, server_held_ns = 0;
+  if (head.ok() && head->timing.has_value()) {
+    server_read_ns = RunNsOfUnixMicros(head->timing->chunk_read_unix_us());
+    server_held_ns = head->timing->held_us() * 1000;
+  }
   Actions actions;
   bool sample = false;
   {
@@ -147,10 +153,14 @@ void LoadStream::OnReadDone(bool ok) {
     const int64_t k = audio ? audio_answers_++ : first_frame / plan_.chunk_frames;
     if (audio && k >= static_cast<int64_t>(records_.size()) && closing_) {
       // the front end's last frames: no chunk of its own
-    } else if (first.ok() && (audio || first_frame % plan_.chunk_frames == 0) &&
+    } else if (head.ok() && (audio || first_frame % plan_.chunk_frames == 0) &&
                k < static_cast<int64_t>(records_.size()) &&
         records_[k].sent_ns != 0 && records_[k].answered_ns == 0) {
       records_[k].answered_ns = now;
+      if (server_read_ns != 0) {
+        records_[k].server_read_ns = server_read_ns;
+        records_[k].server_encoded_ns = server_read_ns + server_held_ns;
+      }
       ++answered_;
       sample = !audio && verifier_ != nullptr && verifier_->ShouldSample(plan_.index, k);
     } else {

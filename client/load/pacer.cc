@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "kernels/core/thread_name.h"
 
 namespace gmmscore::load {
@@ -21,6 +22,12 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+int64_t RunNsOfUnixMicros(int64_t unix_us) {
+  const int64_t run_now = NowNs();
+  const int64_t unix_now = absl::GetCurrentTimeNanos();  // the wall clock absl::Now() reads
+  return unix_us * 1000 - (unix_now - run_now);
 }
 
 Pacer::Pacer(int threads) {

@@ -30,6 +30,10 @@ namespace gmmscore::load {
 // Nanoseconds on the monotonic clock (std::chrono::steady_clock) that every
 // time of a load test is measured on.
 int64_t NowNs();
+// A time another process on this host stamped on its wall clock
+// (microseconds since the Unix epoch), on that clock: the two clocks'
+// offset is read now, so a step of the wall clock in between shifts it.
+int64_t RunNsOfUnixMicros(int64_t unix_us);
 
 class Pacer {
  public:
