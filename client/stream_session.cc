@@ -12,6 +12,7 @@ absl::StatusOr<StreamAnswer> DecodeAnswer(const v1::StreamScoreResponse& respons
   StreamAnswer answer;
   answer.first_frame = static_cast<int64_t>(response.first_frame());
   if (response.has_adaptation()) answer.adaptation = response.adaptation();
+  if (response.has_timing()) answer.server_timing = response.timing();
   for (const v1::StateScores& scores : response.scores()) {
     absl::StatusOr<FloatMatrix> matrix = ScoresFromProto(scores);
     if (!matrix.ok()) return matrix.status();

@@ -55,6 +55,10 @@ struct StreamAnswer {
   // For a stream that adapts (StreamConfig.adaptation): the update that
   // scored this chunk (version 0: none yet). Absent otherwise.
   std::optional<v1::AdaptationReport> adaptation;
+  // For a stream that asked (OutputOptions.server_timing): when the
+  // server's read of the chunk completed and how long it held it. Absent
+  // otherwise.
+  std::optional<v1::ServerTiming> server_timing;
 };
 
 class StreamSession {

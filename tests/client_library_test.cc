@@ -165,6 +165,32 @@ TEST_F(ClientLibraryTest, TransitionIdDecodableRefusesAMapOfAnotherModel) {
   (*session)->Cancel();
 }
 
+// A stream that asks for the server's times gets them in every answer:
+// read while the stream was open, held for no less than nothing.
+TEST_F(ClientLibraryTest, TimedStreamAnswersCarryTheServersTimes) {
+  for (bool timed : {false, true}) {
+    v1::StreamConfig config;
+    config.add_models("x");
+    config.mutable_output()->set_server_timing(timed);
+    const int64_t before_us = absl::ToUnixMicros(absl::Now());
+    auto session = client_->StartStream(config);
+    ASSERT_TRUE(session.ok()) << session.status();
+    ASSERT_TRUE((*session)->Push(features_.view()).ok());
+    absl::StatusOr<StreamAnswer> answer = (*session)->Next();
+    const int64_t after_us = absl::ToUnixMicros(absl::Now());
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    ASSERT_EQ(answer->server_timing.has_value(), timed);
+    if (timed) {
+      EXPECT_GE(answer->server_timing->chunk_read_unix_us(), before_us);
+      EXPECT_GE(answer->server_timing->held_us(), 0);
+      EXPECT_LE(answer->server_timing->chunk_read_unix_us() + answer->server_timing->held_us(),
+                after_us);
+    }
+    ASSERT_TRUE((*session)->CloseSend().ok());
+    EXPECT_TRUE((*session)->Finish().ok());
+  }
+}
+
 TEST_F(ClientLibraryTest, StreamErrorsReachTheDecoderAndPush) {
   v1::StreamConfig config;
   config.add_models("nope");

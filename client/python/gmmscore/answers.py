@@ -71,6 +71,11 @@ class StreamAnswer(Scores):
       earlier answers).
     adaptation: for an adapting stream, the AdaptationReport message of the
       update that scored these frames (version 0: none yet); else None.
+    server_timing: for a stream opened with server_timing=True, the
+      ServerTiming message: when the server's read of the chunk completed
+      (chunk_read_unix_us, its wall clock) and how long it held it (held_us)
+      before sending the answer; else None.
     """
     first_frame: int = 0
     adaptation: Optional[object] = None
+    server_timing: Optional[object] = None

@@ -110,5 +110,6 @@ def scores_from_response(response):
 def stream_answer_from_response(response):
     """StreamAnswer of a StreamScoreResponse."""
     adaptation = response.adaptation if response.HasField("adaptation") else None
+    timing = response.timing if response.HasField("timing") else None
     return StreamAnswer(first_frame=response.first_frame, adaptation=adaptation,
-                        **_fields(response))
+                        server_timing=timing, **_fields(response))

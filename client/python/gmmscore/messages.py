@@ -22,6 +22,8 @@ in brackets; 0 or None leaves the server's default):
   top_k           sparse answers: at most the top_k best states of a frame
                   (None or 0: off); the others decode to -inf
   float16         values travel as halves relative to each frame's best
+  server_timing   streams: each answer carries the server's times
+                  (StreamAnswer.server_timing); requests ignore it
   transform       a speaker transform y = A x + b applied to every frame:
                   a D x (D+1) ([A | b]) or D x D (A) array, or an
                   AffineTransform message (GetAdaptation's)
@@ -109,7 +111,7 @@ def _non_negative(name, value, kind):
 
 def _options(fusion=None, weights=None, window_frames=0, acoustic_scale=0.0,
              fused_only=False, frame_totals=False, beam=None, top_k=None, float16=False,
-             transform=None):
+             server_timing=False, transform=None):
     """(FusionOptions, OutputOptions, AffineTransform or None) of the options
     in this module's docstring; the single signature behind both requests."""
     fusion_options = pb.FusionOptions(
@@ -120,7 +122,7 @@ def _options(fusion=None, weights=None, window_frames=0, acoustic_scale=0.0,
     output = pb.OutputOptions(
         fused_only=bool(fused_only), frame_totals=bool(frame_totals),
         beam=_non_negative("beam", beam, float), top_k=_non_negative("top_k", top_k, int),
-        float16=bool(float16))
+        float16=bool(float16), server_timing=bool(server_timing))
     return fusion_options, output, None if transform is None else transform_to_proto(transform)
 
 

@@ -49,13 +49,13 @@ def test_options_fill_fusion_output_and_transform(rng):
     request = messages.score_request(np.zeros((1, 3)), ["a", "b"], fusion="posterior",
                                      weights=[1, 3], window_frames=20, acoustic_scale=0.5,
                                      fused_only=True, frame_totals=True, beam=8.5, top_k=7,
-                                     float16=True, transform=transform)
+                                     float16=True, server_timing=True, transform=transform)
     assert list(request.models) == ["a", "b"]
     assert request.fusion == pb.FusionOptions(method=pb.FUSION_METHOD_POSTERIOR,
                                               weights=[1.0, 3.0], window_frames=20,
                                               acoustic_scale=0.5)
     assert request.output == pb.OutputOptions(fused_only=True, frame_totals=True, beam=8.5,
-                                              top_k=7, float16=True)
+                                              top_k=7, float16=True, server_timing=True)
     assert (request.transform.rows, request.transform.cols) == (3, 4)
     assert np.array_equal(np.array(request.transform.values, dtype=np.float32),
                           transform.ravel())

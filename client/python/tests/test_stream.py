@@ -33,6 +33,22 @@ def test_dense_stream_equals_the_offline_engine(client, models, offline, rng):
     assert all(a.fused is None and a.dominant_model is None for a in answers)
 
 
+def test_timed_answers_say_when_the_server_read_and_held_each_chunk(client, models, rng):
+    frames = models["spk1"].sample(rng, 60)
+    chunks = random_chunks(rng, frames)
+    before_us = time.time_ns() // 1000
+    timed = stream_all(client, chunks, ["spk1"], server_timing=True)
+    after_us = time.time_ns() // 1000
+    check_order(timed, chunks)
+    for a in timed:
+        # One host, one wall clock: read within the stream's life, held >= 0,
+        # and the answer sent before the stream ended.
+        t = a.server_timing
+        assert before_us <= t.chunk_read_unix_us <= after_us
+        assert 0 <= t.held_us and t.chunk_read_unix_us + t.held_us <= after_us
+    assert all(a.server_timing is None for a in stream_all(client, chunks, ["spk1"]))
+
+
 @pytest.mark.parametrize("fusion, weights", [("max", None), ("logsumexp", [3, 1]),
                                              ("posterior", [1, 2])])
 def test_fused_stream_follows_the_formulas_across_chunks(client, models, offline, rng,
