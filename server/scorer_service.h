@@ -140,6 +140,7 @@ class ScorerService final : public ScorerServiceBase {
   void Drain();
 
   int64_t live_streams() const { return registry_.live_streams(); }
+  StreamRegistry::Connections stream_connections() const { return registry_.connections(); }
   // What audio streams' front ends did (GetServerStats, /metrics).
   AudioCounters audio_counters() const { return audio_stats_.totals(); }
   // Bytes of stream answers computed and not yet taken by their clients;

@@ -403,6 +403,15 @@ std::string ServerMetrics::Render(const MetricsSources& sources) const {
             audio.front_end_us * 1e-6);
     Gauge(&out, "gmmscore_active_streams", "Live StreamScore streams.",
           static_cast<double>(sources.service->live_streams()));
+    const StreamRegistry::Connections connections = sources.service->stream_connections();
+    Gauge(&out, "gmmscore_stream_connections",
+          "Client connections (peer addresses; a unix socket's clients count once) with live "
+          "StreamScore streams. gRPC reads them one at a time: each busy one lengthens every "
+          "chunk's way in (docs/OPERATIONS.md).",
+          static_cast<double>(connections.connections));
+    Gauge(&out, "gmmscore_stream_connection_streams_max",
+          "Live StreamScore streams of the busiest client connection.",
+          static_cast<double>(connections.most_streams));
     Gauge(&out, "gmmscore_unsent_answer_bytes",
           "Bytes of stream answers computed and not yet taken by their clients "
           "(bounded by --answer_memory_mb).",

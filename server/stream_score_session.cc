@@ -19,7 +19,7 @@ StreamScoreSession::StreamScoreSession(const StreamEnvironment& env, StreamCall*
   if (env_.sessions_alive != nullptr) env_.sessions_alive->fetch_add(1);
   call_->Bind(this);
   Actions actions;
-  const bool registered = refused.ok() && env_.registry->Add(this);
+  const bool registered = refused.ok() && env_.registry->Add(this, peer_);
   {
     absl::MutexLock lock(&mu_);
     registered_ = registered;

@@ -184,6 +184,9 @@ TEST(OpsMetricsTest, LiveStreamsAreCounted) {
   ASSERT_TRUE((*second)->Next().ok());
   const std::string text = HttpGet(daemon->daemon().ops().metrics_port(), "/metrics");
   EXPECT_EQ(MetricValue(text, "gmmscore_active_streams"), 2);
+  // One client: both streams on its one connection.
+  EXPECT_EQ(MetricValue(text, "gmmscore_stream_connections"), 1);
+  EXPECT_EQ(MetricValue(text, "gmmscore_stream_connection_streams_max"), 2);
   // The same two calls, by completion queue: each queue's own sample.
   const std::vector<int64_t> calls = daemon->daemon().stream_calls_per_queue();
   ASSERT_GE(calls.size(), 2u);
