@@ -44,7 +44,10 @@ export RAMP_S=${RAMP_S:-4} WARMUP_S=${WARMUP_S:-2}
 # and each generator's report splits its latency after the send into: to
 # the daemon's read, in the daemon, and back to the generator's read (one
 # host, one clock). Before stop 54 three quarters of top_k's latency was
-# outside the daemon's own counts, unsplit.
+# outside the daemon's own counts, unsplit. It was the way in, which grows
+# with the connections (the daemon reads them one at a time): stop 54's
+# top_k figures use LOAD_FLAGS="--top_k 100 --channels 16" (16 a generator
+# instead of 63); earlier stops' used the default.
 ramp_s=$RAMP_S warmup_s=$WARMUP_S
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]] ...}
 shift
