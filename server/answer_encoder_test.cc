@@ -131,13 +131,17 @@ class AnswerEncoderTest : public ::testing::Test {
   }
 
   // Server times as a stream stamps them: a wall clock now or at the
-  // epoch, held for nothing up to longer than a varint's four bytes hold.
+  // epoch, held for nothing up to longer than a varint's four bytes hold;
+  // now and then negative (a wall clock stepped back: ten-byte varints).
   v1::ServerTiming Timing() {
     v1::ServerTiming timing;
     std::uniform_int_distribution<int64_t> unix_us(0, int64_t{1} << 52);
     std::uniform_int_distribution<int> held_bits(0, 40);
-    if (rng_() % 4 != 0) timing.set_chunk_read_unix_us(unix_us(rng_));
-    if (rng_() % 4 != 0) timing.set_held_us((int64_t{1} << held_bits(rng_)) | static_cast<int64_t>(rng_() & 1));
+    const int64_t sign = rng_() % 8 == 0 ? -1 : 1;
+    if (rng_() % 4 != 0) timing.set_chunk_read_unix_us(sign * unix_us(rng_));
+    if (rng_() % 4 != 0) {
+      timing.set_held_us(sign * ((int64_t{1} << held_bits(rng_)) | static_cast<int64_t>(rng_() & 1)));
+    }
     return timing;
   }
 

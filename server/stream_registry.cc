@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/base/macros.h"
+
 namespace gmmscore {
 
 bool StreamRegistry::Add(DrainableStream* stream, absl::string_view peer) {
@@ -18,6 +20,7 @@ void StreamRegistry::Remove(DrainableStream* stream) {
   const auto it = streams_.find(stream);
   if (it == streams_.end()) return;
   const auto peer = streams_per_peer_.find(it->second);
+  ABSL_ASSERT(peer != streams_per_peer_.end());  // every stream's peer is counted
   if (--peer->second == 0) streams_per_peer_.erase(peer);
   streams_.erase(it);
 }

@@ -54,7 +54,10 @@ void StreamScoreSession::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     read_in_flight_ = false;
-    if (ok) last_activity_ = request_read_at_ = absl::Now();
+    if (ok) {
+      last_activity_ = absl::Now();
+      request_read_at_ = std::chrono::steady_clock::now();
+    }
     if (!ok) {
       // Half-close (or a dead call: OnCancel follows): an audio stream's
       // front end gives the frames it held back first, unless nobody will
@@ -705,8 +708,16 @@ void StreamScoreSession::AdvanceLocked(Actions* actions) {
 absl::Status StreamScoreSession::BuildAnswer(Chunk& chunk) {
   v1::ServerTiming timing;
   if (plan_->server_timing) {
-    timing.set_chunk_read_unix_us(absl::ToUnixMicros(chunk.read_at));
-    timing.set_held_us(absl::ToInt64Microseconds(absl::Now() - chunk.read_at));
+    // Held on the steady clock; the read's wall-clock time is now's less
+    // that, so that read + held is when encoding began on the wall clock
+    // (std::chrono::system_clock: the clock_gettime a client compares with).
+    using std::chrono::duration_cast, std::chrono::microseconds;
+    const int64_t held_us =
+        duration_cast<microseconds>(std::chrono::steady_clock::now() - chunk.read_at).count();
+    const int64_t unix_now_us =
+        duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    timing.set_chunk_read_unix_us(unix_now_us - held_us);
+    timing.set_held_us(held_us);
   }
   const AnswerHeader header{
       .first_frame = static_cast<uint64_t>(chunk.first_frame),

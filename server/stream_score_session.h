@@ -61,6 +61,7 @@
 #define GMMSCORE_SERVER_STREAM_SCORE_SESSION_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -157,7 +158,9 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
     std::vector<ScoreResult> results;  // one per plan model (empty matrices if fused_only)
     std::optional<FusedScores> fused;  // a fused plan's fused scores
     absl::Status status;               // the first failure of its jobs
-    absl::Time read_at;                // when the read that brought it completed
+    // When the read that brought it completed, on the steady clock (its
+    // ServerTiming.held_us must not jump with the wall clock).
+    std::chrono::steady_clock::time_point read_at;
     absl::Time scored;                 // when remaining reached 0
     AnswerCharge charge;               // its results' bytes, until its answer is taken
     // An adapting stream's: where its answered frames and scores go, the
@@ -336,7 +339,7 @@ class StreamScoreSession final : public StreamCallEvents, public DrainableStream
   // When the last read completed: its chunk's (or an audio stream's
   // frames') ServerTiming (a front end's frames flushed at the half-close
   // are the last read's).
-  absl::Time request_read_at_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point request_read_at_ ABSL_GUARDED_BY(mu_);
   bool read_in_flight_ ABSL_GUARDED_BY(mu_) = false;
   // The chunk in request_ found the server's answer memory full while
   // earlier chunks of the stream were unanswered: it waits in request_

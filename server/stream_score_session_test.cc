@@ -6,6 +6,7 @@
 #include "server/stream_score_session.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -270,6 +271,13 @@ TEST_F(StreamScoreSessionTest, HalfCloseAnswersEveryChunkThenOk) {
   EXPECT_TRUE(AwaitDeleted());
 }
 
+// The wall clock the session stamps answers with (a client's clock_gettime).
+int64_t UnixMicrosNow() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // OutputOptions.server_timing: each answer says when its chunk's read
 // completed and how long the server held it, here an answer kept waiting
 // behind the one before it; a stream that did not ask gets no times.
@@ -278,18 +286,18 @@ TEST_F(StreamScoreSessionTest, TimedAnswersSayWhenTheirChunkWasReadAndHowLongItW
   v1::StreamScoreRequest config = Config();
   config.mutable_config()->mutable_output()->set_server_timing(true);
   call_.Deliver(config);
-  const int64_t first_before = absl::ToUnixMicros(absl::Now());
+  const int64_t first_before = UnixMicrosNow();
   call_.Deliver(Chunk(3));
-  const int64_t first_after = absl::ToUnixMicros(absl::Now());
+  const int64_t first_after = UnixMicrosNow();
   ASSERT_TRUE(call_.AwaitWrite(1));
-  const int64_t second_before = absl::ToUnixMicros(absl::Now());
+  const int64_t second_before = UnixMicrosNow();
   call_.Deliver(Chunk(2));
-  const int64_t second_after = absl::ToUnixMicros(absl::Now());
+  const int64_t second_after = UnixMicrosNow();
   absl::SleepFor(absl::Milliseconds(30));  // the second answer waits for the first's write
   call_.EndReads();
   call_.CompleteWrite(1, true);
   call_.CompleteWrite(2, true);
-  const int64_t end = absl::ToUnixMicros(absl::Now());
+  const int64_t end = UnixMicrosNow();
   ASSERT_TRUE(call_.AwaitStatus().has_value());
   call_.Done();
   ASSERT_TRUE(AwaitDeleted());
@@ -298,10 +306,12 @@ TEST_F(StreamScoreSessionTest, TimedAnswersSayWhenTheirChunkWasReadAndHowLongItW
   const v1::ServerTiming second = call_.written(1).timing();
   ASSERT_TRUE(call_.written(0).has_timing());
   ASSERT_TRUE(call_.written(1).has_timing());
+  // The read's time is the encoding's less a whole number of microseconds
+  // held: up to 1 us past the read.
   EXPECT_GE(first.chunk_read_unix_us(), first_before);
-  EXPECT_LE(first.chunk_read_unix_us(), first_after);
+  EXPECT_LE(first.chunk_read_unix_us(), first_after + 1);
   EXPECT_GE(second.chunk_read_unix_us(), second_before);
-  EXPECT_LE(second.chunk_read_unix_us(), second_after);
+  EXPECT_LE(second.chunk_read_unix_us(), second_after + 1);
   EXPECT_GE(first.held_us(), 0);
   EXPECT_LE(first.chunk_read_unix_us() + first.held_us(), second_before);  // built before the write
   EXPECT_GE(second.held_us(), 30'000);

@@ -131,7 +131,8 @@ ABSL_FLAG(bool, server_timing, false,
           "Ask for the server's times in every answer (OutputOptions.server_timing) and split "
           "each point's latency after the send into: to the server's read, in the server, and "
           "back to this read. The directions need this host's clock to agree with the server's "
-          "(the same host, or synchronised clocks).");
+          "(the same host, or synchronised clocks); the way in includes any time the server "
+          "paused reading the stream (its chunks in flight or unsent answers at their limit).");
 ABSL_FLAG(std::string, adaptation, "none",
           "Live adaptation of every stream (StreamConfig.adaptation): none, fmllr or map (MAP "
           "means), driven by the first model's own posteriors. Not with --verify_fraction "

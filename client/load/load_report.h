@@ -8,6 +8,8 @@
 //
 // JSON layout: {"run": {...flags...}, "points": [{"streams": N,
 // "throughput": {...}, "latency_ms": {"p50": ...}, "send_lag_ms": {...},
+// with --server_timing (when some answers carried times) "to_server_ms",
+// "in_server_ms", "from_server_ms" (each {"count": ..., "p50": ...}),
 // "late_chunks": ..., "stream_status": {"OK": N, ...}, "stability": {...},
 // "windows": [...], "verify": {...}, "server": {...}}, ...], "search": {...}}.
 // CSV: one row per point, the header names every column.

@@ -126,6 +126,10 @@ TEST_P(LoadRunnerTest, TheServersTimesSplitEveryAnswersLatency) {
   EXPECT_NEAR(m.send_lag_ms.mean + m.to_server_ms.mean + m.in_server_ms.mean + m.from_server_ms.mean,
               m.latency_ms.mean, 1e-6);
   EXPECT_NE(report.find("by the server's times (36 answers)"), std::string::npos);
+  const std::string json = ReportJson({.points = {*point}});
+  for (const char* key : {"\"to_server_ms\"", "\"in_server_ms\"", "\"from_server_ms\""}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  }
 }
 
 // Real-time pacing seen on real streams: chunk k is due exactly k periods

@@ -139,7 +139,7 @@ void LoadStream::OnReadDone(bool ok) {
   const int64_t first_frame = head.ok() ? static_cast<int64_t>(head->first_frame) : -1;
   // The server's times on this clock (one host: one wall clock).
   int64_t server_read_ns = 0, server_held_ns = 0;
-  if (head.ok() && head->timing.has_value()) {
+  if (head.ok() && head->timing.has_value() && head->timing->chunk_read_unix_us() > 0) {
     server_read_ns = RunNsOfUnixMicros(head->timing->chunk_read_unix_us());
     server_held_ns = head->timing->held_us() * 1000;
   }
