@@ -31,8 +31,9 @@ namespace gmmscore::load {
 // time of a load test is measured on.
 int64_t NowNs();
 // A time another process on this host stamped on its wall clock
-// (microseconds since the Unix epoch), on that clock: the two clocks'
-// offset is read now, so a step of the wall clock in between shifts it.
+// (std::chrono::system_clock, microseconds since the Unix epoch), on the
+// run's clock. The two clocks' offset is read once per process, so a step
+// of the wall clock after that shifts every time converted.
 int64_t RunNsOfUnixMicros(int64_t unix_us);
 
 class Pacer {

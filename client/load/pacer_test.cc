@@ -1,6 +1,7 @@
 #include "client/load/pacer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -96,4 +97,18 @@ TEST(PacerTest, DestructorRunsWhatIsLeft) {
 }
 
 }  // namespace
+// A wall-clock stamp of this host comes back on the run's clock: now is
+// now, and microseconds apart stay microseconds apart.
+TEST(RunClockTest, WallClockStampsComeBackOnTheRunsClock) {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    const int64_t run_ns = NowNs();
+    // Within a millisecond: the two reads above, and the stamp's rounding.
+    EXPECT_NEAR(static_cast<double>(RunNsOfUnixMicros(wall_us)), static_cast<double>(run_ns), 1e6);
+    EXPECT_EQ(RunNsOfUnixMicros(wall_us + 250) - RunNsOfUnixMicros(wall_us), 250'000);
+  }
+}
+
 }  // namespace gmmscore::load
