@@ -47,7 +47,9 @@ export RAMP_S=${RAMP_S:-4} WARMUP_S=${WARMUP_S:-2}
 # outside the daemon's own counts, unsplit. It was the way in, which grows
 # with the connections (the daemon reads them one at a time): stop 54's
 # top_k figures use LOAD_FLAGS="--top_k 100 --channels 16" (16 a generator
-# instead of 63); earlier stops' used the default.
+# instead of 63); earlier stops' used the default. Since stop 55 the
+# default plans connections by answer bytes (8 a generator of 2000 top_k
+# streams, 47-53 for float32 as before; client/load/connection_plan.h).
 ramp_s=$RAMP_S warmup_s=$WARMUP_S
 case_name=${1:?usage: tools/gpu_points.sh CASE NAME:STREAMS[:DAEMON FLAGS[:LOAD FLAGS]] ...}
 shift

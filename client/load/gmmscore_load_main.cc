@@ -25,6 +25,7 @@
 #include "client/adaptation_config.h"
 #include "client/load/answer_verifier.h"
 #include "client/load/feature_source.h"
+#include "client/load/connection_plan.h"
 #include "client/load/load_report.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
@@ -71,9 +72,11 @@ ABSL_FLAG(double, max_duration_s, 0,
           "> --duration_s: keep measuring whole windows until stable or this long.");
 ABSL_FLAG(int32_t, channels, 0,
           "gRPC channels (separate HTTP/2 connections) the streams are spread over; 0 = one per "
-          "32 streams, at most 64. The daemon reads its connections one at a time: at 10^5 "
-          "chunks a second, 16 a generator of 2000 top_k streams kept the way in at 3 ms where "
-          "63 took 14, and 8 overloaded each connection (docs/PERFORMANCE.md, stops 51, 54).");
+          "64 MB/s of answers (from the models' states and the output options) or per 250 "
+          "streams, whichever is more, 1 to 64. The daemon reads its connections one at a time "
+          "(2000 fast top_k streams: the way in 0.4-1.1 ms over 8, 14 over 63) and one "
+          "connection's answers go one at a time (float32: 375 MB/s a connection passed, 417 "
+          "failed) (docs/PERFORMANCE.md, stops 54, 55).");
 ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
           "gRPC arguments of the channels that carry the streams, NAME=VALUE, comma-separated, "
           "given once (a second --grpc_arg replaces the first), e.g. "
@@ -311,10 +314,15 @@ int Main(int argc, char** argv) {
   if (!listed.ok()) return Fail(listed.status());
   int dim = 0;
   std::string device;
-  for (const v1::ModelInfo& info : listed->models()) {
-    if (info.name() == models.front()) {
-      dim = static_cast<int>(info.dim());
-      device = info.device();
+  std::vector<int64_t> model_states;  // in config order, for the default channels
+  for (const std::string& name : models) {
+    for (const v1::ModelInfo& info : listed->models()) {
+      if (info.name() != name) continue;
+      model_states.push_back(info.num_states());
+      if (name == models.front()) {
+        dim = static_cast<int>(info.dim());
+        device = info.device();
+      }
     }
   }
   if (dim == 0) {
@@ -404,6 +412,7 @@ int Main(int argc, char** argv) {
                     .tolerance = absl::GetFlag(FLAGS_stability_pct) / 100.0,
                     .use_p99 = absl::GetFlag(FLAGS_stability_latency) == "p99"},
       .channels = absl::GetFlag(FLAGS_channels),
+      .answer_bytes_per_stream_s = AnswerBytesPerStreamSecond(*config, model_states),
       .grpc_args = *grpc_args,
       .pacer_threads = absl::GetFlag(FLAGS_pacer_threads),
       .stream_api = stream_api == "cq" ? StreamApi::kCompletionQueue : StreamApi::kCallback,

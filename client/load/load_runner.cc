@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "client/load/connection_plan.h"
 #include "client/load/load_queues.h"
 #include "client/load/load_stream.h"
 #include "client/load/pacer.h"
@@ -204,7 +205,8 @@ absl::StatusOr<PointResult> LoadRunner::Run(int num_streams) {
   result.streams = num_streams;
   result.realtime = o.realtime;
   result.chunk_frames = o.chunk_frames;
-  result.channels = o.channels > 0 ? o.channels : std::clamp((num_streams + 31) / 32, 1, 64);
+  result.channels =
+      o.channels > 0 ? o.channels : DefaultConnections(num_streams, o.answer_bytes_per_stream_s);
   result.offered_frames_per_s = o.realtime ? num_streams * kFramesPerSecond : 0.0;
 
   absl::StatusOr<std::vector<Connection>> connections =

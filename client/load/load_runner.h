@@ -59,7 +59,10 @@ struct RunOptions {
   // holds or this much time was measured.
   double max_duration_s = 0;
   StabilityRule stability;
-  int channels = 0;       // 0: one per 32 streams, 1 to 64
+  // 0: DefaultConnections(streams, answer_bytes_per_stream_s), 1 to 64
+  // (connection_plan.h).
+  int channels = 0;
+  double answer_bytes_per_stream_s = 0;
   // gRPC arguments of every channel (--grpc_arg): flow-control windows, frame sizes.
   std::vector<GrpcArg> grpc_args;
   int pacer_threads = 1;
