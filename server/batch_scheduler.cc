@@ -176,6 +176,13 @@ void BatchScheduler::PurgeDead() {
   for (auto& [job, status] : dead) Fail(job, std::move(status));
 }
 
+std::string BatchScheduler::RunningLocked(absl::Time now) const {
+  if (running_since_.empty()) return "no backend call running";
+  return absl::StrFormat("%d backend call%s running, the oldest for %d ms", running_since_.size(),
+                         running_since_.size() == 1 ? "" : "s",
+                         absl::ToInt64Milliseconds(now - *running_since_.begin()));
+}
+
 std::string BatchScheduler::OverloadLocked(absl::Time now) const {
   if (!waiting_.empty()) {
     return absl::StrFormat("chunks of admitted streams wait for room in its full queue (%d frames "
@@ -190,8 +197,13 @@ std::string BatchScheduler::OverloadLocked(absl::Time now) const {
                            absl::ToInt64Milliseconds(options_.overload_wait));
   }
   if (2 * queued_frames_ > options_.max_queued_frames) {
-    return absl::StrFormat("its queue holds %d frames, over half of --max_queued_frames %d",
-                           queued_frames_, options_.max_queued_frames);
+    // How old the queue and the running calls are tells a stalled backend
+    // (both old) from a burst that arrived at once (both young).
+    return absl::StrFormat(
+        "its queue holds %d frames, over half of --max_queued_frames %d (its oldest chunk "
+        "queued %d ms ago; %s)",
+        queued_frames_, options_.max_queued_frames, absl::ToInt64Milliseconds(waited),
+        RunningLocked(now));
   }
   return "";
 }
@@ -315,7 +327,7 @@ BatchSchedulerStats BatchScheduler::stats() const {
   absl::MutexLock lock(&mu_);
   BatchSchedulerStats stats = stats_;
   stats.queued_jobs = static_cast<int64_t>(queue_.size());
-  stats.running_groups = running_groups_;
+  stats.running_groups = static_cast<int64_t>(running_since_.size());
   stats.queued_frames = queued_frames_;
   for (const Waiting& entry : waiting_) {
     stats.waiting_jobs += static_cast<int64_t>(entry.jobs.size());
@@ -327,7 +339,7 @@ BatchSchedulerStats BatchScheduler::stats() const {
 bool BatchScheduler::ShouldDispatchLocked(absl::Time now, absl::Time* deadline) const {
   *deadline = absl::InfiniteFuture();
   if (queue_.empty()) return false;
-  const bool backend_idle = running_groups_ == 0 && ready_.empty();
+  const bool backend_idle = running_since_.empty() && ready_.empty();
   if (stopping_ || backend_idle || queued_frames_ >= options_.max_batch_frames) return true;
   *deadline = queue_.front().enqueued + options_.max_queue_delay;
   return now >= *deadline;
@@ -403,11 +415,12 @@ void BatchScheduler::WorkerLoop() {
   while (true) {
     if (!ready_.empty()) {
       DispatchedGroup group = std::move(ready_.front());
-      stats_.worker_wait += (absl::Now() - group.dispatched) * group.jobs.size();
+      const absl::Time started = absl::Now();
+      stats_.worker_wait += (started - group.dispatched) * group.jobs.size();
       ready_.pop_front();
-      ++running_groups_;
+      running_since_.insert(started);
       mu_.Unlock();
-      RunGroup(std::move(group));  // gives running_groups_ back itself
+      RunGroup(std::move(group), started);  // takes `started` out of running_since_ itself
       mu_.Lock();
       continue;
     }
@@ -528,7 +541,7 @@ absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs, std::vec
   return absl::Nanoseconds(nanos.load());
 }
 
-void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
+void BatchScheduler::RunGroup(DispatchedGroup dispatched, absl::Time started) {
   GroupTimes times;
   // Every job leaves with an outcome; the callbacks run after the backend
   // work, in parallel (CompleteAll).
@@ -598,7 +611,7 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched) {
   // The backend is free: another worker may dispatch while this one answers.
   {
     absl::MutexLock lock(&mu_);
-    --running_groups_;
+    running_since_.erase(running_since_.find(started));
     work_cv_.SignalAll();
   }
   // Before the answers: a client told of a device's failure must find the

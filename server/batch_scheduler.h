@@ -80,6 +80,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -317,15 +318,18 @@ class BatchScheduler {
   void PurgeLoop();
   // Why new work is refused now ("" when it is not; see "Overload").
   std::string OverloadLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "N backend calls running, the oldest for T ms", or that none is.
+  std::string RunningLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the next batch off queue_ into ready_ (see "Dispatch policy").
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a waiting worker should dispatch now; else *deadline is when it
   // should look again (absl::InfiniteFuture() when the queue is empty).
   bool ShouldDispatchLocked(absl::Time now, absl::Time* deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Scores one group (one Score call), gives its running_groups_ back, then
-  // completes its jobs. No lock held.
-  void RunGroup(DispatchedGroup group);
+  // Scores one group (one Score call) that a worker took at `started`,
+  // takes that start out of running_since_, then completes its jobs. No
+  // lock held.
+  void RunGroup(DispatchedGroup group, absl::Time started);
   // A job's outcome: its status and, when OK, its result (plain or fused).
   struct Outcome {
     absl::Status status;
@@ -359,7 +363,7 @@ class BatchScheduler {
   const BatchSchedulerOptions options_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;  // queue_, ready_, running_groups_ or stopping_ changed
+  absl::CondVar work_cv_;  // queue_, ready_, running_since_ or stopping_ changed
   absl::CondVar purge_cv_;  // purge_pending_, waiting_ or stopping_ changed
   struct Queued {
     ScoreJob job;
@@ -376,7 +380,9 @@ class BatchScheduler {
   };
   std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   std::deque<DispatchedGroup> ready_ ABSL_GUARDED_BY(mu_);  // dispatched, no worker took yet
-  int64_t running_groups_ ABSL_GUARDED_BY(mu_) = 0;
+  // When each group being scored now was taken by its worker: how many
+  // run, and, in an overload refusal, for how long the oldest has.
+  std::multiset<absl::Time> running_since_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // A walk for dead jobs was asked for before next_purge_ (see "Bounds").
   bool purge_pending_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,6 +1,7 @@
 #include "server/batch_scheduler.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <functional>
 #include <thread>
@@ -780,10 +781,21 @@ TEST_F(BatchSchedulerTest, AdmitNewRefusesWhileTheQueueIsOverHalfFull) {
   const absl::Status full = scheduler.AdmitNew();
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_NE(full.message().find("over half of --max_queued_frames 10"), std::string::npos) << full;
+  // It says how old the queue and the running call are: a stalled backend
+  // (here: the gated call, 30 ms and more) or a burst.
+  EXPECT_THAT(std::string(full.message()),
+              testing::ContainsRegex("oldest chunk queued [0-9]+ ms ago; 1 backend call running, "
+                                     "the oldest for [0-9]+ ms"));
+  absl::SleepFor(absl::Milliseconds(30));
+  const absl::Status later = scheduler.AdmitNew();
+  const std::string said(later.message());
+  const size_t at = said.find("the oldest for ");
+  EXPECT_NE(at, std::string::npos) << later;  // not ASSERT: the gate must open below
+  if (at != std::string::npos) EXPECT_GE(std::atoi(said.c_str() + at + 15), 30) << later;
   // Work of those admitted still queues up to the bound.
   scheduler.Submit(MakeJob(0, 4, 1.0f, &queued[2]));
   EXPECT_FALSE(queued[2].done.HasBeenNotified());
-  EXPECT_EQ(scheduler.stats().overload_refusals, 1);
+  EXPECT_EQ(scheduler.stats().overload_refusals, 2);
   backend_.SetGate(true);
   ExpectScores(queued[2], 4, 1.0f);
   EXPECT_TRUE(scheduler.AdmitNew().ok());

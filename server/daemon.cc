@@ -199,10 +199,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(
   for (size_t d = 0; d < daemon->backends_.size(); ++d) {
     BatchSchedulerOptions scheduler_options = options.scheduler;
     scheduler_options.num_answer_threads = answer_threads;
-    scheduler_options.on_group = [metrics, self, d, chained = options.scheduler.on_group](
-                                     const GroupReport& report) {
+    daemon->slow_calls_.push_back(std::make_unique<SlowCallLog>(
+        SlowCallLogOptions{.device = daemon->repository_->device_name(static_cast<int>(d))}));
+    scheduler_options.on_group = [metrics, self, d, slow = daemon->slow_calls_.back().get(),
+                                  chained = options.scheduler.on_group](const GroupReport& report) {
       metrics->ObserveGroup(report);
       self->router_->ObserveGroup(static_cast<int>(d), report);
+      slow->Observe(report);
       if (chained) chained(report);
     };
     scheduler_options.on_backend_outcome = [self, d, chained = options.scheduler.on_backend_outcome](

@@ -30,6 +30,7 @@
 #include "server/device_router.h"
 #include "server/model_repository.h"
 #include "server/scorer_service.h"
+#include "server/slow_call_log.h"
 
 namespace gmmscore {
 
@@ -135,6 +136,8 @@ class Daemon {
   // Before the schedulers, whose workers report to it (ObserveGroup): it
   // goes after them. It holds their pointers only.
   std::unique_ptr<DeviceRouter> router_;
+  // One per backend, fed by its scheduler's workers: before them too.
+  std::vector<std::unique_ptr<SlowCallLog>> slow_calls_;
   std::vector<std::unique_ptr<BatchScheduler>> schedulers_;  // one per backend
   // Scores on the backends and reads the repository and the router: goes
   // before all three.

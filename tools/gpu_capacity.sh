@@ -125,8 +125,13 @@ if [ -n "${PRECISION:-}" ]; then
   done > "$config_file"
   config=(--config "$config_file")
 fi
+# The daemon's /metrics, saved when the run ends ($OUT/CASE-metrics.txt):
+# the histograms of its backend calls and queue waits show a stall that the
+# load generators' means and the refusals' messages only hint at.
+metrics_address=127.0.0.1:$((port + 1000))
 # shellcheck disable=SC2086
 "${DAEMON_BIN:-$BIN/gmmscored}" --model_repository "$repo" --listen "$address" \
+  --metrics_listen "$metrics_address" \
   --backend "${BACKEND:-cuda}" --max_streams 100000 "${config[@]}" ${DAEMON_FLAGS:-} > "$log" 2>&1 &
 daemon=$!
 for _ in $(seq 600); do
@@ -196,6 +201,8 @@ else
   fi
   cat "$OUT/$case_name"-load*.txt "$OUT/$case_name-threads.txt"
 fi
+python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen('http://$metrics_address/metrics', timeout=10).read().decode())" \
+  > "$OUT/$case_name-metrics.txt" 2>&1 || echo "metrics not read: $(tail -1 "$OUT/$case_name-metrics.txt")"
 kill -TERM "$daemon"
 wait "$daemon"
 tail -1 "$log"

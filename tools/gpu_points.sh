@@ -71,5 +71,9 @@ for spec in "${specs[@]}"; do
     > "$OUT/$name.log" 2>&1
   echo "exit $?"
   grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"
+  # The daemon's stalls (server/slow_call_log.h) and overload refusals, by
+  # time: a refusal's message says how old its queue and backend calls were.
+  grep -hE "backend call on .* took|ending: RESOURCE_EXHAUSTED: the server is overloaded" \
+    "$OUT/$name"/gmmscored-*.log 2>/dev/null | cut -c1-300 | uniq -c -f2 | head -20
   port=$((port + 1))
 done
