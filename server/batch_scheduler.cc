@@ -418,9 +418,9 @@ void BatchScheduler::WorkerLoop() {
       const absl::Time started = absl::Now();
       stats_.worker_wait += (started - group.dispatched) * group.jobs.size();
       ready_.pop_front();
-      running_since_.insert(started);
+      const RunningSince::iterator running = running_since_.insert(started);
       mu_.Unlock();
-      RunGroup(std::move(group), started);  // takes `started` out of running_since_ itself
+      RunGroup(std::move(group), running);  // takes `running` out of running_since_ itself
       mu_.Lock();
       continue;
     }
@@ -541,7 +541,7 @@ absl::Duration BatchScheduler::CompleteAll(std::vector<ScoreJob>& jobs, std::vec
   return absl::Nanoseconds(nanos.load());
 }
 
-void BatchScheduler::RunGroup(DispatchedGroup dispatched, absl::Time started) {
+void BatchScheduler::RunGroup(DispatchedGroup dispatched, RunningSince::iterator running) {
   GroupTimes times;
   // Every job leaves with an outcome; the callbacks run after the backend
   // work, in parallel (CompleteAll).
@@ -611,7 +611,7 @@ void BatchScheduler::RunGroup(DispatchedGroup dispatched, absl::Time started) {
   // The backend is free: another worker may dispatch while this one answers.
   {
     absl::MutexLock lock(&mu_);
-    running_since_.erase(running_since_.find(started));
+    running_since_.erase(running);
     work_cv_.SignalAll();
   }
   // Before the answers: a client told of a device's failure must find the

@@ -326,10 +326,12 @@ class BatchScheduler {
   // should look again (absl::InfiniteFuture() when the queue is empty).
   bool ShouldDispatchLocked(absl::Time now, absl::Time* deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Scores one group (one Score call) that a worker took at `started`,
-  // takes that start out of running_since_, then completes its jobs. No
-  // lock held.
-  void RunGroup(DispatchedGroup group, absl::Time started);
+  // When each group being scored now was taken by its worker: how many
+  // run, and, in an overload refusal, for how long the oldest has.
+  using RunningSince = std::multiset<absl::Time>;
+  // Scores one group (one Score call), takes its entry out of
+  // running_since_, then completes its jobs. No lock held.
+  void RunGroup(DispatchedGroup group, RunningSince::iterator running);
   // A job's outcome: its status and, when OK, its result (plain or fused).
   struct Outcome {
     absl::Status status;
@@ -380,9 +382,7 @@ class BatchScheduler {
   };
   std::deque<Waiting> waiting_ ABSL_GUARDED_BY(mu_);
   std::deque<DispatchedGroup> ready_ ABSL_GUARDED_BY(mu_);  // dispatched, no worker took yet
-  // When each group being scored now was taken by its worker: how many
-  // run, and, in an overload refusal, for how long the oldest has.
-  std::multiset<absl::Time> running_since_ ABSL_GUARDED_BY(mu_);
+  RunningSince running_since_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // A walk for dead jobs was asked for before next_purge_ (see "Bounds").
   bool purge_pending_ ABSL_GUARDED_BY(mu_) = false;

@@ -8,9 +8,16 @@ namespace gmmscore {
 
 SlowCallLog::SlowCallLog(SlowCallLogOptions options) : options_(std::move(options)) {}
 
+SlowCallLog::~SlowCallLog() {
+  absl::MutexLock lock(&mu_);
+  if (unlogged_ == 0) return;
+  LogWarning("backend calls on %s: %d more over %d ms since the last such line", options_.device,
+             unlogged_, absl::ToInt64Milliseconds(options_.threshold));
+}
+
 void SlowCallLog::Observe(const GroupReport& report) {
   if (report.score_time < options_.threshold) return;
-  const absl::Time now = absl::Now();
+  const absl::Time now = options_.clock();
   int64_t left_out = 0;
   {
     absl::MutexLock lock(&mu_);

@@ -11,11 +11,14 @@
 //   scheduler_options.on_group = [&](const GroupReport& r) { slow.Observe(r); };
 //
 // At most one line per `interval`; the calls it leaves out are counted in
-// the next line. Thread-safe.
+// the next line, or in a last line when the log is destroyed. Calls that
+// fail are not reported here (GroupReport is of calls that scored; a
+// device's failures have their own lines, device_router.h). Thread-safe.
 #ifndef GMMSCORE_SERVER_SLOW_CALL_LOG_H_
 #define GMMSCORE_SERVER_SLOW_CALL_LOG_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -26,15 +29,21 @@
 namespace gmmscore {
 
 struct SlowCallLogOptions {
-  std::string device;  // as in the daemon's other lines: "cuda:0", "cpu"
-  // A call at least this long is logged: half of a 100-ms chunk.
+  std::string device;  // as in the daemon's other lines: "cuda:0"
+  // A call at least this long is logged: half of a 100-ms chunk. For a GPU:
+  // the CPU backend's batches take that long by design.
   absl::Duration threshold = absl::Milliseconds(50);
   absl::Duration interval = absl::Seconds(1);
+  std::function<absl::Time()> clock = absl::Now;  // tests step their own
 };
 
 class SlowCallLog {
  public:
   explicit SlowCallLog(SlowCallLogOptions options);
+  // Logs the slow calls no line has counted yet, if any.
+  ~SlowCallLog();
+  SlowCallLog(const SlowCallLog&) = delete;
+  SlowCallLog& operator=(const SlowCallLog&) = delete;
 
   // Logs `report` (a warning) when its call was slow and no line was
   // written in the last interval; else counts it for the next line.

@@ -56,16 +56,34 @@ TEST_F(SlowCallLogTest, LogsASlowCallWithItsBatch) {
 }
 
 TEST_F(SlowCallLogTest, OneLineAnIntervalCountingTheOthers) {
-  SlowCallLog slow({.device = "cpu", .interval = absl::Milliseconds(200)});
-  for (int i = 0; i < 5; ++i) slow.Observe(Call(absl::Milliseconds(60 + i)));
-  ASSERT_EQ(Lines().size(), 1u);
-  EXPECT_THAT(Lines()[0], testing::HasSubstr("took 60 ms"));
-  EXPECT_EQ(slow.slow_calls(), 5);
-  absl::SleepFor(absl::Milliseconds(250));
-  slow.Observe(Call(absl::Milliseconds(70)));
-  ASSERT_EQ(Lines().size(), 2u);
-  EXPECT_THAT(Lines()[1], testing::HasSubstr("took 70 ms"));
-  EXPECT_THAT(Lines()[1], testing::HasSubstr("; 4 more calls over 50 ms since the last"));
+  absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  {
+    SlowCallLog slow({.device = "cuda:1", .clock = [&now] { return now; }});
+    for (int i = 0; i < 5; ++i) {
+      slow.Observe(Call(absl::Milliseconds(60 + i)));
+      now += absl::Milliseconds(100);
+    }
+    ASSERT_EQ(Lines().size(), 1u);
+    EXPECT_THAT(Lines()[0], testing::HasSubstr("on cuda:1 took 60 ms"));
+    EXPECT_EQ(slow.slow_calls(), 5);
+    now += absl::Milliseconds(500);  // a second after the line
+    slow.Observe(Call(absl::Milliseconds(70)));
+    ASSERT_EQ(Lines().size(), 2u);
+    EXPECT_THAT(Lines()[1], testing::HasSubstr("took 70 ms"));
+    EXPECT_THAT(Lines()[1], testing::HasSubstr("; 4 more calls over 50 ms since the last"));
+    slow.Observe(Call(absl::Milliseconds(80)));
+    slow.Observe(Call(absl::Milliseconds(1)));  // not slow: not counted
+    EXPECT_EQ(Lines().size(), 2u);
+    EXPECT_EQ(slow.slow_calls(), 7);
+  }
+  // The last slow call no line counted, when the log goes.
+  ASSERT_EQ(Lines().size(), 3u);
+  EXPECT_EQ(Lines()[2], "backend calls on cuda:1: 1 more over 50 ms since the last such line");
+}
+
+TEST_F(SlowCallLogTest, NothingLeftNothingSaidAtTheEnd) {
+  { SlowCallLog slow({.device = "cuda:0"}); }
+  EXPECT_TRUE(Lines().empty());
 }
 
 }  // namespace

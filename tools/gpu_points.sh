@@ -71,9 +71,15 @@ for spec in "${specs[@]}"; do
     > "$OUT/$name.log" 2>&1
   echo "exit $?"
   grep -E "warm-up|latency ms|late|SLO|verify" "$OUT/$name.log"
-  # The daemon's stalls (server/slow_call_log.h) and overload refusals, by
-  # time: a refusal's message says how old its queue and backend calls were.
-  grep -hE "backend call on .* took|ending: RESOURCE_EXHAUSTED: the server is overloaded" \
-    "$OUT/$name"/gmmscored-*.log 2>/dev/null | cut -c1-300 | uniq -c -f2 | head -20
+  # The daemon's stalls (server/slow_call_log.h), then its overload
+  # refusals: how many, the first and the last (each says how old its queue
+  # and backend calls were). The stall's line comes after the refusals it
+  # caused: it is written when the call ends.
+  grep -hE "backend calls? on " "$OUT/$name"/gmmscored-*.log 2>/dev/null | head -20
+  refused=$(grep -hE "ending: RESOURCE_EXHAUSTED: the server is overloaded" "$OUT/$name"/gmmscored-*.log 2>/dev/null)
+  if [ -n "$refused" ]; then
+    echo "overload refusals: $(wc -l <<< "$refused"), the first and the last:"
+    sed -n '1p;$p' <<< "$refused" | cut -c1-400
+  fi
   port=$((port + 1))
 done

@@ -33,10 +33,13 @@ TEST(AnswerBytesTest, TopKKeepsAtMostTopKStatesWithTheirIds) {
 }
 
 TEST(AnswerBytesTest, SeveralModelsAddTheFusedMatrix) {
-  const std::vector<int64_t> states = {5000, 3000, 4000};
-  EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(0, false), states),
-                   (5000 + 3000 + 4000 + 5000) * 4 * 100.0);
+  // Fused models share their states (the server refuses others).
+  const std::vector<int64_t> states = {5000, 5000, 5000};
+  EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(0, false), states), 4 * 5000 * 4 * 100.0);
   EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(0, false, true), states), 5000 * 4 * 100.0);
+  EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(100, true), states), 4 * 100 * 4 * 100.0);
+  // One model sends its own matrix only, fused_only or not.
+  EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(0, false, true), {5000}), 5000 * 4 * 100.0);
   EXPECT_DOUBLE_EQ(AnswerBytesPerStreamSecond(Config(0, false), {}), 0.0);
 }
 
@@ -55,7 +58,9 @@ TEST(DefaultConnectionsTest, MeasuredPoints) {
 // Any load: within 1..kMaxConnections, each connection under both budgets
 // unless capped, and the fewest that are.
 TEST(DefaultConnectionsTest, FewestWithinBothBudgets) {
-  std::mt19937_64 rng(std::random_device{}());
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> streams_of(1, 20000);
   std::uniform_real_distribution<double> bytes_of(0, 4e6);
   auto fits = [](int connections, int streams, double bytes) {
