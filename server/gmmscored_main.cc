@@ -65,6 +65,11 @@ ABSL_FLAG(int64_t, max_batch_frames, 4096,
           "Batching: while the backend is busy, chunks from all streams gather until they hold "
           "this many frames (or --max_queue_delay_us passes); one dispatch scores at most this "
           "many frames in one backend call, one run per model.");
+ABSL_FLAG(bool, warm_up, true,
+          "Before serving a model, run batches of it of every size up to --max_batch_frames (or its "
+          "config's max_batch_frames) through each GPU's streams, answered whole, as top_k 100 and in "
+          "float16, so that no batch under load waits for buffers to grow or kernels to load. Takes "
+          "about a second a model on an H200; a GPU that cannot hold a full batch fails the load.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
           "Batching: the longest a chunk waits for company while the backend is busy, in "
           "microseconds. When the backend is idle a chunk is dispatched at once.");
@@ -277,7 +282,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> StartFromFlags(const v1::ServerConfig& c
   RepositoryOptions repository_options{
       .memory_budget_bytes = absl::GetFlag(FLAGS_model_memory_budget_mb) << 20,
       // Schedulers over one GPU (--devices 0,0) share its budget.
-      .memory_of = devices->ordinals};
+      .memory_of = devices->ordinals,
+      .warm_up_frames = absl::GetFlag(FLAGS_warm_up) ? absl::GetFlag(FLAGS_max_batch_frames) : 0};
   repository_options.align.default_dictionary = absl::GetFlag(FLAGS_align_dictionary);
   repository_options.align.aligner.threads = absl::GetFlag(FLAGS_align_threads);
   // Alignment scores and decodes where the daemon scores: on a GPU backend

@@ -14,6 +14,7 @@
 #include "kernels/io/model_loader.h"
 #include "server/client_text.h"
 #include "server/log.h"
+#include "server/model_warm_up.h"
 
 namespace gmmscore {
 namespace {
@@ -311,6 +312,7 @@ ModelRepository::ModelRepository(Snapshot models, std::string directory,
       memory_of_(*MemoriesOf(options, backends_.size())),
       placement_(options.placement),
       max_batch_frames_(options.max_batch_frames),
+      warm_up_frames_(options.warm_up_frames),
       precision_(options.precision),
       align_(options.align),
       front_ends_(options.front_ends),
@@ -362,6 +364,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(
     if (auto it = options.precision.find(model.name); it != options.precision.end()) {
       model.precision = it->second;
     }
+    if (options.warm_up_frames > 0) GMM_RETURN_IF_ERROR(WarmServedModel(model, backends, options.warm_up_frames));
     snapshot.push_back(std::make_shared<const ServedModel>(std::move(model)));
   }
   return std::unique_ptr<ModelRepository>(
@@ -583,6 +586,8 @@ absl::StatusOr<ModelRepository::LoadResult> ModelRepository::Load(const std::str
 
   served->max_batch_frames = MaxBatchFramesOf(name);
   served->precision = PrecisionOf(name);
+  // Before it is served: its first batches would otherwise grow the lanes under load.
+  if (warm_up_frames_ > 0) GMM_RETURN_IF_ERROR(WarmServedModel(*served, backends_, warm_up_frames_));
 
   LoadResult result;
   absl::MutexLock lock(&mu_);

@@ -152,6 +152,11 @@ struct RepositoryOptions {
   AlignDictionaries align;
   // Per model name: the config file's front_end section (ModelConfig).
   std::map<std::string, FrontEndSource> front_ends;
+  // Each model loaded (at start and by Load) is warmed on its devices for
+  // batches of this many frames, or of its own max_batch_frames
+  // (WarmServedModel, model_warm_up.h); a warm-up's error fails the load.
+  // 0: no warm-up.
+  int64_t warm_up_frames = 0;
 };
 
 class ModelRepository {
@@ -289,6 +294,7 @@ class ModelRepository {
   const std::vector<int> memory_of_;  // per device index; never empty
   const std::map<std::string, std::vector<int>> placement_;
   const std::map<std::string, int64_t> max_batch_frames_;
+  const int64_t warm_up_frames_;  // RepositoryOptions::warm_up_frames
   const std::map<std::string, Precision> precision_;
   const AlignDictionaries align_;
   const std::map<std::string, FrontEndSource> front_ends_;

@@ -349,5 +349,77 @@ TEST_F(ModelRepositoryTest, BadPlacementsAreRefused) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The CPU backend, recording the warm-ups asked of it (states of the
+// model, frames and precision) and failing them with `refuse` when set.
+class WarmRecordingBackend : public ScoringBackend {
+ public:
+  struct Asked {
+    int64_t states;
+    int64_t frames;
+    Precision precision;
+  };
+  std::string name() const override { return "warmable"; }
+  bool warms_up() const override { return true; }
+  absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) override {
+    warm_ups.push_back({model.num_states(), shape.frames, shape.precision});
+    return refuse;
+  }
+  absl::StatusOr<std::shared_ptr<const PreparedModel>> Prepare(std::shared_ptr<const DiagGmmModel> model) override {
+    return cpu_->Prepare(std::move(model));
+  }
+  absl::Status Score(const PreparedModel& model, ConstMatrixView features, const ScoreOptions& options,
+                     ScoreResult* result) override {
+    return cpu_->Score(model, features, options, result);
+  }
+
+  std::vector<Asked> warm_ups;
+  absl::Status refuse;
+
+ private:
+  std::unique_ptr<ScoringBackend> cpu_ = CreateCpuBackend({.num_threads = 1});
+};
+
+// Every model is warmed before it is served, at start and through Load,
+// for its own batch cap or the daemon's, at its precision; a failed
+// warm-up fails the load with the device and the flag named, and a
+// backend that does not warm up (the CPU) is not asked.
+TEST_F(ModelRepositoryTest, ModelsAreWarmedForTheirBatchesBeforeTheyAreServed) {
+  WriteModel("capped.gmm", 1, /*states=*/4);
+  WriteModel("plain.gmm", 2, /*states=*/6);
+  WarmRecordingBackend backend;
+  RepositoryOptions options{.warm_up_frames = 4096};
+  options.precision["capped"] = Precision::kFast;
+  options.max_batch_frames["capped"] = 64;
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), &backend, options);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  ASSERT_EQ(backend.warm_ups.size(), 2u);
+  EXPECT_EQ(backend.warm_ups[0].states, 4);
+  EXPECT_EQ(backend.warm_ups[0].frames, 64);
+  EXPECT_EQ(backend.warm_ups[0].precision, Precision::kFast);
+  EXPECT_EQ(backend.warm_ups[1].states, 6);
+  EXPECT_EQ(backend.warm_ups[1].frames, 4096);
+  EXPECT_EQ(backend.warm_ups[1].precision, Precision::kExact);
+
+  WriteModel("plain.gmm", 3, /*states=*/9);
+  backend.refuse = absl::ResourceExhaustedError("out of memory");
+  absl::Status refused = (*repo)->Load("plain").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("warmable"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("--warm_up=false"), std::string::npos) << refused;
+  auto plain = (*repo)->Find("plain");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->model().num_states(), 6) << "the served version stays";
+  backend.refuse = absl::OkStatus();
+  ASSERT_TRUE((*repo)->Load("plain").ok());
+  ASSERT_EQ(backend.warm_ups.size(), 4u);
+  EXPECT_EQ(backend.warm_ups[3].states, 9);
+
+  auto cpu_only = ModelRepository::LoadDirectory(dir_.string(), backend_.get(), options);
+  EXPECT_TRUE(cpu_only.ok()) << cpu_only.status();
+  backend.refuse = absl::InternalError("lane broke");
+  EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), &backend, options).status().code(),
+            absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace gmmscore

@@ -15,6 +15,7 @@
 #include "kernels/cuda/fusion_launch.h"
 #include "kernels/cuda/lane_pool.h"
 #include "kernels/cuda/lane_scoring.h"
+#include "kernels/cuda/lane_warm_up.h"
 #include "kernels/cuda/pinned_block_pool.h"
 
 namespace gmmscore {
@@ -111,6 +112,26 @@ class CudaBackend : public ScoringBackend {
                          CudaFmllrGather::Create(*cuda.untied, model.max_gaussians_per_state(),
                                                  policy, take_channel_));
     return std::unique_ptr<FmllrGatherTarget>(std::move(target));
+  }
+
+  bool warms_up() const override { return true; }
+  // Each lane in turn (the others go on scoring), WarmLane on it.
+  absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) override {
+    const CudaModel cuda = CudaModelOf(model);
+    if (cuda.kind == CudaModel::Kind::kForeign || cuda.device != device_) {
+      return absl::InvalidArgumentError("model was not prepared by this CUDA backend");
+    }
+    if (shape.frames < 1 || shape.window_frames < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("a warm-up needs frames (", shape.frames,
+                                                     ") and window frames (", shape.window_frames, ") of 1 or more"));
+    }
+    GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
+    for (int i = 0; i < lanes_->size(); ++i) {
+      LaneLease lane = lanes_->AcquireLane(i);
+      GMM_RETURN_IF_ERROR(WarmLane(*lane, model, cuda, shape, wgmma_available_, scores_pool_.get()));
+      lane.MarkIdle();  // WarmLane synchronised it
+    }
+    return absl::OkStatus();
   }
 
   absl::Status Score(const PreparedModel& prepared, ConstMatrixView features,

@@ -1,5 +1,6 @@
 #include "kernels/cuda/lane_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "kernels/core/status_macros.h"
@@ -47,12 +48,23 @@ LaneLease LanePool::Acquire() {
   return LaneLease(this, lane);
 }
 
+LaneLease LanePool::AcquireLane(int index) {
+  Lane* lane = &lanes_.at(index);
+  std::unique_lock<std::mutex> lock(mu_);
+  auto free = [&] { return std::find(free_lanes_.begin(), free_lanes_.end(), lane); };
+  lane_free_.wait(lock, [&] { return free() != free_lanes_.end(); });
+  free_lanes_.erase(free());
+  return LaneLease(this, lane);
+}
+
 void LanePool::Release(Lane* lane) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     free_lanes_.push_back(lane);
   }
-  lane_free_.notify_one();
+  // All: a waiter for one lane (AcquireLane) must not take the only wake-up
+  // while a waiter for any lane sleeps on.
+  lane_free_.notify_all();
 }
 
 }  // namespace gmmscore

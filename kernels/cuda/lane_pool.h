@@ -103,6 +103,10 @@ class LanePool {
 
   // A free lane, waiting while every lane is leased.
   LaneLease Acquire();
+  // Lane `index` (0 <= index < size()), waiting while it is leased: for work
+  // that must reach every lane (CudaBackend::WarmUp) without holding them all.
+  LaneLease AcquireLane(int index);
+  int size() const { return static_cast<int>(lanes_.size()); }
 
  private:
   friend class LaneLease;

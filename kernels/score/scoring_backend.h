@@ -219,6 +219,18 @@ struct PinnedScoresStats {
   int64_t refusals = 0;
 };
 
+// What ScoringBackend::WarmUp readies a backend for: calls of up to
+// `frames` frames of one model (the daemon's --max_batch_frames), in
+// windows of `window_frames` (a stream's chunk), at `precision`, answered
+// whole, as their `top_k` states (none when 0 or not below the model's
+// states) and in half precision.
+struct WarmUpShape {
+  int64_t frames = 0;
+  int64_t window_frames = 10;
+  Precision precision = Precision::kExact;
+  int top_k = 100;
+};
+
 class ScoringBackend {
  public:
   virtual ~ScoringBackend() = default;
@@ -256,6 +268,23 @@ class ScoringBackend {
   // unambiguous and overriders of Prepare do not hide it.)
   virtual absl::StatusOr<std::shared_ptr<const PreparedModel>> PrepareTied(
       std::shared_ptr<const TiedMixtureModel> model);
+
+  // Runs calls of `model` of every size up to shape.frames through each of
+  // its concurrent calls' resources, once for each kind of answer, so that
+  // calls under load neither grow buffers nor load kernels. The CUDA
+  // backend's lanes grow their pinned and device buffers as calls need
+  // (cudaFree and cudaFreeHost wait for the whole device, pinned memory
+  // takes milliseconds to make) and kernels load at their first launch;
+  // every daemon had 9-12 backend calls of 51-410 ms at its start and
+  // ramps (docs/PERFORMANCE.md, stop 55). It takes the lanes one at a time,
+  // so other calls go on meanwhile. Nothing to do by default (OK).
+  virtual absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) {
+    (void)model;
+    (void)shape;
+    return absl::OkStatus();
+  }
+  // Whether WarmUp does anything here (the CUDA backend's does).
+  virtual bool warms_up() const { return false; }
 
   // A target for fMLLR statistics that this backend gathers while scoring
   // windows of `model` (ScoreWindow::gather, fmllr_gather.h), with

@@ -1,0 +1,41 @@
+// Warm-up calls on one lane (lane_pool.h), for CudaBackend::WarmUp
+// (ScoringBackend::WarmUp): calls of one model of every size a daemon's
+// batches take, up to shape.frames, once for each kind of answer, so that
+// the lane's buffers reach their full size and the kernels those sizes pick
+// are loaded before the first client's call needs them.
+//
+//   LaneLease lane = lanes->AcquireLane(i);
+//   GMM_RETURN_IF_ERROR(WarmLane(*lane, model, CudaModelOf(model), shape, wgmma, pool));
+//
+// Not warmed: speaker transforms, fusions and fMLLR gathering (their
+// buffers grow at their first calls), top_k above shape.top_k.
+#ifndef GMMSCORE_KERNELS_CUDA_LANE_WARM_UP_H_
+#define GMMSCORE_KERNELS_CUDA_LANE_WARM_UP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/cuda/cuda_models.h"
+#include "kernels/cuda/lane_pool.h"
+#include "kernels/cuda/pinned_block_pool.h"
+#include "kernels/score/scoring_backend.h"
+
+namespace gmmscore {
+
+// The frames of each warm-up call: 16, 32, 64, ... while below `frames`,
+// then `frames` (one size, `frames`, when it is 16 or less). Each kernel
+// regime of loglik_policy.h (it picks by frames per model) is met once.
+std::vector<int64_t> WarmUpSizes(int64_t frames);
+
+// Scores zero frames of `model` (`cuda`: what it is on this device) on
+// `lane` in calls of WarmUpSizes(shape.frames) frames, each cut into
+// windows of shape.window_frames: for an untied model once answered whole
+// with frame totals, once as top_k and once in half precision; for a tied
+// model whole. Synchronises the lane before it returns OK.
+absl::Status WarmLane(Lane& lane, const PreparedModel& model, const CudaModel& cuda, const WarmUpShape& shape,
+                      bool wgmma_available, PinnedBlockPool* scores_pool);
+
+}  // namespace gmmscore
+
+#endif  // GMMSCORE_KERNELS_CUDA_LANE_WARM_UP_H_
