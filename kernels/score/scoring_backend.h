@@ -274,10 +274,11 @@ class ScoringBackend {
   // calls under load neither grow buffers nor load kernels. The CUDA
   // backend's lanes grow their pinned and device buffers as calls need
   // (cudaFree and cudaFreeHost wait for the whole device, pinned memory
-  // takes milliseconds to make) and kernels load at their first launch;
-  // every daemon had 9-12 backend calls of 51-410 ms at its start and
-  // ramps (docs/PERFORMANCE.md, stop 55). It takes the lanes one at a time,
-  // so other calls go on meanwhile. Nothing to do by default (OK).
+  // takes milliseconds to make) and kernels load at their first launch:
+  // daemons without a warm-up had 9-16 backend calls of 51-410 ms in their
+  // first seconds and ramps, warmed ones none (docs/PERFORMANCE.md, stop
+  // 56). It takes the lanes one at a time, so other calls go on meanwhile.
+  // Nothing to do by default (OK).
   virtual absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) {
     (void)model;
     (void)shape;
