@@ -42,18 +42,26 @@ LanePool::~LanePool() {
 
 LaneLease LanePool::Acquire() {
   std::unique_lock<std::mutex> lock(mu_);
-  lane_free_.wait(lock, [&] { return !free_lanes_.empty(); });
-  Lane* lane = free_lanes_.back();
-  free_lanes_.pop_back();
+  auto unwanted = [&] {
+    return std::find_if(free_lanes_.rbegin(), free_lanes_.rend(), [&](Lane* lane) {
+      return std::find(wanted_.begin(), wanted_.end(), lane) == wanted_.end();
+    });
+  };
+  lane_free_.wait(lock, [&] { return unwanted() != free_lanes_.rend(); });
+  const auto it = unwanted();
+  Lane* lane = *it;
+  free_lanes_.erase(std::next(it).base());
   return LaneLease(this, lane);
 }
 
 LaneLease LanePool::AcquireLane(int index) {
   Lane* lane = &lanes_.at(index);
   std::unique_lock<std::mutex> lock(mu_);
+  wanted_.push_back(lane);
   auto free = [&] { return std::find(free_lanes_.begin(), free_lanes_.end(), lane); };
   lane_free_.wait(lock, [&] { return free() != free_lanes_.end(); });
   free_lanes_.erase(free());
+  wanted_.erase(std::find(wanted_.begin(), wanted_.end(), lane));
   return LaneLease(this, lane);
 }
 

@@ -118,6 +118,9 @@ class LanePool {
   std::mutex mu_;
   std::condition_variable lane_free_;
   std::vector<Lane*> free_lanes_;  // guarded by mu_
+  // Lanes an AcquireLane waits for: Acquire leaves them to it, or a caller
+  // of Acquire could take each back as soon as it is released.
+  std::vector<Lane*> wanted_;  // guarded by mu_
 };
 
 }  // namespace gmmscore

@@ -221,12 +221,13 @@ struct PinnedScoresStats {
 
 // What ScoringBackend::WarmUp readies a backend for: calls of up to
 // `frames` frames of one model (the daemon's --max_batch_frames), in
-// windows of `window_frames` (a stream's chunk), at `precision`, answered
-// whole, as their `top_k` states (none when 0 or not below the model's
-// states) and in half precision.
+// windows of `window_frames` (a stream's chunk; 1, the most windows a call
+// of `frames` can have, sizes the per-window tables for any chunks), at
+// `precision`, answered whole, as their `top_k` states (none when 0 or not
+// below the model's states) and in half precision.
 struct WarmUpShape {
   int64_t frames = 0;
-  int64_t window_frames = 10;
+  int64_t window_frames = 1;
   Precision precision = Precision::kExact;
   int top_k = 100;
 };
