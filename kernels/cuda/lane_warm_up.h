@@ -7,13 +7,12 @@
 //   LaneLease lane = lanes->AcquireLane(i);
 //   GMM_RETURN_IF_ERROR(WarmLane(*lane, model, CudaModelOf(model), shape, wgmma, pool));
 //
+// The kernels' slice partials are sized for every run length up to
+// shape.frames, not only the calls': they are not monotonic in the frames.
 // Not warmed (each grows its buffers at its first call): speaker
 // transforms, fusions, fMLLR gathering, top_k above shape.top_k, calls
-// mixing models (one launch for all, and its job table), calls past
-// shape.frames (a unary request, a first chunk over the cap), and the
-// blocked kernels' slice partials at the few sizes between the warm-up's
-// where they need more than at either (by the launch's arithmetic on an
-// H200's 132 SMs, 41-63 frames of a 5000 x 32 model: 5 MB against 3.2).
+// mixing models (one launch for all, and its job table), and calls past
+// shape.frames (a unary request, a first chunk over the cap).
 #ifndef GMMSCORE_KERNELS_CUDA_LANE_WARM_UP_H_
 #define GMMSCORE_KERNELS_CUDA_LANE_WARM_UP_H_
 
@@ -33,8 +32,9 @@ namespace gmmscore {
 // regime of loglik_policy.h (it picks by frames per model) is met once.
 std::vector<int64_t> WarmUpSizes(int64_t frames);
 
-// Scores zero frames of `model` (`cuda`: what it is on this device) on
-// `lane` in calls of WarmUpSizes(shape.frames) frames, each cut into
+// Sizes the lane's slice partials for runs of `model` of up to shape.frames
+// frames, then scores zero frames of it (`cuda`: what it is on this
+// device) on `lane` in calls of WarmUpSizes(shape.frames) frames, each cut into
 // windows of shape.window_frames: for an untied model once answered whole
 // with frame totals, once as top_k and once in half precision; for a tied
 // model whole. Synchronises the lane before it returns OK.

@@ -35,12 +35,13 @@ TEST(WarmUpSizesTest, DoublesFromSixteenAndEndsAtTheFrames) {
 // The sizes of the buffers a call may grow (lane_pool.h): a growth frees
 // and allocates, and may get the same address back, so sizes are compared.
 struct LaneBuffers {
-  size_t host_in, features, loglikes, host_out;
+  size_t host_in, features, loglikes, host_out, slice_partials;
   bool operator==(const LaneBuffers&) const = default;
 };
 
 LaneBuffers BuffersOf(const Lane& lane) {
-  return {lane.host_in.size(), lane.features.size(), lane.loglikes.size(), lane.host_out.size()};
+  return {lane.host_in.size(), lane.features.size(), lane.loglikes.size(), lane.host_out.size(),
+          lane.gemm.slice_partials.size()};
 }
 
 class LaneWarmUpTest : public ::testing::Test {
@@ -52,7 +53,7 @@ class LaneWarmUpTest : public ::testing::Test {
     backend_ = std::move(*backend);
     std::mt19937 random(std::random_device{}());
     auto model = GenerateSyntheticModel(
-        {.num_states = 301, .min_gaussians = 1, .max_gaussians = 12, .dim = 39, .seed = random()});
+        {.num_states = 301, .min_gaussians = 1, .max_gaussians = 80, .dim = 39, .seed = random()});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::make_shared<const DiagGmmModel>(std::move(*model));
     auto prepared = backend_->Prepare(model_);
@@ -109,7 +110,9 @@ void ExpectMatchesReference(const DiagGmmModel& model, const FloatMatrix& featur
 TEST_F(LaneWarmUpTest, CallsUpToTheWarmedFramesReuseTheLanesBuffersAndScoreRight) {
   const CudaModel cuda = CudaModelOf(*prepared_);
   // With no pool every whole score goes through lane.host_out; with one
-  // (the daemon's) only the frame totals do.
+  // (the daemon's) only the frame totals do. Up to 80 Gaussians a state:
+  // the blocked kernels slice at some lengths, and their partials must
+  // already fit.
   const std::shared_ptr<PinnedBlockPool> pool =
       PinnedBlockPool::Create(size_t{1} << 20, 64, PinnedBlockPool::CudaPinned(), 64);
   for (PinnedBlockPool* scores_pool : {static_cast<PinnedBlockPool*>(nullptr), pool.get()})
@@ -125,7 +128,7 @@ TEST_F(LaneWarmUpTest, CallsUpToTheWarmedFramesReuseTheLanesBuffersAndScoreRight
     const LaneBuffers after_warm_up = BuffersOf(*lane);
     std::mt19937 random(std::random_device{}());
     for (int call = 0; call < 12; ++call) {
-      // Uneven windows (an empty and a 1-frame one among them) of one kind
+      // Uneven windows (an empty one and 1-frame ones among them) of one kind
       // each, mixed, up to the warmed frames; the last call exactly those.
       std::vector<FloatMatrix> features;
       int64_t frames = 0;

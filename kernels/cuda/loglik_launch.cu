@@ -72,6 +72,29 @@ bool FitsBlocked(const DeviceModel& model) {
   return block_float4s <= int64_t{0xffffffff};
 }
 
+// The slices LaunchBlocked cuts one launch of `frames` frames into on a
+// device of `sms` SMs, where that fills the last wave (ChooseBlockedSlices).
+template <typename Policy>
+int BlockedSlices(const DeviceModel& model, int64_t frames, int sms) {
+  const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
+  const int groups = static_cast<int>((model.max_block_gaussians + Policy::kGaussiansPerThread - 1) /
+                                      Policy::kGaussiansPerThread);
+  return ChooseBlockedSlices(tiles * model.num_fused_blocks, int64_t{sms} * Policy::kMinBlocksPerSm, groups,
+                             frames * model.num_states);
+}
+
+// The slices of LaunchSplit: enough to give every SM kBlocksPerSm blocks, no
+// more than the Gaussians allow (each thread group keeps at least one per
+// slice).
+int SplitSlices(const DeviceModel& model, int64_t frames, int sms) {
+  using Policy = SplitPolicy;
+  const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
+  const int64_t blocks = tiles * model.num_fused_blocks;
+  const int64_t wanted = (static_cast<int64_t>(sms) * Policy::kBlocksPerSm + blocks - 1) / blocks;
+  const int64_t most = std::max<int64_t>(1, model.max_block_gaussians / Policy::kSplits);
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most, Policy::kMaxSlices)));
+}
+
 // The register-blocked kernel: the fused kernel's grid and shared memory,
 // its model offsets within a block 32-bit, and its states' Gaussians in
 // ChooseBlockedSlices slices (merged after) where that fills the last wave.
@@ -90,11 +113,8 @@ absl::Status LaunchBlocked(const DeviceModel& model, const float* features, int6
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
-    const int groups = static_cast<int>((model.max_block_gaussians + Policy::kGaussiansPerThread - 1) /
-                                        Policy::kGaussiansPerThread);
     const int64_t count = frames * model.num_states;
-    const int slices = ChooseBlockedSlices(tiles * model.num_fused_blocks,
-                                           int64_t{device.sms} * Policy::kMinBlocksPerSm, groups, count);
+    const int slices = BlockedSlices<Policy>(model, frames, device.sms);
     float* out = loglikes + first * model.num_states;
     float* partials = nullptr;
     if (slices > 1) {
@@ -124,12 +144,7 @@ absl::Status LaunchSplit(const DeviceModel& model, const float* features, int64_
   for (int64_t first = 0; first < num_frames; first += Policy::kMaxFramesPerLaunch) {
     const int64_t frames = std::min(num_frames - first, Policy::kMaxFramesPerLaunch);
     const int64_t tiles = (frames + Policy::kFramesPerBlock - 1) / Policy::kFramesPerBlock;
-    // Enough slices to give every SM kBlocksPerSm blocks, no more than the
-    // Gaussians allow (each thread group keeps at least one per slice).
-    const int64_t blocks = tiles * model.num_fused_blocks;
-    const int64_t wanted = (static_cast<int64_t>(sms) * Policy::kBlocksPerSm + blocks - 1) / blocks;
-    const int64_t most = std::max<int64_t>(1, model.max_block_gaussians / Policy::kSplits);
-    const int slices = static_cast<int>(std::clamp<int64_t>(wanted, 1, std::min<int64_t>(most, Policy::kMaxSlices)));
+    const int slices = SplitSlices(model, frames, sms);
     float* out = loglikes + first * model.num_states;
     float* partials = nullptr;
     const int64_t count = frames * model.num_states;
@@ -227,19 +242,46 @@ absl::Status LaunchGemm(const DeviceModel& model, const float* features, int64_t
   return absl::OkStatus();
 }
 
+// kAuto as LaunchLoglik resolves it: ChooseAlgorithm, or fused16 where the
+// blocked kernel it chose does not fit the model.
+Algorithm Resolve(const DeviceModel& model, Algorithm algorithm, int64_t num_frames) {
+  if (algorithm != Algorithm::kAuto) return algorithm;
+  algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
+  if ((algorithm == Algorithm::kFused8x4 && !FitsBlocked<Fused8x4Policy>(model)) ||
+      (algorithm == Algorithm::kFused8x2 && !FitsBlocked<Fused8x2Policy>(model))) {
+    return Algorithm::kFused16;
+  }
+  return algorithm;
+}
+
 }  // namespace
+
+absl::StatusOr<int64_t> SlicePartialFloats(const DeviceModel& model, Algorithm algorithm, int64_t num_frames) {
+  const int64_t frames = std::min(num_frames, kFramesPerLaunchLimit);
+  if (frames <= 0) return 0;
+  GMM_ASSIGN_OR_RETURN(const DeviceInfo device, CurrentDeviceInfo());
+  int slices = 1;
+  switch (Resolve(model, algorithm, frames)) {
+    case Algorithm::kFused8x2:
+      slices = BlockedSlices<Fused8x2Policy>(model, frames, device.sms);
+      break;
+    case Algorithm::kFused8x4:
+      slices = BlockedSlices<Fused8x4Policy>(model, frames, device.sms);
+      break;
+    case Algorithm::kSplit8:
+      slices = SplitSlices(model, frames, device.sms);
+      break;
+    default:
+      break;
+  }
+  return slices > 1 ? 2 * slices * frames * model.num_states : 0;
+}
 
 absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const float* features,
                           int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream) {
   if (num_frames == 0) return absl::OkStatus();
-  if (algorithm == Algorithm::kAuto) {
-    algorithm = ChooseAlgorithm(num_frames, model.num_gaussians);
-    if ((algorithm == Algorithm::kFused8x4 && !FitsBlocked<Fused8x4Policy>(model)) ||
-        (algorithm == Algorithm::kFused8x2 && !FitsBlocked<Fused8x2Policy>(model))) {
-      algorithm = Algorithm::kFused16;
-    }
-  }
+  algorithm = Resolve(model, algorithm, num_frames);
   switch (algorithm) {
     case Algorithm::kFused8:
       return LaunchFused<Fused8Policy>(model, features, num_frames, loglikes, stream);

@@ -38,6 +38,12 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
                           int64_t num_frames, float* loglikes, LoglikWorkspace& workspace,
                           cudaStream_t stream);
 
+// The floats of workspace.slice_partials that LaunchLoglik of `algorithm`
+// over `num_frames` frames of `model` uses on the current device (0 where
+// it takes none): a caller sizes the workspace before any launch needs it
+// (lane_warm_up.h). Not monotonic in the frames: a few sizes slice more.
+absl::StatusOr<int64_t> SlicePartialFloats(const DeviceModel& model, Algorithm algorithm, int64_t num_frames);
+
 // One model's window in a multi-model launch (device pointers).
 struct LoglikJob {
   const DeviceModel* model = nullptr;
