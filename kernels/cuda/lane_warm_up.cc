@@ -44,9 +44,10 @@ absl::Status WarmCall(Lane& lane, const PreparedModel& model, const CudaModel& c
 
 // Sizes lane.gemm.slice_partials for a run of `model` of every length up to
 // shape.frames, with the algorithm the batch plan picks for each: the
-// doubling sizes miss the few lengths that slice more (a 760-frame call of
-// the 5000 x 256 x 36 model took 68 ms on an H200 in stop 56 while its lane
-// grew them under load).
+// doubling sizes miss the few lengths that slice more (by the launch's
+// arithmetic on an H200, 369-838 frames of the 5000 x 256 x 36 model need up
+// to 67 MB, the doubling sizes 51; stop 56 saw a 760-frame call of it take
+// 68 ms at a ramp).
 absl::Status ReserveSlicePartials(Lane& lane, const PreparedModel& model, const CudaModel& cuda,
                                   const WarmUpShape& shape, bool wgmma_available) {
   int64_t most = 0;
