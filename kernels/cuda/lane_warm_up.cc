@@ -81,8 +81,6 @@ absl::Status WarmLane(Lane& lane, const PreparedModel& model, const CudaModel& c
   if (cuda.kind == CudaModel::Kind::kUntied) {
     if (shape.top_k > 0 && shape.top_k < model.num_states()) kinds.push_back(AnswerKind::kTopK);
     kinds.push_back(AnswerKind::kHalves);
-  }
-  if (cuda.kind == CudaModel::Kind::kUntied) {
     GMM_RETURN_IF_ERROR(ReserveSlicePartials(lane, model, cuda, shape, wgmma_available));
   }
   for (AnswerKind kind : kinds) {
