@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "kernels/core/status_macros.h"
 #include "server/log.h"
 
 namespace gmmscore {
@@ -15,10 +16,10 @@ absl::Status WarmServedModel(const ServedModel& model, const std::vector<Scoring
     if (model.replicas[d] == nullptr || !backends[d]->warms_up()) continue;
     const absl::Time start = absl::Now();
     if (absl::Status warmed = backends[d]->WarmUp(*model.replicas[d], shape); !warmed.ok()) {
-      return absl::Status(warmed.code(),
-                          absl::StrCat(backends[d]->name(), ": warming up for batches of ", shape.frames,
-                                       " frames of model '", model.name, "' (--max_batch_frames; --warm_up=false "
-                                       "skips it): ", warmed.message()));
+      return PrefixStatus(absl::StrCat(backends[d]->name(), ": warming up for batches of ", shape.frames,
+                                       " frames of model '", model.name,
+                                       "' (--max_batch_frames; --warm_up=false skips it)"),
+                          warmed);
     }
     LogInfo("model '%s' warmed on %s for batches of up to %d frames in %s", model.name, backends[d]->name(),
             shape.frames, absl::FormatDuration(absl::Now() - start));
