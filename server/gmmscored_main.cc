@@ -67,8 +67,8 @@ ABSL_FLAG(int64_t, max_batch_frames, 4096,
           "many frames in one backend call, one run per model.");
 ABSL_FLAG(bool, warm_up, true,
           "Before serving a model, run batches of it of every size up to --max_batch_frames (or its "
-          "config's max_batch_frames) through each GPU's streams, answered whole, as top_k 100 and in "
-          "float16, so that no batch under load waits for buffers to grow or kernels to load. Takes "
+          "config's max_batch_frames) through each GPU's streams, answered whole, as top_k 100, in "
+          "float16, fused and as adapting streams' windows, so that no batch under load waits for buffers to grow or kernels to load. Takes "
           "about a second a model on an H200; a GPU that cannot hold a full batch fails the load.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 1000,
           "Batching: the longest a chunk waits for company while the backend is busy, in "

@@ -1,8 +1,11 @@
 #include "server/model_repository.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -419,6 +422,53 @@ TEST_F(ModelRepositoryTest, ModelsAreWarmedForTheirBatchesBeforeTheyAreServed) {
   backend.refuse = absl::InternalError("lane broke");
   EXPECT_EQ(ModelRepository::LoadDirectory(dir_.string(), &backend, options).status().code(),
             absl::StatusCode::kInternal);
+}
+
+// Meets the other devices' warm-ups: each waits (up to 5 s) until every
+// device's has begun, which only warm-ups running at once can all see.
+class RendezvousBackend : public WarmRecordingBackend {
+ public:
+  struct Rendezvous {
+    std::mutex mu;
+    std::condition_variable arrived;
+    int count = 0;
+    int expected = 0;
+  };
+  explicit RendezvousBackend(Rendezvous* rendezvous) : rendezvous_(rendezvous) {}
+  absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) override {
+    std::unique_lock lock(rendezvous_->mu);
+    ++rendezvous_->count;
+    rendezvous_->arrived.notify_all();
+    met_all = rendezvous_->arrived.wait_for(lock, std::chrono::seconds(5),
+                                            [&] { return rendezvous_->count >= rendezvous_->expected; });
+    lock.unlock();
+    return WarmRecordingBackend::WarmUp(model, shape);
+  }
+  bool met_all = false;
+
+ private:
+  Rendezvous* rendezvous_;
+};
+
+TEST_F(ModelRepositoryTest, EachDeviceIsWarmedAtOnce) {
+  WriteModel("one.gmm", 2, /*states=*/4);
+  RendezvousBackend::Rendezvous rendezvous{.expected = 3};
+  RendezvousBackend a(&rendezvous), b(&rendezvous), c(&rendezvous);
+  RepositoryOptions options{.warm_up_frames = 512};
+  auto repo = ModelRepository::LoadDirectory(dir_.string(), std::vector<ScoringBackend*>{&a, &b, &c}, options);
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  for (RendezvousBackend* device : {&a, &b, &c}) {
+    EXPECT_TRUE(device->met_all) << "a device's warm-up waited for another's";
+    ASSERT_EQ(device->warm_ups.size(), 1u);
+    EXPECT_EQ(device->warm_ups[0].frames, 512);
+  }
+  // One device failing fails the load, named.
+  WriteModel("two.gmm", 3, /*states=*/5);
+  rendezvous.count = 0;
+  b.refuse = absl::UnavailableError("device lost");
+  absl::Status refused = (*repo)->Load("two").status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  EXPECT_NE(refused.message().find("device lost"), std::string::npos) << refused;
 }
 
 }  // namespace

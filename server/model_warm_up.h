@@ -19,9 +19,10 @@ namespace gmmscore {
 // Warms backends[d] with model.replicas[d] for every replica whose backend
 // warms_up(), to calls of
 // model.max_batch_frames frames (its own cap), or `frames` where it has
-// none, at its precision; logs one line each with the time it took. The
-// first error, prefixed with the device and what failed (a lane that cannot
-// hold a full batch fails at load, not under load).
+// none, at its precision, every device at once (a thread each); logs one
+// line each with the time it took. The first device's error, prefixed with
+// the device and what failed (a lane that cannot hold a full batch fails at
+// load, not under load).
 absl::Status WarmServedModel(const ServedModel& model, const std::vector<ScoringBackend*>& backends,
                              int64_t frames);
 

@@ -115,7 +115,10 @@ class CudaBackend : public ScoringBackend {
   }
 
   bool warms_up() const override { return true; }
-  // Each lane in turn (the others go on scoring), WarmLane on it.
+  // Each lane in turn (the others go on scoring), WarmLane on it, its
+  // adapting calls gathering into one target made for the warm-up (where
+  // the model's shape is one the device gathers for). The target's sums go
+  // back to the take channel's free buffers, ready for the first stream.
   absl::Status WarmUp(const PreparedModel& model, const WarmUpShape& shape) override {
     const CudaModel cuda = CudaModelOf(model);
     if (cuda.kind == CudaModel::Kind::kForeign || cuda.device != device_) {
@@ -126,9 +129,20 @@ class CudaBackend : public ScoringBackend {
                                                      ") and window frames (", shape.window_frames, ") of 1 or more"));
     }
     GMM_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "select CUDA device");
+    std::unique_ptr<FmllrGatherTarget> gather;
+    if (cuda.kind == CudaModel::Kind::kUntied) {
+      absl::StatusOr<std::unique_ptr<FmllrGatherTarget>> target = CreateFmllrGather(model, PosteriorPolicy{});
+      if (target.ok()) {
+        gather = *std::move(target);
+      } else if (target.status().code() != absl::StatusCode::kUnimplemented) {
+        return target.status();
+      }
+    }
+    const LaneWarmUpTools tools{
+        .wgmma_available = wgmma_available_, .scores_pool = scores_pool_.get(), .gather = gather.get()};
     for (int i = 0; i < lanes_->size(); ++i) {
       LaneLease lane = lanes_->AcquireLane(i);
-      GMM_RETURN_IF_ERROR(WarmLane(*lane, model, cuda, shape, wgmma_available_, scores_pool_.get()));
+      GMM_RETURN_IF_ERROR(WarmLane(*lane, model, cuda, shape, tools));
       lane.MarkIdle();  // WarmLane synchronised it
     }
     return absl::OkStatus();

@@ -39,6 +39,15 @@ absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                const ScoreOptions& options, absl::Span<const FusionJob> fusions,
                                bool wgmma_available, PinnedBlockPool* scores_pool);
 
+// The doubles of lane.gather_terms one gathering window of `rows` frames of
+// dimension `dim` takes (fmllr_gather_launch.h: 1 + 2D a frame).
+inline int64_t GatherTermValues(int64_t rows, int dim) { return rows * (1 + 2 * static_cast<int64_t>(dim)); }
+
+// Sizes the lane's fMLLR gathering buffers for `windows` gathering windows
+// whose terms take `term_values` doubles in all (ScoreUntiedOnLane's own
+// sizing; lane_warm_up.h reserves them ahead).
+absl::Status ReserveGathers(Lane& lane, int64_t windows, int64_t term_values);
+
 // Tied-mixture windows: one copy in, one TiedMixtureDevice::Launch per run
 // of consecutive windows of one model, their frame totals, one copy out, one
 // synchronisation. A window's speaker transform is applied on the host while

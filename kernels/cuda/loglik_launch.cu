@@ -309,6 +309,8 @@ absl::Status LaunchLoglik(const DeviceModel& model, Algorithm algorithm, const f
   return absl::InvalidArgumentError(absl::StrCat("unsupported algorithm ", AlgorithmName(algorithm)));
 }
 
+size_t MultiModelJobTableBytes(int64_t jobs) { return static_cast<size_t>(jobs) * sizeof(SplitJob); }
+
 absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
                                     cudaStream_t stream) {
   using Policy = SplitPolicy;
@@ -327,7 +329,7 @@ absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWork
   }
   if (table.empty()) return absl::OkStatus();
   if (blocks > 0x7fffffff) return absl::InvalidArgumentError("multi-model batch is too large for one launch");
-  const size_t table_bytes = table.size() * sizeof(SplitJob);
+  const size_t table_bytes = MultiModelJobTableBytes(static_cast<int64_t>(table.size()));
   GMM_RETURN_IF_ERROR(EnsureCapacity(workspace.job_table, table_bytes));
   GMM_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(workspace.job_table.data(), table.data(), table_bytes, cudaMemcpyHostToDevice, stream),

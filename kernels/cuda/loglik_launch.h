@@ -60,6 +60,11 @@ struct LoglikJob {
 absl::Status LaunchMultiModelLoglik(absl::Span<const LoglikJob> jobs, LoglikWorkspace& workspace,
                                     cudaStream_t stream);
 
+// The bytes of workspace.job_table that LaunchMultiModelLoglik of `jobs`
+// jobs with frames uses: a caller sizes it before a launch needs it
+// (lane_warm_up.h).
+size_t MultiModelJobTableBytes(int64_t jobs);
+
 // totals[t] = log sum_s exp(loglikes[t][s]).
 absl::Status LaunchFrameTotals(const float* loglikes, int64_t num_frames, int num_states,
                                float* totals, cudaStream_t stream);

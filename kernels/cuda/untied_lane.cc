@@ -177,16 +177,14 @@ absl::Status QueueGathers(Lane& lane, absl::Span<const ScoreWindow> jobs, const 
   for (size_t j = 0; j < jobs.size(); ++j) {
     if (jobs[j].gather == nullptr || jobs[j].features.rows == 0) continue;
     gathering.push_back(static_cast<int>(j));
-    term_values += jobs[j].features.rows * (1 + 2 * jobs[j].features.cols);
+    term_values += GatherTermValues(jobs[j].features.rows, static_cast<int>(jobs[j].features.cols));
   }
   if (gathering.empty()) return absl::OkStatus();
   std::stable_sort(gathering.begin(), gathering.end(), [&](int a, int b) {
     return jobs[a].features.cols < jobs[b].features.cols;
   });
   const size_t count = gathering.size();
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_gathers, count));
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gathers, count));
-  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gather_terms, term_values));
+  GMM_RETURN_IF_ERROR(ReserveGathers(lane, static_cast<int64_t>(count), term_values));
   int64_t terms = 0;
   for (size_t i = 0; i < count; ++i) {
     const ScoreWindow& job = jobs[gathering[i]];
@@ -197,7 +195,7 @@ absl::Status QueueGathers(Lane& lane, absl::Span<const ScoreWindow> jobs, const 
     window.terms = lane.gather_terms.data() + terms;
     window.rows = static_cast<int>(job.features.rows);
     lane.host_gathers.data()[i] = window;
-    terms += job.features.rows * (1 + 2 * job.features.cols);
+    terms += GatherTermValues(job.features.rows, static_cast<int>(job.features.cols));
   }
   cudaStream_t stream = lane.stream.get();
   guard->Arm();
@@ -251,6 +249,12 @@ void FillResults(const Lane& lane, absl::Span<const ScoreWindow> jobs,
 }
 
 }  // namespace
+
+absl::Status ReserveGathers(Lane& lane, int64_t windows, int64_t term_values) {
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.host_gathers, static_cast<size_t>(windows)));
+  GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gathers, static_cast<size_t>(windows)));
+  return EnsureCapacity(lane.gather_terms, static_cast<size_t>(term_values));
+}
 
 absl::Status ScoreUntiedOnLane(Lane& lane, absl::Span<const ScoreWindow> jobs,
                                absl::Span<const DeviceModel* const> resident,

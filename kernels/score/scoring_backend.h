@@ -224,7 +224,8 @@ struct PinnedScoresStats {
 // windows of `window_frames` (a stream's chunk; 1, the most windows a call
 // of `frames` can have, sizes the per-window tables for any chunks), at
 // `precision`, answered whole, as their `top_k` states (none when 0 or not
-// below the model's states) and in half precision.
+// below the model's states), in half precision, fused with each other, and
+// as adapting streams' windows (a speaker transform each, fMLLR gathering).
 struct WarmUpShape {
   int64_t frames = 0;
   int64_t window_frames = 1;
