@@ -54,7 +54,8 @@ LaneBuffers BuffersOf(const Lane& lane) {
            lane.gather_terms.size()}};
 }
 
-class LaneWarmUpTest : public ::testing::Test {
+// A CUDA backend with two models prepared on it (a third added by a test).
+class LaneWarmUpBase : public ::testing::Test {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
@@ -128,8 +129,7 @@ void ExpectMatchesReference(const std::vector<double>& want, int64_t rows, int64
   }
 }
 
-// One random call of up to `total` frames: its windows, what they need, and
-// the float64 reference of each.
+// One random call's windows and what they need beside their frames.
 struct RandomCall {
   std::vector<FloatMatrix> features;
   std::vector<Kind> kinds;
@@ -142,8 +142,103 @@ struct RandomCall {
   std::vector<std::vector<int>> fused_windows;
 };
 
+// With random calls of every kind and their float64 references.
+class LaneWarmUpTest : public LaneWarmUpBase {
+ protected:
+  // Windows of `total` frames in all: uneven (the third one empty, 1-frame
+  // ones, runs short enough for one launch of both models), of every kind,
+  // fusions of two or three windows of one model and equal frames, adapting
+  // windows that share a transform now and then, as one stream's chunks do.
+  void DrawCall(int64_t total, RandomCall* c) {
+    const int dim = static_cast<int>(models_[0]->dim());
+    int64_t frames = 0;
+    while (frames < total) {
+      const Kind kind = static_cast<Kind>(random_() % 5);
+      const int members = kind == Kind::kFused ? 2 + static_cast<int>(random_() % 2) : 1;
+      if (total - frames < members) continue;
+      const int64_t wanted = random_() % 3 == 0 ? 1 : 1 + random_() % 40;
+      const bool empty = c->features.size() == 2 && kind != Kind::kFused;
+      const int64_t rows = empty ? 0 : std::max<int64_t>(1, std::min<int64_t>((total - frames) / members, wanted));
+      const int model = static_cast<int>(random_() % 2);
+      if (kind == Kind::kFused) {
+        const FusionOptions options{.method = random_() % 2 ? FusionMethod::kPosterior : FusionMethod::kMax};
+        auto fusion = ModelFusion::Create(members, options);
+        ASSERT_TRUE(fusion.ok()) << fusion.status();
+        c->fusions.push_back(*std::move(fusion));
+        c->fusion_options.push_back(options);
+        c->fused_windows.emplace_back();
+      }
+      if (kind == Kind::kAdapting && (c->transforms.empty() || random_() % 3 != 0)) {
+        c->transform_values.push_back(GenerateSyntheticTransform(dim, true, random_()));
+        auto transform = FeatureTransform::Create(dim, dim + 1, c->transform_values.back());
+        ASSERT_TRUE(transform.ok()) << transform.status();
+        c->transforms.push_back(*std::move(transform));
+      }
+      for (int m = 0; m < members; ++m) {
+        if (kind == Kind::kFused) c->fused_windows.back().push_back(static_cast<int>(c->features.size()));
+        c->features.push_back(GenerateSyntheticFeatures(*models_[model], rows, random_()));
+        c->kinds.push_back(kind);
+        c->model_of.push_back(model);
+        c->transform_of.push_back(kind == Kind::kAdapting ? static_cast<int>(c->transforms.size()) - 1 : -1);
+        frames += rows;
+      }
+    }
+  }
+
+  // The call's windows into `results`; the first model's adapting windows
+  // gather into `gather`.
+  std::vector<ScoreWindow> WindowsOf(const RandomCall& c, Precision precision, FmllrGatherTarget* gather,
+                                     std::vector<ScoreResult>& results) const {
+    std::vector<ScoreWindow> windows;
+    for (size_t w = 0; w < c.features.size(); ++w) {
+      ScoreWindow window{.model = prepared_[c.model_of[w]].get(), .features = c.features[w].view(),
+                         .result = &results[w], .precision = precision};
+      if (c.kinds[w] == Kind::kTopK) window.select.top_k = 7;
+      window.half_from_best = c.kinds[w] == Kind::kHalves;
+      if (c.transform_of[w] >= 0) {
+        window.transform = &c.transforms[c.transform_of[w]];
+        if (c.model_of[w] == 0) window.gather = gather;
+      }
+      windows.push_back(window);
+    }
+    return windows;
+  }
+
+  // Every window and fusion against its float64 reference (a window's frames
+  // transformed in float64 first where it adapts).
+  void ExpectCallMatchesReference(const RandomCall& c, const std::vector<ScoreResult>& results,
+                                  const std::vector<FusedScores>& fused, Precision precision) const {
+    const int dim = static_cast<int>(models_[0]->dim());
+    std::vector<std::vector<double>> want(c.features.size());
+    for (size_t w = 0; w < c.features.size(); ++w) {
+      const DiagGmmModel& model = *models_[c.model_of[w]];
+      if (c.transform_of[w] < 0) {
+        want[w] = ReferenceLogLikelihoods(model, c.features[w].view());
+      } else {
+        const std::vector<double> y =
+            ReferenceTransform(dim, dim + 1, c.transform_values[c.transform_of[w]], c.features[w].view());
+        FloatMatrix transformed(c.features[w].rows(), dim);
+        std::copy(y.begin(), y.end(), transformed.data());
+        want[w] = ReferenceLogLikelihoods(model, transformed.view());
+      }
+      if (c.features[w].rows() == 0) continue;
+      SCOPED_TRACE(::testing::Message() << "window " << w);
+      ExpectMatchesReference(want[w], c.features[w].rows(), model.num_states(), results[w], c.kinds[w], precision);
+    }
+    for (size_t f = 0; f < c.fusions.size(); ++f) {
+      const std::vector<int>& members = c.fused_windows[f];
+      std::vector<std::vector<double>> member_scores;
+      for (int w : members) member_scores.push_back(want[w]);
+      const int64_t rows = c.features[members[0]].rows();
+      const FusionReference reference =
+          ReferenceFuse(member_scores, rows, models_[c.model_of[members[0]]]->num_states(), c.fusion_options[f]);
+      ASSERT_EQ(fused[f].loglikes.rows(), rows) << "fusion " << f;
+      EXPECT_LE(MaxNormalizedError(fused[f].loglikes, reference.fused), 4 * BoundFor(precision)) << "fusion " << f;
+    }
+  }
+};
+
 TEST_F(LaneWarmUpTest, CallsUpToTheWarmedFramesReuseTheLanesBuffersAndScoreRight) {
-  const int dim = static_cast<int>(models_[0]->dim());
   auto target = backend_->CreateFmllrGather(*prepared_[0], PosteriorPolicy{});
   ASSERT_TRUE(target.ok()) << target.status();
   // With no pool every whole score goes through lane.host_out; with one
@@ -168,61 +263,15 @@ TEST_F(LaneWarmUpTest, CallsUpToTheWarmedFramesReuseTheLanesBuffersAndScoreRight
     }
     const LaneBuffers after_warm_up = BuffersOf(*lane);
     for (int call = 0; call < 12; ++call) {
-      // Uneven windows (an empty one, 1-frame ones, runs short enough for one
-      // launch of both models) of every kind, up to the warmed frames; the
-      // last call exactly those.
+      SCOPED_TRACE(::testing::Message() << "call " << call);
       RandomCall c;
-      int64_t frames = 0;
-      const int64_t total = call == 11 ? shape.frames : 1 + random_() % shape.frames;
-      while (frames < total) {
-        const Kind kind = static_cast<Kind>(random_() % 5);
-        const int64_t wanted = random_() % 3 == 0 ? 1 : 1 + random_() % 40;
-        const bool empty = c.features.size() == 2 && kind != Kind::kFused;
-        const int members = kind == Kind::kFused ? 2 + static_cast<int>(random_() % 2) : 1;
-        const int64_t rows = empty ? 0 : std::max<int64_t>(1, std::min<int64_t>((total - frames) / members, wanted));
-        if (kind == Kind::kFused && (total - frames) < members) continue;
-        const int model = static_cast<int>(random_() % 2);
-        if (kind == Kind::kFused) {
-          const FusionOptions options{.method = random_() % 2 ? FusionMethod::kPosterior : FusionMethod::kMax};
-          auto fusion = ModelFusion::Create(members, options);
-          ASSERT_TRUE(fusion.ok()) << fusion.status();
-          c.fusions.push_back(*std::move(fusion));
-          c.fusion_options.push_back(options);
-          c.fused_windows.emplace_back();
-        }
-        // Adapting windows share a transform now and then, as one stream's chunks do.
-        const bool new_transform = kind == Kind::kAdapting && (c.transforms.empty() || random_() % 3 != 0);
-        if (new_transform) {
-          c.transform_values.push_back(GenerateSyntheticTransform(dim, true, random_()));
-          auto transform = FeatureTransform::Create(dim, dim + 1, c.transform_values.back());
-          ASSERT_TRUE(transform.ok()) << transform.status();
-          c.transforms.push_back(*std::move(transform));
-        }
-        for (int m = 0; m < members; ++m) {
-          if (kind == Kind::kFused) c.fused_windows.back().push_back(static_cast<int>(c.features.size()));
-          c.features.push_back(GenerateSyntheticFeatures(*models_[model], rows, random_()));
-          c.kinds.push_back(kind);
-          c.model_of.push_back(model);
-          c.transform_of.push_back(kind == Kind::kAdapting ? static_cast<int>(c.transforms.size()) - 1 : -1);
-          frames += rows;
-        }
-      }
+      // Up to the warmed frames; the last call exactly those.
+      DrawCall(call == 11 ? shape.frames : 1 + random_() % shape.frames, &c);
+      ASSERT_FALSE(HasFatalFailure());
       std::vector<ScoreResult> results(c.features.size());
-      std::vector<ScoreWindow> windows;
+      const std::vector<ScoreWindow> windows = WindowsOf(c, precision, target->get(), results);
       std::vector<const DeviceModel*> resident;
-      for (size_t w = 0; w < c.features.size(); ++w) {
-        const PreparedModel* prepared = prepared_[c.model_of[w]].get();
-        ScoreWindow window{.model = prepared, .features = c.features[w].view(), .result = &results[w],
-                           .precision = precision};
-        if (c.kinds[w] == Kind::kTopK) window.select.top_k = 7;
-        window.half_from_best = c.kinds[w] == Kind::kHalves;
-        if (c.transform_of[w] >= 0) {
-          window.transform = &c.transforms[c.transform_of[w]];
-          if (c.model_of[w] == 0) window.gather = target->get();
-        }
-        windows.push_back(window);
-        resident.push_back(CudaModelOf(*prepared).untied);
-      }
+      for (const ScoreWindow& window : windows) resident.push_back(CudaModelOf(*window.model).untied);
       std::vector<FusedScores> fused(c.fusions.size());
       std::vector<FusionJob> fusion_jobs;
       for (size_t f = 0; f < c.fusions.size(); ++f) {
@@ -232,34 +281,8 @@ TEST_F(LaneWarmUpTest, CallsUpToTheWarmedFramesReuseTheLanesBuffersAndScoreRight
       absl::Status scored = ScoreUntiedOnLane(*lane, windows, resident, {.frame_totals = true}, fusion_jobs,
                                               wgmma_, scores_pool);
       ASSERT_TRUE(scored.ok()) << scored;
-      EXPECT_TRUE(BuffersOf(*lane) == after_warm_up) << "call " << call << " of " << frames << " frames grew a buffer";
-      std::vector<std::vector<double>> want(c.features.size());
-      for (size_t w = 0; w < c.features.size(); ++w) {
-        const DiagGmmModel& model = *models_[c.model_of[w]];
-        if (c.transform_of[w] < 0) {
-          want[w] = ReferenceLogLikelihoods(model, c.features[w].view());
-        } else {
-          const std::vector<double> y =
-              ReferenceTransform(dim, dim + 1, c.transform_values[c.transform_of[w]], c.features[w].view());
-          FloatMatrix transformed(c.features[w].rows(), dim);
-          std::copy(y.begin(), y.end(), transformed.data());
-          want[w] = ReferenceLogLikelihoods(model, transformed.view());
-        }
-        if (c.features[w].rows() == 0) continue;
-        SCOPED_TRACE(::testing::Message() << "call " << call << ", window " << w);
-        ExpectMatchesReference(want[w], c.features[w].rows(), model.num_states(), results[w], c.kinds[w],
-                               precision);
-      }
-      for (size_t f = 0; f < c.fusions.size(); ++f) {
-        const std::vector<int>& members = c.fused_windows[f];
-        std::vector<std::vector<double>> member_scores;
-        for (int w : members) member_scores.push_back(want[w]);
-        const int64_t rows = c.features[members[0]].rows();
-        const FusionReference reference =
-            ReferenceFuse(member_scores, rows, models_[c.model_of[members[0]]]->num_states(), c.fusion_options[f]);
-        ASSERT_EQ(fused[f].loglikes.rows(), rows) << "fusion " << f;
-        EXPECT_LE(MaxNormalizedError(fused[f].loglikes, reference.fused), 4 * BoundFor(precision)) << "fusion " << f;
-      }
+      EXPECT_TRUE(BuffersOf(*lane) == after_warm_up) << "a call grew a buffer";
+      ExpectCallMatchesReference(c, results, fused, precision);
     }
     lane.MarkIdle();
   }
