@@ -131,9 +131,11 @@ absl::Status ReserveSlicePartials(Lane& lane, const PreparedModel& model, const 
 // A batch of several models' short runs is one launch (split8, one job a
 // model): this sizes its job table for a job a frame, the most a call of
 // shape.frames can have, and loads the kernel with a launch of two 1-frame
-// jobs (a launch of them all would score each job's frame as a whole tile:
-// a second a GPU for the 5000 x 256 x 36 model). The jobs read the lane's
-// features and write its scores, both sized by the calls before.
+// jobs: a launch of them all scores each job's one frame as a whole tile
+// (with gathering at every size it made the 5000 x 256 x 36 model's warm-up
+// 4.0-4.3 s a GPU instead of 2.5-2.6; docs/PERFORMANCE.md, stop 57). The
+// jobs read the lane's features and write its scores, both sized by the
+// calls before.
 absl::Status WarmMultiModelLaunch(Lane& lane, const CudaModel& cuda, const WarmUpShape& shape) {
   GMM_RETURN_IF_ERROR(EnsureCapacity(lane.gemm.job_table, MultiModelJobTableBytes(shape.frames)));
   const DeviceModel& model = *cuda.untied;
